@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+type devOptions struct {
+	addr         string
+	temporalPort int
+	uiPort       int
+}
+
+func newDevCmd(g *globals) *cobra.Command {
+	o := devOptions{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole Chorus stack on this machine (Temporal dev server, SQLite, worker, MCP endpoint)",
+		Long: `Run everything Chorus needs on one machine, with no other services:
+
+  - the official Temporal dev server as a child process (persisting to <data-dir>/temporal.db,
+    web UI on --ui-port), unless TEMPORAL_ADDRESS names a server to use instead;
+  - the app database: SQLite at <data-dir>/chorus.db, or PostgreSQL when CHORUS_DATABASE_URL is set;
+  - the worker and the MCP endpoint on --addr.
+
+The first start creates a company, an owner user and an admin agent, prints the agent's API key
+once and saves it to <data-dir>/admin.key (set CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key).
+Ctrl-C stops everything, the Temporal server included.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), g, o, cmd.OutOrStdout()) },
+	}
+	cmd.Flags().StringVar(&o.addr, "addr", envOr("CHORUS_ADDR", "127.0.0.1:8637"), "HTTP listen address of the MCP endpoint (env CHORUS_ADDR)")
+	cmd.Flags().IntVar(&o.temporalPort, "temporal-port", 7233, "gRPC port of the Temporal dev server")
+	cmd.Flags().IntVar(&o.uiPort, "ui-port", 8233, "port of the Temporal web UI")
+	return cmd
+}
+
+func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error {
+	log := newLogger()
+	if err := os.MkdirAll(g.dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	unlock, err := lockDataDir(g.dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	dsn := g.databaseURL()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "chorus: database %s (%d migration(s) applied now)\n", describeDatabase(dsn), len(applied))
+
+	keyPath := filepath.Join(g.dataDir, "admin.key")
+	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Default Company", OwnerName: "Owner",
+		OwnerEmail: "owner@localhost", AgentName: "Admin Agent", Key: os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY")})
+	if err != nil {
+		return fmt.Errorf("first-start setup: %w", err)
+	}
+	if boot.Created {
+		if err := os.WriteFile(keyPath, []byte(boot.Key+"\n"), 0o600); err != nil {
+			return fmt.Errorf("save the admin key: %w", err)
+		}
+	}
+
+	cfg := serverConfig{role: roleAll, addr: o.addr, namespace: envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
+		temporalAddress: os.Getenv("TEMPORAL_ADDRESS"), temporalWait: 30 * time.Second}
+	uiURL := ""
+	var dev *temporalDev
+	if cfg.temporalAddress == "" {
+		bin, err := findTemporalCLI(ctx, out)
+		if err != nil {
+			return err
+		}
+		dev, err = startTemporalDev(bin, g.dataDir, o.temporalPort, o.uiPort)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fmt.Fprintln(out, "chorus: stopping the Temporal dev server...")
+			if err := dev.stop(20 * time.Second); err != nil {
+				log.Warn("temporal dev server", "err", err)
+			}
+		}()
+		cfg.temporalAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.temporalPort))
+		if err := dev.waitReady(ctx, cfg.temporalAddress, 90*time.Second); err != nil {
+			return err
+		}
+		uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.namespace)
+		fmt.Fprintf(out, "chorus: Temporal dev server on %s (data %s, log %s)\n", cfg.temporalAddress,
+			filepath.Join(g.dataDir, "temporal.db"), dev.logPath)
+	} else {
+		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporalAddress)
+	}
+
+	err = runServer(ctx, log, st, cfg, func() {
+		printBanner(out, o.addr, uiURL, keyPath, boot)
+	})
+	fmt.Fprintln(out, "chorus: shutting down...")
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func printBanner(out io.Writer, addr, uiURL, keyPath string, boot *store.BootstrapResult) {
+	url := "http://" + addr + mcp.Path
+	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		url = "http://127.0.0.1:" + port + mcp.Path
+	}
+	key := "<the key in " + keyPath + ">"
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nChorus is ready.\n\n")
+	fmt.Fprintf(&b, "  MCP endpoint:  %s\n", url)
+	if uiURL != "" {
+		fmt.Fprintf(&b, "  Temporal UI:   %s\n", uiURL)
+	}
+	if boot.Created {
+		key = boot.Key
+		fmt.Fprintf(&b, "  Admin API key: %s\n", boot.Key)
+		fmt.Fprintf(&b, "                 (agent %q; shown once, saved to %s)\n", boot.Agent.Name, keyPath)
+	} else {
+		fmt.Fprintf(&b, "  Admin API key: in %s (agent %q)\n", keyPath, boot.Agent.Name)
+	}
+	fmt.Fprintf(&b, "\n  .mcp.json for an MCP client:\n  %s\n", mcpJSON(url, key))
+	fmt.Fprintf(&b, "\n  Try it:  go run ./cmd/chorus mcp call chorus_checkin\n")
+	fmt.Fprintf(&b, "  Stop:    Ctrl-C\n\n")
+	fmt.Fprint(out, b.String())
+}
+
+// mcpJSON is the .mcp.json block that points an MCP client (Claude Code, Cursor, ...) at Chorus.
+func mcpJSON(url, key string) string {
+	type server struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	_ = enc.Encode(map[string]map[string]server{"mcpServers": {"chorus": {Type: "http", URL: url,
+		Headers: map[string]string{"Authorization": "Bearer " + key}}}})
+	return strings.TrimRight(buf.String(), "\n")
+}

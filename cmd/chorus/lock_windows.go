@@ -1,0 +1,4 @@
+package main
+
+// lockDataDir is a no-op on Windows; do not run two chorus dev on one data dir there.
+func lockDataDir(string) (func(), error) { return func() {}, nil }

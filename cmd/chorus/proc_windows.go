@@ -1,0 +1,7 @@
+package main
+
+import "syscall"
+
+func childProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
+}

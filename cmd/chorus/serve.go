@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// Roles of a chorus server process.
+const (
+	roleAPI    = "api"
+	roleWorker = "worker"
+	roleAll    = "all"
+)
+
+// serverConfig is what runServer needs.
+type serverConfig struct {
+	role            string
+	addr            string
+	temporalAddress string
+	namespace       string
+	// temporalWait bounds how long to wait for Temporal to answer at start.
+	temporalWait time.Duration
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	cfg := serverConfig{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run Chorus against an external Temporal and PostgreSQL (production)",
+		Long: `Run the Chorus API (the MCP endpoint), the Temporal worker, or both.
+
+On the first start, CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... (at least 43 characters after cho_) creates
+the company, its owner (CHORUS_OWNER_EMAIL) and an admin agent holding that key; without it,
+create agents with "chorus agent create".
+
+Configuration comes from the environment: CHORUS_DATABASE_URL (postgres://...; the schema must be
+migrated with "chorus migrate up"), TEMPORAL_ADDRESS (host:port of the Temporal frontend) and
+TEMPORAL_NAMESPACE. API and worker processes scale independently; any API instance serves any
+request.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch cfg.role {
+			case roleAPI, roleWorker, roleAll:
+			default:
+				return fmt.Errorf("--role must be api, worker or all, not %q", cfg.role)
+			}
+			if cfg.temporalAddress == "" {
+				return errors.New("TEMPORAL_ADDRESS is not set: chorus serve connects to an external Temporal " +
+					"server (use chorus dev to run one locally)")
+			}
+			log := newLogger()
+			ctx := cmd.Context()
+			st, err := g.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			log.Info("store ready", "database", describeDatabase(g.databaseURL()))
+			if key := os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY"); key != "" && cfg.role != roleWorker {
+				// Production first start (compose, scripts): the operator chose the admin key, so it
+				// is never printed. Later starts find the company and change nothing.
+				boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Default Company", OwnerName: "Owner",
+					OwnerEmail: envOr("CHORUS_OWNER_EMAIL", "owner@localhost"), AgentName: "Admin Agent", Key: key})
+				if err != nil {
+					return fmt.Errorf("first-start setup with CHORUS_BOOTSTRAP_ADMIN_KEY: %w", err)
+				}
+				if boot.Created {
+					log.Info("created the company, its owner and the admin agent with CHORUS_BOOTSTRAP_ADMIN_KEY",
+						"agent", boot.Agent.UUID)
+				}
+			}
+			return runServer(ctx, log, st, cfg, nil)
+		},
+	}
+	cmd.Flags().StringVar(&cfg.role, "role", envOr("CHORUS_ROLE", roleAll), "what this process runs: api, worker or all (env CHORUS_ROLE)")
+	cmd.Flags().StringVar(&cfg.addr, "addr", envOr("CHORUS_ADDR", "0.0.0.0:8637"), "HTTP listen address (env CHORUS_ADDR)")
+	cfg.temporalAddress = envOr("TEMPORAL_ADDRESS", "")
+	cfg.namespace = envOr("TEMPORAL_NAMESPACE", workflows.Namespace)
+	cfg.temporalWait = 2 * time.Minute
+	return cmd
+}
+
+// runServer connects to Temporal, runs the worker and/or the HTTP API per cfg.role, and blocks
+// until ctx is cancelled; then it stops the API, then the worker, and returns. ready, when not
+// nil, is called once everything is serving.
+func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serverConfig, ready func()) error {
+	tc, err := dialTemporal(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	if cfg.role != roleAPI {
+		regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.namespace)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+
+	var w worker.Worker
+	if cfg.role != roleAPI {
+		w = workflows.NewWorker(tc, activities.New(st), worker.Options{WorkerStopTimeout: 10 * time.Second})
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
+		log.Info("worker started", "taskQueue", workflows.TaskQueue, "namespace", cfg.namespace)
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Use(middleware.Recover(), middleware.RequestID(), middleware.BodyLimit("8M"), requestLogger(log))
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", readyz(st, tc))
+	if cfg.role != roleWorker {
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Log: log}, version)
+		if err != nil {
+			return err
+		}
+		ep.Mount(e)
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		if w != nil {
+			w.Stop()
+		}
+		return fmt.Errorf("listen on %s: %w (is another chorus running? choose another with --addr)", cfg.addr, err)
+	}
+	e.Listener = ln
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- e.Start("") }()
+	log.Info("http listening", "addr", ln.Addr().String(), "role", cfg.role)
+	if ready != nil {
+		ready()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if serr := e.Shutdown(shutCtx); serr != nil {
+		log.Warn("http shutdown", "err", serr)
+	}
+	if w != nil {
+		w.Stop()
+	}
+	return err
+}
+
+// dialTemporal connects to Temporal, retrying until it answers or wait passes.
+func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration) (client.Client, error) {
+	deadline := time.Now().Add(wait)
+	quiet := mcp.LevelFloor(log, slog.LevelWarn) // the SDK logs every poll at info
+	for attempt := 0; ; attempt++ {
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace,
+			Logger: tlog.NewStructuredLogger(quiet)})
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %q): %w", addr, namespace, err)
+		}
+		if attempt == 3 {
+			log.Info("waiting for Temporal", "address", addr, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func readyz(st *store.Store, tc client.Client) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+		defer cancel()
+		status := map[string]string{"store": "ok", "temporal": "ok"}
+		code := http.StatusOK
+		if err := st.Ping(ctx); err != nil {
+			status["store"], code = "unreachable", http.StatusServiceUnavailable
+		}
+		if _, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			status["temporal"], code = "unreachable", http.StatusServiceUnavailable
+		}
+		status["status"] = "ready"
+		if code != http.StatusOK {
+			status["status"] = "not ready"
+		}
+		return c.JSON(code, status)
+	}
+}
+
+func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true, LogError: true,
+		Skipper: func(c echo.Context) bool { return strings.HasPrefix(c.Path(), "/healthz") },
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			lvl := slog.LevelDebug
+			if v.Status >= 500 {
+				lvl = slog.LevelError
+			}
+			log.Log(c.Request().Context(), lvl, "http", "method", v.Method, "uri", v.URI, "status", v.Status,
+				"ms", v.Latency.Milliseconds(), "requestId", v.RequestID)
+			return nil
+		},
+	})
+}

@@ -1,0 +1,88 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Principal is the authenticated caller of one request: the agent, its owner's identity for
+// project access, and its effective permissions, recomputed from the agent row on every request
+// (SPEC 5.1: permission changes apply on the next request).
+type Principal struct {
+	Caller  store.Caller
+	Perms   perm.Set
+	KeyUUID string
+	Agent   store.Agent
+	Owner   *store.User
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+func principalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// authenticate is the echo middleware in front of POST /api/mcp (SPEC 3.0, 1.4): it accepts
+// "Authorization: Bearer cho_...", resolves the key, and puts the Principal in the request
+// context. A missing, malformed, unknown, revoked or expired key gets HTTP 401 with a JSON body
+// and a WWW-Authenticate challenge; a database failure gets 500.
+func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		key, ok := bearerKey(c.Request().Header.Get("Authorization"))
+		if !ok {
+			return unauthorized(c, "Missing or invalid API key")
+		}
+		ctx := c.Request().Context()
+		a, err := e.deps.Store.Authenticate(ctx, key)
+		switch {
+		case errors.Is(err, store.ErrKeyUnknown), errors.Is(err, store.ErrKeyRevoked), errors.Is(err, store.ErrKeyExpired):
+			return unauthorized(c, err.Error())
+		case err != nil:
+			e.deps.Log.ErrorContext(ctx, "authenticate", "err", err)
+			return c.JSON(http.StatusInternalServerError, map[string]string{"error": "Internal server error"})
+		}
+		if err := e.deps.Store.TouchKey(ctx, &a.Key); err != nil {
+			e.deps.Log.WarnContext(ctx, "could not record key use", "key", a.Key.UUID, "err", err)
+		}
+		p := Principal{
+			Caller:  store.Caller{CompanyUUID: a.Agent.CompanyUUID, AgentUUID: a.Agent.UUID, AgentName: a.Agent.Name},
+			Perms:   perm.Effective(a.Agent.Roles, a.Agent.Permissions),
+			KeyUUID: a.Key.UUID, Agent: a.Agent, Owner: a.Owner,
+		}
+		if a.Owner != nil {
+			p.Caller.OwnerUUID = a.Owner.UUID
+		}
+		c.SetRequest(c.Request().WithContext(withPrincipal(ctx, p)))
+		return next(c)
+	}
+}
+
+// bearerKey extracts a "cho_" key from an Authorization header value.
+func bearerKey(h string) (string, bool) {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	if !strings.HasPrefix(key, store.KeyPrefix) || len(key) == len(store.KeyPrefix) {
+		return "", false
+	}
+	return key, true
+}
+
+func unauthorized(c echo.Context, msg string) error {
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="chorus", error="invalid_token"`)
+	return c.JSON(http.StatusUnauthorized, map[string]string{"error": msg})
+}

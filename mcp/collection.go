@@ -1,0 +1,68 @@
+package mcp
+
+import (
+	"encoding/json"
+	"sort"
+)
+
+// Collection tools share paging input and an envelope (SPEC 3.0 "Pagination"):
+// {"<key>": [rows], "returned", "page", "pageSize", "total", ...}.
+
+// PageIn is the paging input of collection tools.
+type PageIn struct {
+	Page     int `json:"page,omitempty" jsonschema:"1-based page number; default 1" chorus:"min=1"`
+	PageSize int `json:"pageSize,omitempty" jsonschema:"rows per page, 1 to 100; default 20" chorus:"min=1;max=100"`
+}
+
+// window returns the page, page size and row offset, applying the default page size def.
+func (p PageIn) window(def int) (page, size, offset int) {
+	page, size = p.Page, p.PageSize
+	if page < 1 {
+		page = 1
+	}
+	if size < 1 {
+		size = def
+	}
+	return page, size, (page - 1) * size
+}
+
+// Meta is the envelope of a collection result. Returned counts the rows actually sent, which
+// can be fewer than a page when the text limit drops trailing rows; Total is the full count.
+type Meta struct {
+	Returned int `json:"returned"`
+	Page     int `json:"page"`
+	PageSize int `json:"pageSize"`
+	Total    int `json:"total"`
+}
+
+// maxResultBytes bounds the JSON text of a collection result (SPEC 3.0).
+const maxResultBytes = 65536
+
+// fit returns the longest prefix of rows whose result, as built by wrap, encodes to at most
+// maxResultBytes of JSON.
+func fit[T any](rows []T, wrap func([]T) any) []T {
+	size := func(n int) int {
+		b, err := json.Marshal(wrap(rows[:n]))
+		if err != nil {
+			return maxResultBytes + 1
+		}
+		return len(b)
+	}
+	if size(len(rows)) <= maxResultBytes {
+		return rows
+	}
+	n := sort.Search(len(rows)+1, func(n int) bool { return size(n) > maxResultBytes }) - 1
+	return rows[:max(n, 0)]
+}
+
+// maxTitleRunes is the longest title or name a collection row shows whole (SPEC 3.0).
+const maxTitleRunes = 256
+
+// clip shortens a title longer than 256 code points to 253 of them and "...".
+func clip(s string) string {
+	r := []rune(s)
+	if len(r) <= maxTitleRunes {
+		return s
+	}
+	return string(r[:maxTitleRunes-3]) + "..."
+}

@@ -1,0 +1,71 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// Errors reach an agent as an isError tool result whose text says what failed, why, and what to
+// do next (STYLE "Errors"). There are four kinds an agent can act on; anything else is a bug or
+// an outage, logged with a reference and shown as "internal error (ref <id>)".
+
+// userError is a refusal a handler words itself (a guard, a precondition, a conflict).
+type userError struct{ msg string }
+
+func (e *userError) Error() string { return e.msg }
+
+// refuse returns a userError; the text goes to the agent as is.
+func refuse(format string, args ...any) error { return &userError{msg: fmt.Sprintf(format, args...)} }
+
+// toolNotFound is the answer for a tool that is unknown or hidden by permissions (SPEC 3.0).
+func toolNotFound(name string) error { return &userError{msg: "Tool " + name + " not found"} }
+
+// agentMessage returns the text an agent sees for err, and whether err is one of the known kinds.
+// It is the only switch from error to tool result.
+func agentMessage(err error) (string, bool) {
+	var (
+		in  *inputError
+		ue  *userError
+		nf  *store.NotFoundError
+		wfe *workflows.Error
+	)
+	switch {
+	case errors.As(err, &in):
+		return in.Error(), true
+	case errors.As(err, &ue):
+		return ue.msg, true
+	case errors.As(err, &nf):
+		return nf.Error(), true
+	case errors.Is(err, store.ErrForbidden):
+		return store.ErrForbidden.Error(), true
+	case errors.As(err, &wfe):
+		return wfe.Message, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return "The request timed out before Chorus finished it. It may still complete: read the entity " +
+			"back, or retry with the same requestId, which is safe.", true
+	}
+	return "", false
+}
+
+// toolErrorText maps err to the isError text, logging unknown errors with a reference id.
+func toolErrorText(ctx context.Context, log *slog.Logger, toolName string, err error) string {
+	if msg, ok := agentMessage(err); ok {
+		return msg
+	}
+	ref := newRef()
+	log.ErrorContext(ctx, "tool failed", "tool", toolName, "ref", ref, "err", err)
+	return fmt.Sprintf("internal error (ref %s); the operators can look it up in the server log", ref)
+}
+
+func newRef() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,140 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/store/storetest"
+)
+
+// env is a running endpoint over a real store, for black-box tests through a real MCP client.
+type env struct {
+	t        testing.TB
+	st       *store.Store
+	url      string
+	adminKey string
+	company  string
+	owner    string
+}
+
+func newEnv(t testing.TB, dialect string) *env {
+	t.Helper()
+	st := storetest.Open(t, dialect)
+	boot, err := st.EnsureBootstrap(context.Background(), store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
+		OwnerEmail: "owner@example.com", AgentName: "Admin Agent"})
+	require.NoError(t, err)
+	ep, err := NewEndpoint(&Deps{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, "test")
+	require.NoError(t, err)
+	e := echo.New()
+	ep.Mount(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return &env{t: t, st: st, url: srv.URL + Path, adminKey: boot.Key, company: boot.Company.UUID, owner: boot.Owner.UUID}
+}
+
+// agent creates an agent with the given presets (owned by the company owner) and returns its key.
+func (e *env) agent(name string, presets ...string) string {
+	e.t.Helper()
+	owner := e.owner
+	_, key, err := e.st.CreateAgent(context.Background(), store.NewAgent{CompanyUUID: e.company, Name: name,
+		Roles: presets, OwnerUUID: &owner})
+	require.NoError(e.t, err)
+	return key
+}
+
+type bearer struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.base.RoundTrip(r)
+}
+
+// client connects a real MCP client with the given key.
+func (e *env) client(key string) *mcpsdk.ClientSession {
+	e.t.Helper()
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, nil)
+	tr := &mcpsdk.StreamableClientTransport{Endpoint: e.url,
+		HTTPClient: &http.Client{Transport: bearer{key: key, base: http.DefaultTransport}}}
+	s, err := c.Connect(context.Background(), tr, nil)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// call calls a tool and returns its result.
+func call(t testing.TB, s *mcpsdk.ClientSession, name string, args any) *mcpsdk.CallToolResult {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, "tools/call %s", name)
+	return res
+}
+
+// ok calls a tool that must succeed and decodes its structured result into out.
+func ok(t testing.TB, s *mcpsdk.ClientSession, name string, args any, out any) {
+	t.Helper()
+	res := call(t, s, name, args)
+	require.False(t, res.IsError, "%s failed: %s", name, text(res))
+	if out != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, out), "decode %s result %s", name, b)
+	}
+}
+
+// fails calls a tool that must fail and returns its error text.
+func fails(t testing.TB, s *mcpsdk.ClientSession, name string, args any) string {
+	t.Helper()
+	res := call(t, s, name, args)
+	require.True(t, res.IsError, "%s should have failed but returned %s", name, text(res))
+	return text(res)
+}
+
+func text(res *mcpsdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcpsdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// rawPost sends one JSON-RPC body to the endpoint with the given Authorization header value.
+func (e *env) rawPost(auth, body string) (*http.Response, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url, strings.NewReader(body))
+	require.NoError(e.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// forEachDialect runs f as a subtest against SQLite and PostgreSQL.
+func forEachDialect(t *testing.T, f func(t *testing.T, e *env)) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			f(t, newEnv(t, d))
+		})
+	}
+}

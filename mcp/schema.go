@@ -1,0 +1,376 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Input schemas are inferred from the tool's input struct by jsonschema-go (json tags give the
+// names, omitempty makes a field optional, the `jsonschema` tag is the description) and then
+// tightened from a `chorus` tag, because jsonschema-go reads no constraints from tags:
+//
+//	Priority string `json:"priority,omitempty" jsonschema:"..." chorus:"enum=low|medium|high"`
+//
+// Keys: enum=a|b|c, min=N, max=N (numbers), minLength=N, maxLength=N (strings, in characters),
+// minItems=N, maxItems=N (arrays), nullable (an explicit null is meaningful for this field and
+// reaches the handler instead of meaning "absent").
+
+var schemaTypeOverrides = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {},
+}
+
+// inputSchema infers and tightens the input schema of T, which must be a struct.
+func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypeOverrides})
+	if err != nil {
+		return nil, err
+	}
+	if err := tighten(t, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// outputSchema infers the schema of a tool's structured result.
+func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
+	return jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypeOverrides})
+}
+
+// tighten walks the Go type beside its inferred schema: it removes the implicit null that
+// pointers get (unless the field is tagged nullable), allows unknown properties (SPEC 3.0: they
+// are ignored), and applies the chorus tag's constraints.
+func tighten(t reflect.Type, s *jsonschema.Schema) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		s.AdditionalProperties = nil
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+				if err := tighten(f.Type, s); err != nil { // promoted fields live in s itself
+					return err
+				}
+				continue
+			}
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			ps := s.Properties[name]
+			if ps == nil {
+				continue
+			}
+			nullable := false
+			for kv := range strings.SplitSeq(f.Tag.Get("chorus"), ";") {
+				k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+				if err := applyConstraint(ps, k, v); err != nil {
+					return fmt.Errorf("field %s: %w", name, err)
+				}
+				nullable = nullable || k == "nullable"
+			}
+			if !nullable && len(ps.Types) == 2 && ps.Types[0] == "null" {
+				ps.Type, ps.Types = ps.Types[1], nil
+			}
+			if err := tighten(f.Type, ps); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if s.Items != nil && t.Elem().Kind() != reflect.Uint8 {
+			return tighten(t.Elem(), s.Items)
+		}
+	}
+	return nil
+}
+
+func applyConstraint(s *jsonschema.Schema, key, val string) error {
+	num := func() (float64, error) { return strconv.ParseFloat(val, 64) }
+	count := func() (*int, error) { n, err := strconv.Atoi(val); return &n, err }
+	var err error
+	switch key {
+	case "", "nullable":
+	case "enum":
+		for v := range strings.SplitSeq(val, "|") {
+			s.Enum = append(s.Enum, v)
+		}
+	case "min":
+		var f float64
+		f, err = num()
+		s.Minimum = &f
+	case "max":
+		var f float64
+		f, err = num()
+		s.Maximum = &f
+	case "minLength":
+		s.MinLength, err = count()
+	case "maxLength":
+		s.MaxLength, err = count()
+	case "minItems":
+		s.MinItems, err = count()
+	case "maxItems":
+		s.MaxItems, err = count()
+	default:
+		return fmt.Errorf("unknown chorus tag key %q", key)
+	}
+	return err
+}
+
+// inputError is an argument that fails the schema; its text names the field and the fix.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return "Input validation error: " + e.msg }
+
+func invalid(format string, args ...any) error { return &inputError{msg: fmt.Sprintf(format, args...)} }
+
+// normalizeArgs applies SPEC D2 and 3.0 to raw tool arguments against schema s: scalars sent as
+// strings are coerced where the intent is unambiguous ("0.5" -> 0.5, "true" -> true, "[..]" ->
+// array), null for an optional field means absent, unknown properties are dropped, and what is
+// still wrong is an *inputError naming the field. It returns the cleaned JSON object.
+func normalizeArgs(s *jsonschema.Schema, raw json.RawMessage) (json.RawMessage, error) {
+	var v any = map[string]any{}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		d := json.NewDecoder(bytes.NewReader(t))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			return nil, invalid("arguments are not valid JSON: %v", err)
+		}
+		if _, ok := v.(map[string]any); !ok {
+			return nil, invalid("arguments must be a JSON object")
+		}
+	}
+	out, err := normalize("", s, v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+func schemaType(s *jsonschema.Schema) (main string, nullable bool) {
+	if s.Type != "" {
+		return s.Type, false
+	}
+	for _, t := range s.Types {
+		if t == "null" {
+			nullable = true
+		} else if main == "" {
+			main = t
+		}
+	}
+	return main, nullable
+}
+
+func fieldName(path string) string {
+	if path == "" {
+		return "arguments"
+	}
+	return path
+}
+
+func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
+	typ, nullable := schemaType(s)
+	if v == nil {
+		if nullable || typ == "" {
+			return nil, nil
+		}
+		return nil, invalid("%s must be %s, not null", fieldName(path), article(typ))
+	}
+	var err error
+	switch typ {
+	case "string":
+		switch x := v.(type) {
+		case string:
+		case json.Number:
+			v = x.String()
+		case bool:
+			v = strconv.FormatBool(x)
+		default:
+			return nil, invalid("%s must be a string", fieldName(path))
+		}
+		if err := checkString(path, s, v.(string)); err != nil {
+			return nil, err
+		}
+	case "integer", "number":
+		var n json.Number
+		switch x := v.(type) {
+		case json.Number:
+			n = x
+		case string:
+			if _, perr := strconv.ParseFloat(strings.TrimSpace(x), 64); perr != nil || strings.TrimSpace(x) == "" {
+				return nil, invalid("%s must be %s, got %q", fieldName(path), article(typ), x)
+			}
+			n = json.Number(strings.TrimSpace(x))
+		default:
+			return nil, invalid("%s must be %s", fieldName(path), article(typ))
+		}
+		f, _ := n.Float64()
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, invalid("%s must be a finite number", fieldName(path))
+		}
+		if typ == "integer" {
+			if f != math.Trunc(f) {
+				return nil, invalid("%s must be a whole number, got %s", fieldName(path), n)
+			}
+			n = json.Number(strconv.FormatFloat(f, 'f', -1, 64))
+		}
+		if s.Minimum != nil && f < *s.Minimum {
+			return nil, invalid("%s must be at least %v, got %s", fieldName(path), *s.Minimum, n)
+		}
+		if s.Maximum != nil && f > *s.Maximum {
+			return nil, invalid("%s must be at most %v, got %s", fieldName(path), *s.Maximum, n)
+		}
+		v = n
+	case "boolean":
+		switch x := v.(type) {
+		case bool:
+		case string:
+			switch strings.ToLower(strings.TrimSpace(x)) {
+			case "true":
+				v = true
+			case "false":
+				v = false
+			default:
+				return nil, invalid("%s must be true or false, got %q", fieldName(path), x)
+			}
+		default:
+			return nil, invalid("%s must be true or false", fieldName(path))
+		}
+	case "array":
+		if x, ok := v.(string); ok && strings.HasPrefix(strings.TrimSpace(x), "[") {
+			if v, err = decodeJSON(x); err != nil {
+				return nil, invalid("%s must be an array; the string given is not a JSON array: %v", fieldName(path), err)
+			}
+		}
+		arr, ok := v.([]any)
+		if !ok {
+			return nil, invalid("%s must be an array", fieldName(path))
+		}
+		if s.MinItems != nil && len(arr) < *s.MinItems {
+			return nil, invalid("%s must have at least %d item(s), got %d", fieldName(path), *s.MinItems, len(arr))
+		}
+		if s.MaxItems != nil && len(arr) > *s.MaxItems {
+			return nil, invalid("%s must have at most %d item(s), got %d", fieldName(path), *s.MaxItems, len(arr))
+		}
+		out := make([]any, len(arr))
+		for i, item := range arr {
+			if s.Items == nil {
+				out[i] = item
+				continue
+			}
+			if out[i], err = normalize(fmt.Sprintf("%s[%d]", path, i), s.Items, item); err != nil {
+				return nil, err
+			}
+		}
+		v = out
+	case "object":
+		if x, ok := v.(string); ok && strings.HasPrefix(strings.TrimSpace(x), "{") {
+			if v, err = decodeJSON(x); err != nil {
+				return nil, invalid("%s must be an object; the string given is not a JSON object: %v", fieldName(path), err)
+			}
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, invalid("%s must be an object", fieldName(path))
+		}
+		if s.Properties == nil { // a free-form object (map): keep it as sent
+			return obj, nil
+		}
+		out := map[string]any{}
+		for _, name := range propertyOrder(s) {
+			ps := s.Properties[name]
+			val, present := obj[name]
+			sub := name
+			if path != "" {
+				sub = path + "." + name
+			}
+			required := slices.Contains(s.Required, name)
+			if present && val == nil {
+				if _, nullable := schemaType(ps); !nullable {
+					present = false // D2: null for an optional field means absent
+				}
+			}
+			if !present {
+				if required {
+					return nil, invalid("%s is required", sub)
+				}
+				continue
+			}
+			if out[name], err = normalize(sub, ps, val); err != nil {
+				return nil, err
+			}
+		}
+		v = out
+	}
+	if len(s.Enum) > 0 && !slices.Contains(s.Enum, v) {
+		opts := make([]string, len(s.Enum))
+		for i, e := range s.Enum {
+			opts[i] = fmt.Sprint(e)
+		}
+		return nil, invalid("%s must be one of %s, got %s", fieldName(path), strings.Join(opts, ", "), quote(v))
+	}
+	return v, nil
+}
+
+func checkString(path string, s *jsonschema.Schema, str string) error {
+	n := len([]rune(str))
+	if s.MinLength != nil && n < *s.MinLength {
+		if *s.MinLength == 1 {
+			return invalid("%s must not be empty", fieldName(path))
+		}
+		return invalid("%s must be at least %d characters long, got %d", fieldName(path), *s.MinLength, n)
+	}
+	if s.MaxLength != nil && n > *s.MaxLength {
+		return invalid("%s must be at most %d characters long, got %d", fieldName(path), *s.MaxLength, n)
+	}
+	return nil
+}
+
+// propertyOrder lists an object schema's properties in declaration order.
+func propertyOrder(s *jsonschema.Schema) []string {
+	if len(s.PropertyOrder) == len(s.Properties) {
+		return s.PropertyOrder
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func decodeJSON(s string) (any, error) {
+	var v any
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	err := d.Decode(&v)
+	return v, err
+}
+
+func article(typ string) string {
+	switch typ {
+	case "integer", "object", "array":
+		return "an " + typ
+	case "":
+		return "a value"
+	}
+	return "a " + typ
+}
+
+func quote(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,13 @@
+package mcp
+
+// toolTable is every tool Chorus serves, in the order tools/list shows them. A tool is one
+// entry; everything a tool needs beyond its handler (permission gate, argument coercion,
+// requestId ledger, deadline, logging, error mapping, annotations) is done once in tool.go.
+func toolTable() []entry {
+	return []entry{
+		checkin,
+		listProjects,
+		getProject,
+		adminCreateProject,
+	}
+}

@@ -1,0 +1,266 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// effect classifies what a tool does to Chorus's data; it decides the MCP annotations (SPEC D6)
+// and whether the tool takes a requestId (SPEC D5). The zero value is invalid on purpose: a
+// table test rejects an entry that forgot it.
+type effect int
+
+const (
+	// reads change nothing: readOnlyHint.
+	reads effect = iota + 1
+	// writes create or change data.
+	writes
+	// destroys deletes, closes, revokes or rejects: destructiveHint.
+	destroys
+)
+
+// tool is one row of the tool table (STYLE "A tool is one table entry"): its name, the
+// permission bit that gates it (perm.Public for none), what it does to data, the description
+// the model reads, and the handler. Input and output shapes are the type parameters; their
+// JSON schemas are inferred (see schema.go).
+type tool[In, Out any] struct {
+	Name  string
+	Title string
+	Perm  perm.Bit
+	// Effect is reads, writes or destroys.
+	Effect effect
+	// Idempotent marks a write that changes nothing when repeated with the same arguments.
+	Idempotent bool
+	Desc       string
+	Run        func(ctx context.Context, d *Deps, call *Call, in In) (Out, error)
+}
+
+// Call is what a handler knows about the request beyond its arguments.
+type Call struct {
+	Who Principal
+	// RequestID is the caller's optional idempotency key (SPEC D5), "" when absent. Lifecycle
+	// tools use it as the Temporal update id.
+	RequestID string
+	Header    http.Header
+}
+
+// Deps are what tool handlers use: the store for reads and records, the lifecycle client for
+// workflow updates, and the logger.
+type Deps struct {
+	Store *store.Store
+	Log   *slog.Logger
+	// CallTimeout bounds one tool call; zero means 60 seconds.
+	CallTimeout time.Duration
+}
+
+// entry is a tool table row with its types erased, so rows of different types share a table.
+type entry interface {
+	spec() toolSpec
+	build(d *Deps) (*builtTool, error)
+}
+
+type toolSpec struct {
+	Name       string
+	Perm       perm.Bit
+	Effect     effect
+	Idempotent bool
+	Desc       string
+	HasRun     bool
+}
+
+func (t tool[In, Out]) spec() toolSpec {
+	return toolSpec{Name: t.Name, Perm: t.Perm, Effect: t.Effect, Idempotent: t.Idempotent, Desc: t.Desc, HasRun: t.Run != nil}
+}
+
+// builtTool is an entry made ready for the SDK: the MCP tool description and its handler.
+type builtTool struct {
+	spec    toolSpec
+	tool    *mcpsdk.Tool
+	handler mcpsdk.ToolHandler
+}
+
+// requestIDField is added to every mutating tool's input (SPEC D5).
+const requestIDField = "requestId"
+
+// textResult is the Out type of tools whose result is a sentence rather than an object
+// (SPEC: "Idea <uuid> deleted"); it is sent as text content with no structuredContent.
+type textResult string
+
+func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
+	in, err := inputSchema(reflect.TypeFor[In]())
+	if err != nil {
+		return nil, fmt.Errorf("%s: input schema: %w", t.Name, err)
+	}
+	if in.Type != "object" {
+		return nil, fmt.Errorf("%s: input must be a struct", t.Name)
+	}
+	if in.Properties == nil {
+		in.Properties = map[string]*jsonschema.Schema{}
+	}
+	if t.Effect != reads {
+		one, most := 1, 128
+		in.Properties[requestIDField] = &jsonschema.Schema{Type: "string", MinLength: &one, MaxLength: &most,
+			Description: "Optional idempotency key (1-128 characters). Retrying with the same requestId returns " +
+				"the first result and changes nothing; reusing it with different arguments is an error."}
+		in.PropertyOrder = append(in.PropertyOrder, requestIDField)
+	}
+	mt := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Desc, InputSchema: in, Annotations: annotations(t.spec())}
+	isText := reflect.TypeFor[Out]() == reflect.TypeFor[textResult]()
+	if !isText {
+		out, err := outputSchema(reflect.TypeFor[Out]())
+		if err != nil {
+			return nil, fmt.Errorf("%s: output schema: %w", t.Name, err)
+		}
+		if out.Type == "object" {
+			mt.OutputSchema = out
+		}
+	}
+	bt := &builtTool{spec: t.spec(), tool: mt}
+	bt.handler = func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		start := time.Now()
+		res, err := t.call(ctx, d, in, req)
+		if err != nil {
+			res = &mcpsdk.CallToolResult{IsError: true,
+				Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: toolErrorText(ctx, d.Log, t.Name, err)}}}
+		}
+		who, _ := principalFrom(ctx)
+		d.Log.InfoContext(ctx, "tool call", "tool", t.Name, "agent", who.Caller.AgentUUID,
+			"isError", res.IsError, "ms", time.Since(start).Milliseconds())
+		return res, nil
+	}
+	return bt, nil
+}
+
+func annotations(s toolSpec) *mcpsdk.ToolAnnotations {
+	no := false
+	a := &mcpsdk.ToolAnnotations{OpenWorldHint: &no}
+	switch s.Effect {
+	case reads:
+		a.ReadOnlyHint = true
+		a.IdempotentHint = true
+	case writes:
+		a.DestructiveHint = &no
+		a.IdempotentHint = s.Idempotent
+	case destroys:
+		yes := true
+		a.DestructiveHint = &yes
+		a.IdempotentHint = s.Idempotent
+	}
+	return a
+}
+
+// call runs one tool call: authorization, argument normalization, the requestId ledger, a
+// deadline, the handler, and encoding of the result. Errors it returns become isError results.
+func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Schema, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	who, ok := principalFrom(ctx)
+	if !ok {
+		return nil, errors.New("no principal in context: the auth middleware did not run")
+	}
+	// The tool list is already filtered per permission set; check again so a cached or
+	// misrouted server can never run a tool the key does not grant (SPEC 3.0 evaluation order).
+	if !who.Perms.Has(t.Perm) {
+		return nil, toolNotFound(t.Name)
+	}
+	var raw json.RawMessage
+	if req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	args, err := normalizeArgs(schema, raw)
+	if err != nil {
+		return nil, err
+	}
+	call := &Call{Who: who}
+	if req.Extra != nil {
+		call.Header = req.Extra.Header
+	}
+	if t.Effect != reads {
+		var envelope map[string]json.RawMessage
+		_ = json.Unmarshal(args, &envelope)
+		if rid, ok := envelope[requestIDField]; ok {
+			_ = json.Unmarshal(rid, &call.RequestID)
+			delete(envelope, requestIDField)
+			args, _ = json.Marshal(envelope)
+		}
+	}
+	var in In
+	if err := json.Unmarshal(args, &in); err != nil {
+		return nil, invalid("%v", err)
+	}
+	timeout := d.CallTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var body json.RawMessage
+	if call.RequestID != "" {
+		body, err = d.runOnce(ctx, t.Name, call, args, func() (json.RawMessage, error) { return t.runEncoded(ctx, d, call, in) })
+	} else {
+		body, err = t.runEncoded(ctx, d, call, in)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, isText := any(*new(Out)).(textResult); isText {
+		var s string
+		_ = json.Unmarshal(body, &s)
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: s}}}, nil
+	}
+	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(body)}}}, nil
+}
+
+func (t tool[In, Out]) runEncoded(ctx context.Context, d *Deps, call *Call, in In) (json.RawMessage, error) {
+	out, err := t.Run(ctx, d, call, in)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+// runOnce applies SPEC D5 for a call carrying a requestId: the first call runs and its result is
+// kept; a retry with the same arguments gets that result without running again; a retry with
+// other arguments is refused. A call that failed leaves nothing behind, so it can be retried.
+func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args json.RawMessage, run func() (json.RawMessage, error)) (json.RawMessage, error) {
+	sum := sha256.Sum256(append([]byte(toolName+"\x00"), args...))
+	hash := hex.EncodeToString(sum[:])
+	prior, err := d.Store.BeginToolRequest(ctx, call.Who.Caller.AgentUUID, call.RequestID, toolName, hash)
+	switch {
+	case errors.Is(err, store.ErrRequestMismatch):
+		return nil, invalid("requestId %q was already used for a different call (%s); use a new requestId for new work",
+			call.RequestID, prior.Tool)
+	case errors.Is(err, store.ErrRequestRunning):
+		return nil, refuse("A call with requestId %q is still running; wait a moment and retry with the same requestId to get its result.", call.RequestID)
+	case err != nil:
+		return nil, err
+	case prior != nil:
+		return prior.Result, nil
+	}
+	body, err := run()
+	// The ledger row must follow the outcome even when the call's deadline has passed.
+	bg := context.WithoutCancel(ctx)
+	if err != nil {
+		if ferr := d.Store.AbandonToolRequest(bg, call.Who.Caller.AgentUUID, call.RequestID); ferr != nil {
+			d.Log.ErrorContext(ctx, "could not release requestId", "requestId", call.RequestID, "err", ferr)
+		}
+		return nil, err
+	}
+	if ferr := d.Store.FinishToolRequest(bg, call.Who.Caller.AgentUUID, call.RequestID, body); ferr != nil {
+		d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
+	}
+	return body, nil
+}

@@ -1,0 +1,258 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// ---- chorus_checkin (SPEC 3.1) ----
+
+// NoInput is the input of tools that take no arguments.
+type NoInput struct{}
+
+// CheckinOut is chorus_checkin's result.
+type CheckinOut struct {
+	CheckinTime    time.Time                `json:"checkinTime"`
+	Agent          CheckinAgent             `json:"agent"`
+	ActiveProjects map[string]ActiveProject `json:"activeProjects" jsonschema:"projects with ideas assigned to you that are not done, keyed by project uuid; at most 10"`
+	Notifications  NotificationSummary      `json:"notifications"`
+}
+
+// CheckinAgent is the caller's identity in chorus_checkin.
+type CheckinAgent struct {
+	UUID         string              `json:"uuid"`
+	Name         string              `json:"name"`
+	Roles        []string            `json:"roles"`
+	Permissions  map[string][]string `json:"permissions" jsonschema:"resource -> actions held (read, write, admin)"`
+	Persona      *string             `json:"persona"`
+	SystemPrompt *string             `json:"systemPrompt"`
+	Owner        *PersonRef          `json:"owner"`
+}
+
+// PersonRef names a user.
+type PersonRef struct {
+	UUID  string  `json:"uuid"`
+	Name  string  `json:"name"`
+	Email *string `json:"email"`
+}
+
+// ActiveProject is one entry of activeProjects.
+type ActiveProject struct {
+	Name            string `json:"name"`
+	ActiveIdeaCount int    `json:"activeIdeaCount"`
+}
+
+// NotificationSummary is the notification part of chorus_checkin.
+type NotificationSummary struct {
+	Unread int                  `json:"unread" jsonschema:"unread notifications left after this check-in"`
+	Recent []RecentNotification `json:"recent" jsonschema:"up to 5 unread notifications, newest first; returning them marks them read"`
+}
+
+// RecentNotification is one notification in chorus_checkin.
+type RecentNotification struct {
+	UUID    string    `json:"uuid"`
+	Action  string    `json:"action"`
+	Entity  EntityRef `json:"entity"`
+	Title   string    `json:"title"`
+	Message string    `json:"message"`
+	Actor   string    `json:"actor"`
+	At      time.Time `json:"at"`
+}
+
+// EntityRef points at an entity by type and uuid.
+type EntityRef struct {
+	Type string `json:"type"`
+	UUID string `json:"uuid"`
+}
+
+// maxPersonaRunes bounds persona and systemPrompt in chorus_checkin (SPEC 3.1).
+const maxPersonaRunes = 4096
+
+func truncRunes(s *string, n int) *string {
+	if s == nil {
+		return nil
+	}
+	if r := []rune(*s); len(r) > n {
+		t := string(r[:n])
+		return &t
+	}
+	return s
+}
+
+var checkin = tool[NoInput, CheckinOut]{
+	Name:   "chorus_checkin",
+	Title:  "Check in",
+	Perm:   perm.Public,
+	Effect: writes,
+	Desc: "Start here. Returns who you are (agent, owner, roles and the permissions you hold), the " +
+		"projects where ideas assigned to you are still active, and your unread notifications (the up to " +
+		"five returned are marked read). Records that you are active.",
+	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (CheckinOut, error) {
+		res, err := d.Store.Checkin(ctx, call.Who.Caller)
+		if err != nil {
+			return CheckinOut{}, err
+		}
+		active, err := d.Store.ActiveProjects(ctx, call.Who.Caller)
+		if err != nil {
+			return CheckinOut{}, err
+		}
+		out := CheckinOut{
+			CheckinTime: res.At,
+			Agent: CheckinAgent{UUID: res.Agent.UUID, Name: res.Agent.Name, Roles: res.Agent.Roles,
+				Permissions:  perm.Effective(res.Agent.Roles, res.Agent.Permissions).ByResource(),
+				Persona:      truncRunes(res.Agent.Persona, maxPersonaRunes),
+				SystemPrompt: truncRunes(res.Agent.SystemPrompt, maxPersonaRunes)},
+			ActiveProjects: map[string]ActiveProject{},
+			Notifications:  NotificationSummary{Unread: res.Unread, Recent: []RecentNotification{}},
+		}
+		if res.Owner != nil {
+			out.Agent.Owner = &PersonRef{UUID: res.Owner.UUID, Name: res.Owner.DisplayName(), Email: res.Owner.Email}
+		}
+		for _, ap := range active {
+			out.ActiveProjects[ap.UUID] = ActiveProject{Name: ap.Name, ActiveIdeaCount: ap.ActiveIdeaCount}
+		}
+		for _, n := range res.Recent {
+			out.Notifications.Recent = append(out.Notifications.Recent, RecentNotification{
+				UUID: n.UUID, Action: n.Action, Entity: EntityRef{Type: n.EntityType, UUID: n.EntityUUID},
+				Title: n.EntityTitle, Message: n.Message, Actor: n.ActorName, At: n.CreatedAt})
+		}
+		return out, nil
+	},
+}
+
+// ---- projects (SPEC 3.1, 3.8) ----
+
+// ProjectCounts are the entity counts of a project.
+type ProjectCounts struct {
+	Ideas      int  `json:"ideas"`
+	Documents  int  `json:"documents"`
+	Tasks      int  `json:"tasks"`
+	Proposals  int  `json:"proposals"`
+	Activities *int `json:"activities,omitempty"`
+}
+
+// ProjectRow is one row of chorus_list_projects.
+type ProjectRow struct {
+	UUID        string        `json:"uuid"`
+	Name        string        `json:"name"`
+	Description *string       `json:"description"`
+	GroupUUID   *string       `json:"groupUuid"`
+	Visibility  string        `json:"visibility"`
+	Count       ProjectCounts `json:"_count"`
+	CreatedAt   time.Time     `json:"createdAt"`
+	UpdatedAt   time.Time     `json:"updatedAt"`
+}
+
+// ProjectList is chorus_list_projects' result.
+type ProjectList struct {
+	Projects []ProjectRow `json:"projects"`
+	Meta
+}
+
+// ProjectDetail is chorus_get_project's result.
+type ProjectDetail struct {
+	ProjectRow
+	AccessLevel string `json:"accessLevel" jsonschema:"your level on this project: viewer, editor or admin"`
+}
+
+func projectRow(v store.ProjectView, withActivities bool) ProjectRow {
+	r := ProjectRow{UUID: v.UUID, Name: clip(v.Name), Description: v.Description, GroupUUID: v.GroupUUID,
+		Visibility: v.Visibility, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		Count: ProjectCounts{Ideas: v.Ideas, Documents: v.Documents, Tasks: v.Tasks, Proposals: v.Proposals}}
+	if withActivities {
+		n := v.Activities
+		r.Count.Activities = &n
+	}
+	return r
+}
+
+var listProjects = tool[PageIn, ProjectList]{
+	Name:   "chorus_list_projects",
+	Title:  "List projects",
+	Perm:   perm.Public,
+	Effect: reads,
+	Desc: "List the projects you can see, most recently updated first, with counts of their ideas, " +
+		"documents, tasks and proposals. Paged: page (default 1), pageSize (1-100, default 20).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (ProjectList, error) {
+		page, size, offset := in.window(20)
+		views, total, err := d.Store.ListProjects(ctx, call.Who.Caller, size, offset)
+		if err != nil {
+			return ProjectList{}, err
+		}
+		rows := make([]ProjectRow, len(views))
+		for i, v := range views {
+			rows[i] = projectRow(v, false)
+		}
+		wrap := func(r []ProjectRow) any {
+			return ProjectList{Projects: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		rows = fit(rows, wrap)
+		return wrap(rows).(ProjectList), nil
+	},
+}
+
+// GetProjectIn is chorus_get_project's input.
+type GetProjectIn struct {
+	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+}
+
+var getProject = tool[GetProjectIn, ProjectDetail]{
+	Name:   "chorus_get_project",
+	Title:  "Get a project",
+	Perm:   perm.Public,
+	Effect: reads,
+	Desc:   "Get one project you can see: its details, your access level on it, and counts of its ideas, documents, tasks, proposals and activities.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetProjectIn) (ProjectDetail, error) {
+		v, err := d.Store.GetProject(ctx, call.Who.Caller, in.ProjectUUID)
+		if err != nil {
+			return ProjectDetail{}, err
+		}
+		r := projectRow(*v, true)
+		r.Name = v.Name
+		return ProjectDetail{ProjectRow: r, AccessLevel: v.Level().String()}, nil
+	},
+}
+
+// CreateProjectIn is chorus_admin_create_project's input.
+type CreateProjectIn struct {
+	Name        string  `json:"name" jsonschema:"project name" chorus:"minLength=1;maxLength=200"`
+	Description *string `json:"description,omitempty" jsonschema:"what the project is about"`
+	GroupUUID   *string `json:"groupUuid,omitempty" jsonschema:"put the project in this project group; a private group makes the project private"`
+	Visibility  string  `json:"visibility,omitempty" jsonschema:"public (default: everyone in the company can edit) or private (members only)" chorus:"enum=public|private"`
+}
+
+// CreatedProject is chorus_admin_create_project's result.
+type CreatedProject struct {
+	UUID        string    `json:"uuid"`
+	Name        string    `json:"name"`
+	Description *string   `json:"description"`
+	GroupUUID   *string   `json:"groupUuid"`
+	Visibility  string    `json:"visibility"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
+	Name:   "chorus_admin_create_project",
+	Title:  "Create a project",
+	Perm:   perm.ProjectWrite,
+	Effect: writes,
+	Desc: "Create a project. Your owner becomes its admin. Visibility is public (default) or private; " +
+		"a project placed in a private group is always private.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProjectIn) (CreatedProject, error) {
+		if strings.TrimSpace(in.Name) == "" {
+			return CreatedProject{}, invalid("name must not be blank")
+		}
+		p, err := d.Store.CreateProject(ctx, call.Who.Caller, store.NewProject{
+			Name: in.Name, Description: in.Description, GroupUUID: in.GroupUUID, Visibility: in.Visibility})
+		if err != nil {
+			return CreatedProject{}, err
+		}
+		return CreatedProject{UUID: p.UUID, Name: p.Name, Description: p.Description, GroupUUID: p.GroupUUID,
+			Visibility: p.Visibility, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
+	},
+}

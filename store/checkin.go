@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// CheckinResult is what chorus_checkin reports about the caller, before shaping (SPEC 3.1).
+type CheckinResult struct {
+	At     time.Time
+	Agent  Agent
+	Owner  *User
+	Recent []Notification // up to 5 unread, newest first; now marked read
+	Unread int            // unread left after marking
+}
+
+// recentOnCheckin is how many unread notifications a check-in returns and marks read.
+const recentOnCheckin = 5
+
+// Checkin records that the agent is active (lastActiveAt = now), takes up to five of its unread
+// notifications (newest first) and marks them read, and counts the unread ones left. The
+// first check-in of an agent that has an owner leaves the owner an "agent_checkin"
+// notification. All of it happens in one transaction.
+func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
+	res := CheckinResult{At: Now()}
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := tx.NewSelect().Model(&res.Agent).Where("uuid = ?", c.AgentUUID).Scan(ctx); err != nil {
+			return mapErr(err, "Agent")
+		}
+		first := res.Agent.LastActiveAt == nil
+		res.Agent.LastActiveAt = &res.At
+		if _, err := tx.NewUpdate().Model(&res.Agent).Column("last_active_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if res.Agent.OwnerUUID != nil {
+			var u User
+			if err := tx.NewSelect().Model(&u).Where("uuid = ?", *res.Agent.OwnerUUID).Scan(ctx); err == nil {
+				res.Owner = &u
+			}
+		}
+		if first && res.Owner != nil {
+			n := Notification{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, RecipientType: "user",
+				RecipientUUID: res.Owner.UUID, EntityType: "agent", EntityUUID: res.Agent.UUID,
+				EntityTitle: res.Agent.Name, Action: "agent_checkin",
+				Message:   res.Agent.Name + " checked in for the first time",
+				ActorType: "agent", ActorUUID: res.Agent.UUID, ActorName: res.Agent.Name,
+				CreatedAt: res.At, UpdatedAt: res.At}
+			if _, err := tx.NewInsert().Model(&n).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		err := tx.NewSelect().Model(&res.Recent).
+			Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
+			Where("read_at IS NULL").Where("archived_at IS NULL").
+			Order("created_at DESC", "uuid DESC").Limit(recentOnCheckin).Scan(ctx)
+		if err != nil {
+			return err
+		}
+		if len(res.Recent) > 0 {
+			ids := make([]string, len(res.Recent))
+			for i := range res.Recent {
+				ids[i] = res.Recent[i].UUID
+				res.Recent[i].ReadAt = &res.At
+			}
+			_, err := tx.NewUpdate().Model((*Notification)(nil)).
+				Set("read_at = ?", res.At).Set("updated_at = ?", res.At).
+				Where("uuid IN (?)", bun.In(ids)).Exec(ctx)
+			if err != nil {
+				return err
+			}
+		}
+		unread, err := tx.NewSelect().Model((*Notification)(nil)).
+			Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
+			Where("read_at IS NULL").Where("archived_at IS NULL").Count(ctx)
+		res.Unread = int(unread)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

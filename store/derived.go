@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Derived idea statuses (SPEC 4.1). They are computed from the database at read time, never stored.
+const (
+	DerivedTodo                 = "todo"
+	DerivedInProgress           = "in_progress"
+	DerivedHumanConductRequired = "human_conduct_required"
+	DerivedDone                 = "done"
+)
+
+// ChildProgress is a theme's roll-up over its direct children.
+type ChildProgress struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
+// Derived is an idea's derived status and, for a theme with children, its children's progress.
+type Derived struct {
+	Status        string
+	ChildProgress *ChildProgress
+}
+
+// ideaFacts is the part of an idea that derivation reads.
+type ideaFacts struct {
+	UUID              string  `bun:"uuid"`
+	ProjectUUID       string  `bun:"project_uuid"`
+	Status            string  `bun:"status"`
+	ElaborationStatus *string `bun:"elaboration_status"`
+	IsContainer       bool    `bun:"is_container"`
+	ParentUUID        *string `bun:"parent_uuid"`
+}
+
+type proposalFacts struct {
+	UUID       string    `bun:"uuid"`
+	InputUUIDs []string  `bun:"input_uuids,type:jsonb"`
+	Status     string    `bun:"status"`
+	CreatedAt  time.Time `bun:"created_at"`
+}
+
+// DeriveStatuses computes the derived status (SPEC 4.1) of every idea in the given projects.
+func (s *Store) DeriveStatuses(ctx context.Context, projectUUIDs []string) (map[string]Derived, error) {
+	return deriveStatuses(ctx, s.DB, projectUUIDs)
+}
+
+func deriveStatuses(ctx context.Context, db bun.IDB, projectUUIDs []string) (map[string]Derived, error) {
+	out := map[string]Derived{}
+	if len(projectUUIDs) == 0 {
+		return out, nil
+	}
+	var ideas []ideaFacts
+	err := db.NewSelect().Table("ideas").Column("uuid", "project_uuid", "status", "elaboration_status", "is_container", "parent_uuid").
+		Where("project_uuid IN (?)", bun.In(projectUUIDs)).Scan(ctx, &ideas)
+	if err != nil {
+		return nil, err
+	}
+	var props []proposalFacts
+	err = db.NewSelect().Table("proposals").Column("uuid", "input_uuids", "status", "created_at").
+		Where("project_uuid IN (?)", bun.In(projectUUIDs)).
+		Where("input_type = 'idea'").Where("status IN ('pending', 'approved')").
+		Scan(ctx, &props)
+	if err != nil {
+		return nil, err
+	}
+	var approved []string
+	for _, p := range props {
+		if p.Status == "approved" {
+			approved = append(approved, p.UUID)
+		}
+	}
+	taskStatuses := map[string][]string{} // proposal uuid -> statuses of its tasks
+	if len(approved) > 0 {
+		var rows []struct {
+			ProposalUUID string `bun:"proposal_uuid"`
+			Status       string `bun:"status"`
+		}
+		err = db.NewSelect().Table("tasks").Column("proposal_uuid", "status").
+			Where("proposal_uuid IN (?)", bun.In(approved)).Scan(ctx, &rows)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			taskStatuses[r.ProposalUUID] = append(taskStatuses[r.ProposalUUID], r.Status)
+		}
+	}
+
+	own := map[string]string{}
+	children := map[string][]string{}
+	for _, i := range ideas {
+		own[i.UUID] = ownStatus(i, props, taskStatuses)
+		if i.ParentUUID != nil {
+			children[*i.ParentUUID] = append(children[*i.ParentUUID], i.UUID)
+		}
+	}
+	byUUID := map[string]ideaFacts{}
+	for _, i := range ideas {
+		byUUID[i.UUID] = i
+	}
+	var resolve func(uuid string, depth int) Derived
+	resolve = func(uuid string, depth int) Derived {
+		if d, ok := out[uuid]; ok {
+			return d
+		}
+		i := byUUID[uuid]
+		d := Derived{Status: own[uuid]}
+		// A theme with children rolls up from them; depth guards against a corrupt cycle.
+		if kids := children[uuid]; i.IsContainer && len(kids) > 0 && depth < 64 {
+			p := ChildProgress{Total: len(kids)}
+			anyStarted := false
+			for _, k := range kids {
+				ks := resolve(k, depth+1).Status
+				if ks == DerivedDone {
+					p.Done++
+				}
+				if ks != DerivedTodo {
+					anyStarted = true
+				}
+			}
+			switch {
+			case p.Done == p.Total:
+				d.Status = DerivedDone
+			case anyStarted:
+				d.Status = DerivedInProgress
+			default:
+				d.Status = DerivedTodo
+			}
+			d.ChildProgress = &p
+		}
+		out[uuid] = d
+		return d
+	}
+	for _, i := range ideas {
+		resolve(i.UUID, 0)
+	}
+	return out, nil
+}
+
+// ownStatus is SPEC 4.1's table for one idea, before any theme roll-up.
+func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]string) string {
+	switch i.Status {
+	case "open":
+		return DerivedTodo
+	case "elaborating":
+		if i.ElaborationStatus != nil && *i.ElaborationStatus == "pending_answers" {
+			return DerivedHumanConductRequired
+		}
+		return DerivedInProgress
+	case "elaborated":
+	default:
+		return DerivedTodo
+	}
+	var latest *proposalFacts
+	for k := range props {
+		p := &props[k]
+		if !slices.Contains(p.InputUUIDs, i.UUID) {
+			continue
+		}
+		if p.Status == "pending" {
+			return DerivedHumanConductRequired // a proposal waits for review
+		}
+		if latest == nil || p.CreatedAt.After(latest.CreatedAt) {
+			latest = p
+		}
+	}
+	if latest == nil {
+		return DerivedInProgress // planning
+	}
+	ts := taskStatuses[latest.UUID]
+	if slices.Contains(ts, "to_verify") {
+		return DerivedHumanConductRequired // work waits for verification
+	}
+	if len(ts) > 0 && !slices.ContainsFunc(ts, func(s string) bool { return s != "done" && s != "closed" }) {
+		return DerivedDone
+	}
+	return DerivedInProgress
+}
+
+// ActiveProject is one entry of chorus_checkin's activeProjects.
+type ActiveProject struct {
+	UUID            string
+	Name            string
+	ActiveIdeaCount int
+	LastUpdated     time.Time
+}
+
+// maxActiveProjects is how many projects chorus_checkin reports.
+const maxActiveProjects = 10
+
+// ActiveProjects groups the caller's active ideas by project (SPEC 3.1 chorus_checkin): ideas
+// in projects the caller can see, assigned to the caller agent or its owner user, whose derived
+// status is not done. It keeps the ten projects whose active ideas changed most recently.
+func (s *Store) ActiveProjects(ctx context.Context, c Caller) ([]ActiveProject, error) {
+	var rows []struct {
+		UUID        string    `bun:"uuid"`
+		ProjectUUID string    `bun:"project_uuid"`
+		ProjectName string    `bun:"project_name"`
+		UpdatedAt   time.Time `bun:"updated_at"`
+	}
+	visible := s.visibleProjects(c, false).ColumnExpr("project.uuid AS visible_uuid")
+	err := s.DB.NewSelect().TableExpr("ideas AS i").
+		ColumnExpr("i.uuid, i.project_uuid, i.updated_at, p.name AS project_name").
+		Join("JOIN projects AS p ON p.uuid = i.project_uuid").
+		Where("i.company_uuid = ?", c.CompanyUUID).
+		Where("i.project_uuid IN (SELECT visible_uuid FROM (?) AS v)", visible).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			q = q.Where("(i.assignee_type = 'agent' AND i.assignee_uuid = ?)", c.AgentUUID)
+			if c.OwnerUUID != "" {
+				q = q.WhereOr("(i.assignee_type = 'user' AND i.assignee_uuid = ?)", c.OwnerUUID)
+			}
+			return q
+		}).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	var projects []string
+	for _, r := range rows {
+		if !slices.Contains(projects, r.ProjectUUID) {
+			projects = append(projects, r.ProjectUUID)
+		}
+	}
+	derived, err := s.DeriveStatuses(ctx, projects)
+	if err != nil {
+		return nil, err
+	}
+	byProject := map[string]*ActiveProject{}
+	for _, r := range rows {
+		if derived[r.UUID].Status == DerivedDone {
+			continue
+		}
+		ap := byProject[r.ProjectUUID]
+		if ap == nil {
+			ap = &ActiveProject{UUID: r.ProjectUUID, Name: r.ProjectName}
+			byProject[r.ProjectUUID] = ap
+		}
+		ap.ActiveIdeaCount++
+		if r.UpdatedAt.After(ap.LastUpdated) {
+			ap.LastUpdated = r.UpdatedAt
+		}
+	}
+	out := make([]ActiveProject, 0, len(byProject))
+	for _, ap := range byProject {
+		out = append(out, *ap)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].LastUpdated.Equal(out[b].LastUpdated) {
+			return out[a].LastUpdated.After(out[b].LastUpdated)
+		}
+		return out[a].UUID < out[b].UUID
+	})
+	if len(out) > maxActiveProjects {
+		out = out[:maxActiveProjects]
+	}
+	return out, nil
+}

@@ -1,0 +1,191 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// The bun models, one per table of migrations/*/..._init. Nullable columns are pointers.
+
+// Company is the tenant root (SPEC 1.1).
+type Company struct {
+	bun.BaseModel `bun:"table:companies"`
+
+	UUID         string    `bun:"uuid,pk"`
+	Name         string    `bun:"name"`
+	EmailDomains []string  `bun:"email_domains,type:jsonb"`
+	CreatedAt    time.Time `bun:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at"`
+}
+
+// User is a human (SPEC 1.2); agents act with their owner user's project access.
+type User struct {
+	bun.BaseModel `bun:"table:users"`
+
+	UUID        string    `bun:"uuid,pk"`
+	CompanyUUID string    `bun:"company_uuid"`
+	OIDCSub     string    `bun:"oidc_sub"`
+	Email       *string   `bun:"email"`
+	Name        *string   `bun:"name"`
+	AvatarURL   *string   `bun:"avatar_url"`
+	CreatedAt   time.Time `bun:"created_at"`
+}
+
+// DisplayName is name, else email, else "Unknown" (SPEC 1.2).
+func (u *User) DisplayName() string {
+	switch {
+	case u.Name != nil && *u.Name != "":
+		return *u.Name
+	case u.Email != nil && *u.Email != "":
+		return *u.Email
+	}
+	return "Unknown"
+}
+
+// Agent is an AI agent identity (SPEC 1.3).
+type Agent struct {
+	bun.BaseModel `bun:"table:agents"`
+
+	UUID         string     `bun:"uuid,pk"`
+	CompanyUUID  string     `bun:"company_uuid"`
+	Name         string     `bun:"name"`
+	Roles        []string   `bun:"roles,type:jsonb"`
+	Permissions  []string   `bun:"permissions,type:jsonb"`
+	Persona      *string    `bun:"persona"`
+	SystemPrompt *string    `bun:"system_prompt"`
+	OwnerUUID    *string    `bun:"owner_uuid"`
+	LastActiveAt *time.Time `bun:"last_active_at"`
+	CreatedAt    time.Time  `bun:"created_at"`
+	UpdatedAt    time.Time  `bun:"updated_at"`
+}
+
+// APIKey is a stored key (SPEC 1.4): only the SHA-256 of the plaintext is kept.
+type APIKey struct {
+	bun.BaseModel `bun:"table:api_keys"`
+
+	UUID        string     `bun:"uuid,pk"`
+	CompanyUUID string     `bun:"company_uuid"`
+	AgentUUID   string     `bun:"agent_uuid"`
+	KeyHash     string     `bun:"key_hash"`
+	KeyPrefix   string     `bun:"key_prefix"`
+	Name        *string    `bun:"name"`
+	LastUsedAt  *time.Time `bun:"last_used_at"`
+	ExpiresAt   *time.Time `bun:"expires_at"`
+	RevokedAt   *time.Time `bun:"revoked_at"`
+	CreatedAt   time.Time  `bun:"created_at"`
+}
+
+// ProjectGroup groups projects (SPEC 1.7).
+type ProjectGroup struct {
+	bun.BaseModel `bun:"table:project_groups"`
+
+	UUID          string    `bun:"uuid,pk"`
+	CompanyUUID   string    `bun:"company_uuid"`
+	Name          string    `bun:"name"`
+	Description   string    `bun:"description"`
+	Visibility    string    `bun:"visibility"`
+	CreatedByUUID *string   `bun:"created_by_uuid"`
+	AccessVersion int64     `bun:"access_version"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
+}
+
+// ProjectGroupMember is a user's role on a group (SPEC 1.6).
+type ProjectGroupMember struct {
+	bun.BaseModel `bun:"table:project_group_members"`
+
+	UUID        string    `bun:"uuid,pk"`
+	CompanyUUID string    `bun:"company_uuid"`
+	GroupUUID   string    `bun:"group_uuid"`
+	UserUUID    string    `bun:"user_uuid"`
+	Role        string    `bun:"role"`
+	AddedByUUID *string   `bun:"added_by_uuid"`
+	CreatedAt   time.Time `bun:"created_at"`
+	UpdatedAt   time.Time `bun:"updated_at"`
+}
+
+// Project is a project (SPEC 1.5).
+type Project struct {
+	bun.BaseModel `bun:"table:projects"`
+
+	UUID          string    `bun:"uuid,pk"`
+	CompanyUUID   string    `bun:"company_uuid"`
+	Name          string    `bun:"name"`
+	Description   *string   `bun:"description"`
+	GroupUUID     *string   `bun:"group_uuid"`
+	Visibility    string    `bun:"visibility"`
+	CreatedByUUID *string   `bun:"created_by_uuid"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
+}
+
+// ProjectMember is a user's role on a project (SPEC 1.6).
+type ProjectMember struct {
+	bun.BaseModel `bun:"table:project_members"`
+
+	UUID        string    `bun:"uuid,pk"`
+	CompanyUUID string    `bun:"company_uuid"`
+	ProjectUUID string    `bun:"project_uuid"`
+	UserUUID    string    `bun:"user_uuid"`
+	Role        string    `bun:"role"`
+	AddedByUUID *string   `bun:"added_by_uuid"`
+	CreatedAt   time.Time `bun:"created_at"`
+	UpdatedAt   time.Time `bun:"updated_at"`
+}
+
+// Activity is one append-only audit row (SPEC 1.16, 6.1).
+type Activity struct {
+	bun.BaseModel `bun:"table:activities"`
+
+	UUID        string          `bun:"uuid,pk"`
+	CompanyUUID string          `bun:"company_uuid"`
+	ProjectUUID string          `bun:"project_uuid"`
+	TargetType  string          `bun:"target_type"`
+	TargetUUID  string          `bun:"target_uuid"`
+	ActorType   string          `bun:"actor_type"`
+	ActorUUID   string          `bun:"actor_uuid"`
+	Action      string          `bun:"action"`
+	Value       json.RawMessage `bun:"value,type:jsonb"`
+	SessionUUID *string         `bun:"session_uuid"`
+	SessionName *string         `bun:"session_name"`
+	CreatedAt   time.Time       `bun:"created_at"`
+}
+
+// Notification is one notification for a user or agent (SPEC 1.17).
+type Notification struct {
+	bun.BaseModel `bun:"table:notifications"`
+
+	UUID          string     `bun:"uuid,pk"`
+	CompanyUUID   string     `bun:"company_uuid"`
+	ProjectUUID   *string    `bun:"project_uuid"`
+	RecipientType string     `bun:"recipient_type"`
+	RecipientUUID string     `bun:"recipient_uuid"`
+	EntityType    string     `bun:"entity_type"`
+	EntityUUID    string     `bun:"entity_uuid"`
+	EntityTitle   string     `bun:"entity_title"`
+	ProjectName   string     `bun:"project_name"`
+	Action        string     `bun:"action"`
+	Message       string     `bun:"message"`
+	ActorType     string     `bun:"actor_type"`
+	ActorUUID     string     `bun:"actor_uuid"`
+	ActorName     string     `bun:"actor_name"`
+	ReadAt        *time.Time `bun:"read_at"`
+	ArchivedAt    *time.Time `bun:"archived_at"`
+	CreatedAt     time.Time  `bun:"created_at"`
+	UpdatedAt     time.Time  `bun:"updated_at"`
+}
+
+// ToolRequest remembers the outcome of a mutating tool call that carried a requestId (SPEC D5).
+type ToolRequest struct {
+	bun.BaseModel `bun:"table:tool_requests"`
+
+	AgentUUID string          `bun:"agent_uuid,pk"`
+	RequestID string          `bun:"request_id,pk"`
+	Tool      string          `bun:"tool"`
+	ArgsHash  string          `bun:"args_hash"`
+	State     string          `bun:"state"`
+	Result    json.RawMessage `bun:"result,type:jsonb"`
+	CreatedAt time.Time       `bun:"created_at"`
+}

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/uptrace/bun"
+)
+
+// Caller is who a read or write acts for: an agent of a company, with the project access of its
+// owner user (SPEC 5.3). OwnerUUID is "" for an ownerless agent, which sees public projects only.
+type Caller struct {
+	CompanyUUID string
+	AgentUUID   string
+	AgentName   string
+	OwnerUUID   string
+}
+
+// Access is a caller's level on a project, ordered none < viewer < editor < admin (SPEC 5.3).
+type Access int
+
+// The access levels.
+const (
+	AccessNone Access = iota
+	AccessViewer
+	AccessEditor
+	AccessAdmin
+)
+
+func (a Access) String() string {
+	return [...]string{"none", "viewer", "editor", "admin"}[a]
+}
+
+func parseRole(r *string) Access {
+	if r == nil {
+		return AccessNone
+	}
+	switch *r {
+	case "viewer":
+		return AccessViewer
+	case "editor":
+		return AccessEditor
+	case "admin":
+		return AccessAdmin
+	}
+	return AccessNone
+}
+
+// projectLevel applies SPEC 5.3: role = max(project role, group role); a public project gives
+// everyone in the company at least editor; a private one gives exactly the role.
+func projectLevel(visibility string, memberRole, groupRole *string) Access {
+	lvl := max(parseRole(memberRole), parseRole(groupRole))
+	if visibility == "public" {
+		lvl = max(lvl, AccessEditor)
+	}
+	return lvl
+}
+
+// ProjectCounts are the entity counts shown with a project (SPEC 1.5).
+type ProjectCounts struct {
+	Ideas      int `bun:"idea_count" json:"ideas"`
+	Documents  int `bun:"document_count" json:"documents"`
+	Tasks      int `bun:"task_count" json:"tasks"`
+	Proposals  int `bun:"proposal_count" json:"proposals"`
+	Activities int `bun:"activity_count" json:"activities"`
+}
+
+// ProjectView is a project as one caller sees it: the row, the caller's level, and counts.
+type ProjectView struct {
+	Project    `bun:",extend"`
+	MemberRole *string `bun:"member_role"`
+	GroupRole  *string `bun:"group_role"`
+	ProjectCounts
+}
+
+// Level is the caller's access level on the project.
+func (v *ProjectView) Level() Access { return projectLevel(v.Visibility, v.MemberRole, v.GroupRole) }
+
+// visibleProjects selects the company's projects the caller can see, with its roles and the
+// entity counts, as rows of ProjectView ("project" is the projects alias).
+func (s *Store) visibleProjects(c Caller, withActivities bool) *bun.SelectQuery {
+	q := s.DB.NewSelect().
+		TableExpr("projects AS project").
+		ColumnExpr("project.*").
+		ColumnExpr("pm.role AS member_role").
+		ColumnExpr("gm.role AS group_role").
+		ColumnExpr("(SELECT count(*) FROM ideas i WHERE i.project_uuid = project.uuid) AS idea_count").
+		ColumnExpr("(SELECT count(*) FROM documents d WHERE d.project_uuid = project.uuid) AS document_count").
+		ColumnExpr("(SELECT count(*) FROM tasks t WHERE t.project_uuid = project.uuid) AS task_count").
+		ColumnExpr("(SELECT count(*) FROM proposals pr WHERE pr.project_uuid = project.uuid) AS proposal_count").
+		Join("LEFT JOIN project_members AS pm ON pm.project_uuid = project.uuid AND pm.user_uuid = ?", c.OwnerUUID).
+		Join("LEFT JOIN project_group_members AS gm ON gm.group_uuid = project.group_uuid AND gm.user_uuid = ?", c.OwnerUUID).
+		Where("project.company_uuid = ?", c.CompanyUUID).
+		Where("(project.visibility = 'public' OR pm.role IS NOT NULL OR gm.role IS NOT NULL)")
+	if withActivities {
+		q = q.ColumnExpr("(SELECT count(*) FROM activities a WHERE a.project_uuid = project.uuid) AS activity_count")
+	}
+	return q
+}
+
+// ListProjects returns one page of the projects the caller can see, most recently updated first,
+// and the total count (SPEC 3.1 chorus_list_projects).
+func (s *Store) ListProjects(ctx context.Context, c Caller, limit, offset int) ([]ProjectView, int, error) {
+	var rows []ProjectView
+	q := s.visibleProjects(c, false)
+	total, err := s.DB.NewSelect().TableExpr("(?) AS visible", q).Count(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	err = q.Order("project.updated_at DESC", "project.uuid DESC").Limit(int64(limit)).Offset(int64(offset)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	return rows, int(total), nil
+}
+
+// GetProject returns a project the caller can see, or a "Project not found" error for one that
+// does not exist, belongs to another company, or is hidden (SPEC 5.3: the same answer for all).
+func (s *Store) GetProject(ctx context.Context, c Caller, projectUUID string) (*ProjectView, error) {
+	if !IsUUID(projectUUID) {
+		return nil, NotFound("Project")
+	}
+	var v ProjectView
+	err := s.visibleProjects(c, true).Where("project.uuid = ?", projectUUID).Limit(1).Scan(ctx, &v)
+	if err != nil {
+		return nil, mapErr(err, "Project")
+	}
+	return &v, nil
+}
+
+// ErrForbidden: the caller can see the entity but its project role is too low for the operation.
+var ErrForbidden = errors.New("Insufficient project access")
+
+// RequireProject returns the project when the caller's level is at least need; a hidden project
+// is "Project not found", a visible one with too low a level is ErrForbidden.
+func (s *Store) RequireProject(ctx context.Context, c Caller, projectUUID string, need Access) (*ProjectView, error) {
+	v, err := s.GetProject(ctx, c, projectUUID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Level() < need {
+		return nil, ErrForbidden
+	}
+	return v, nil
+}
+
+// NewProject is what CreateProject needs (SPEC 3.8 chorus_admin_create_project).
+type NewProject struct {
+	Name        string
+	Description *string
+	GroupUUID   *string
+	Visibility  string // "public" (default) or "private"
+}
+
+// CreateProject creates a project. A group, when given, must exist and be visible to the caller
+// ("Project group not found"); a project in a private group is private whatever was asked. The
+// caller's owner user becomes the project's admin member.
+func (s *Store) CreateProject(ctx context.Context, c Caller, n NewProject) (*Project, error) {
+	now := Now()
+	p := Project{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, Name: strings.TrimSpace(n.Name),
+		Description: n.Description, Visibility: n.Visibility, CreatedAt: now, UpdatedAt: now}
+	if p.Visibility == "" {
+		p.Visibility = "public"
+	}
+	if c.OwnerUUID != "" {
+		p.CreatedByUUID = &c.OwnerUUID
+	}
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if n.GroupUUID != nil {
+			g, err := visibleGroup(ctx, tx, c, *n.GroupUUID)
+			if err != nil {
+				return err
+			}
+			p.GroupUUID = &g.UUID
+			if g.Visibility == "private" {
+				p.Visibility = "private"
+			}
+		}
+		if _, err := tx.NewInsert().Model(&p).Exec(ctx); err != nil {
+			return mapErr(err, "Project")
+		}
+		if c.OwnerUUID == "" {
+			return nil
+		}
+		m := ProjectMember{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, ProjectUUID: p.UUID, UserUUID: c.OwnerUUID,
+			Role: "admin", CreatedAt: now, UpdatedAt: now}
+		_, err := tx.NewInsert().Model(&m).Exec(ctx)
+		return mapErr(err, "Project member")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// visibleGroup returns a group of the caller's company that is public or where the caller's
+// owner has a role; anything else is "Project group not found".
+func visibleGroup(ctx context.Context, db bun.IDB, c Caller, groupUUID string) (*ProjectGroup, error) {
+	if !IsUUID(groupUUID) {
+		return nil, NotFound("Project group")
+	}
+	var g ProjectGroup
+	err := db.NewSelect().Model(&g).
+		Where("uuid = ?", groupUUID).
+		Where("company_uuid = ?", c.CompanyUUID).
+		Where("(visibility = 'public' OR EXISTS (SELECT 1 FROM project_group_members m WHERE m.group_uuid = project_group.uuid AND m.user_uuid = ?))", c.OwnerUUID).
+		Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("Project group")
+	}
+	return &g, err
+}

@@ -1,0 +1,55 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Kind is the class of a refusal. Only an ApplicationError's type and message survive a trip
+// through Temporal, so the kinds travel as these stable type strings.
+type Kind string
+
+// The refusal kinds (STYLE "Errors: four kinds").
+const (
+	KindInvalid   Kind = "chorus.InvalidInput" // bad input the schema could not catch
+	KindNotFound  Kind = "chorus.NotFound"     // the entity does not exist or is hidden
+	KindForbidden Kind = "chorus.Forbidden"    // the caller may not do this (not the assignee, ...)
+	KindConflict  Kind = "chorus.Conflict"     // illegal transition for the current state
+)
+
+// Error is a refusal from a workflow: an agent-readable sentence and its kind.
+type Error struct {
+	Kind    Kind
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Refuse returns an Error of the given kind; the message should name the current state and
+// what to do next.
+func Refuse(kind Kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// ToApplicationError turns an Error into the non-retryable ApplicationError that carries it
+// through Temporal; other errors pass through.
+func ToApplicationError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return temporal.NewNonRetryableApplicationError(e.Message, string(e.Kind), nil)
+	}
+	return err
+}
+
+// FromTemporal recovers an *Error from an error returned by a Temporal client call (an update's
+// rejection or failure); errors that are not Chorus refusals come back unchanged.
+func FromTemporal(err error) error {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && strings.HasPrefix(app.Type(), "chorus.") {
+		return &Error{Kind: Kind(app.Type()), Message: app.Message()}
+	}
+	return err
+}

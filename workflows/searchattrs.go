@@ -1,0 +1,66 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Custom search attributes Chorus keeps current on every workflow, so operators can filter in
+// the Temporal UI, e.g. ChorusStatus="to_verify" AND ChorusEntity="task". They are for
+// operators only; the app reads its own database.
+var (
+	ProjectUUIDKey = temporal.NewSearchAttributeKeyKeyword("ChorusProjectUuid")
+	EntityKey      = temporal.NewSearchAttributeKeyKeyword("ChorusEntity")
+	StatusKey      = temporal.NewSearchAttributeKeyKeyword("ChorusStatus")
+	AssigneeKey    = temporal.NewSearchAttributeKeyKeyword("ChorusAssignee")
+)
+
+// SearchAttributeKeys lists every custom search attribute, for registration.
+var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey}
+
+// SearchAttributeFlags are the `temporal server start-dev --search-attribute` values that
+// pre-register Chorus's attributes on a dev server.
+func SearchAttributeFlags() []string {
+	var out []string
+	for _, k := range SearchAttributeKeys {
+		out = append(out, "--search-attribute", k.GetName()+"=Keyword")
+	}
+	return out
+}
+
+// EnsureSearchAttributes registers any of Chorus's search attributes the namespace lacks.
+// It is idempotent and safe to run from every worker at start.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, k := range SearchAttributeKeys {
+		if _, ok := have.GetCustomAttributes()[k.GetName()]; !ok {
+			missing[k.GetName()] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: missing,
+	})
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "already") {
+		names := make([]string, 0, len(missing))
+		for n := range missing {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return fmt.Errorf("register search attributes %s: %w", strings.Join(names, ", "), err)
+	}
+	return nil
+}
