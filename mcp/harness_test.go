@@ -7,15 +7,20 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
 
+	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/workflows/wftest"
 )
 
 // env is a running endpoint over a real store, for black-box tests through a real MCP client.
@@ -28,13 +33,32 @@ type env struct {
 	owner    string
 }
 
-func newEnv(t testing.TB, dialect string) *env {
+func TestMain(m *testing.M) { os.Exit(wftest.Main(m)) }
+
+// newEnv is an endpoint over a fresh store, with no Temporal (for tools that only read and
+// write records).
+func newEnv(t testing.TB, dialect string) *env { return startEnv(t, dialect, false) }
+
+// newFlowEnv is an endpoint over a fresh store, with the Temporal dev server and a worker on
+// the env's own task queue, so lifecycle tools run for real.
+func newFlowEnv(t testing.TB, dialect string) *env { return startEnv(t, dialect, true) }
+
+func startEnv(t testing.TB, dialect string, flows bool) *env {
 	t.Helper()
 	st := storetest.Open(t, dialect)
 	boot, err := st.EnsureBootstrap(context.Background(), store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
 		OwnerEmail: "owner@example.com", AgentName: "Admin Agent"})
 	require.NoError(t, err)
-	ep, err := NewEndpoint(&Deps{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, "test")
+	deps := &Deps{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if flows {
+		srv := wftest.Server(t)
+		queue := "test-" + store.NewUUID()
+		w := workflows.NewWorker(srv.Client(), queue, activities.New(st), worker.Options{})
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+		deps.Flows = workflows.NewClient(srv.Client(), queue)
+	}
+	ep, err := NewEndpoint(deps, "test")
 	require.NoError(t, err)
 	e := echo.New()
 	ep.Mount(e)
@@ -135,6 +159,15 @@ func forEachDialect(t *testing.T, f func(t *testing.T, e *env)) {
 	for _, d := range storetest.Dialects {
 		t.Run(d, func(t *testing.T) {
 			f(t, newEnv(t, d))
+		})
+	}
+}
+
+// forEachDialectWithFlows is forEachDialect with Temporal and a worker.
+func forEachDialectWithFlows(t *testing.T, f func(t *testing.T, e *env)) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			f(t, newFlowEnv(t, d))
 		})
 	}
 }

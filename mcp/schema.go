@@ -73,7 +73,7 @@ func tighten(t reflect.Type, s *jsonschema.Schema) error {
 			if ps == nil {
 				continue
 			}
-			nullable := false
+			nullable := f.Type == reflect.TypeFor[NullableString]()
 			for kv := range strings.SplitSeq(f.Tag.Get("chorus"), ";") {
 				k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
 				if err := applyConstraint(ps, k, v); err != nil {

@@ -9,5 +9,19 @@ func toolTable() []entry {
 		listProjects,
 		getProject,
 		adminCreateProject,
+
+		getIdeas,
+		getIdea,
+		getAvailableIdeas,
+		getElaboration,
+		pmCreateIdea,
+		claimIdea,
+		releaseIdea,
+		editIdea,
+		pmStartElaboration,
+		answerElaboration,
+		pmValidateElaboration,
+		pmSkipElaboration,
+		adminDeleteIdea,
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // effect classifies what a tool does to Chorus's data; it decides the MCP annotations (SPEC D6)
@@ -62,6 +63,7 @@ type Call struct {
 // workflow updates, and the logger.
 type Deps struct {
 	Store *store.Store
+	Flows *workflows.Client
 	Log   *slog.Logger
 	// CallTimeout bounds one tool call; zero means 60 seconds.
 	CallTimeout time.Duration

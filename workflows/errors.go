@@ -47,6 +47,10 @@ func ToApplicationError(err error) error {
 // FromTemporal recovers an *Error from an error returned by a Temporal client call (an update's
 // rejection or failure); errors that are not Chorus refusals come back unchanged.
 func FromTemporal(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && strings.HasPrefix(app.Type(), "chorus.") {
 		return &Error{Kind: Kind(app.Type()), Message: app.Message()}

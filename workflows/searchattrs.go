@@ -64,3 +64,9 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	return nil
 }
+
+// initialAttributes are the search attributes a workflow starts with.
+func initialAttributes(e Entity, projectUUID, status string) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(EntityKey.ValueSet(string(e)), ProjectUUIDKey.ValueSet(projectUUID),
+		StatusKey.ValueSet(status), AssigneeKey.ValueSet(""))
+}

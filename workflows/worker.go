@@ -3,19 +3,24 @@ package workflows
 import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/activities"
 )
 
-// NewWorker returns a worker polling TaskQueue with every Chorus workflow and activity
-// registered. Start it with Start (or Run) and stop it with Stop.
-func NewWorker(c client.Client, a *activities.Activities, opts worker.Options) worker.Worker {
-	w := worker.New(c, TaskQueue, opts)
+// NewWorker returns a worker polling taskQueue ("" means TaskQueue) with every Chorus workflow
+// and activity registered. Start it with Start (or Run) and stop it with Stop.
+func NewWorker(c client.Client, taskQueue string, a *activities.Activities, opts worker.Options) worker.Worker {
+	if taskQueue == "" {
+		taskQueue = TaskQueue
+	}
+	w := worker.New(c, taskQueue, opts)
 	Register(w, a)
 	return w
 }
 
 // Register registers every Chorus workflow and the activities on r (a worker or a replayer).
 func Register(r worker.Registry, a *activities.Activities) {
+	r.RegisterWorkflowWithOptions(IdeaWorkflow, workflow.RegisterOptions{Name: IdeaWorkflowName})
 	r.RegisterActivity(a)
 }

@@ -119,7 +119,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 
 	var w worker.Worker
 	if cfg.role != roleAPI {
-		w = workflows.NewWorker(tc, activities.New(st), worker.Options{WorkerStopTimeout: 10 * time.Second})
+		w = workflows.NewWorker(tc, "", activities.New(st), worker.Options{WorkerStopTimeout: 10 * time.Second})
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start worker: %w", err)
 		}
@@ -132,7 +132,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", readyz(st, tc))
 	if cfg.role != roleWorker {
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Log: log}, version)
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, ""), Log: log}, version)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,134 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Notify asks for one notification (SPEC 6.2) to each recipient. The workflow chooses the
+// recipients; PersistX resolves the project name and skips the actor and duplicates.
+type Notify struct {
+	UUIDSeed    string // derived ids: seed + recipient
+	ProjectUUID string
+	Action      string
+	EntityType  string
+	EntityUUID  string
+	EntityTitle string
+	Message     string
+	ActorType   string
+	ActorUUID   string
+	ActorName   string
+	Recipients  []Recipient
+}
+
+// Recipient is a user or an agent.
+type Recipient struct {
+	Type string `json:"type"` // "user" or "agent"
+	UUID string `json:"uuid"`
+}
+
+// chorusNS is the namespace of the name-based (v5) uuids Chorus derives.
+var chorusNS = uuid.MustParse("6f0a4b6e-5c1d-4d7e-9a43-3f2b8c1d9e70")
+
+// DerivedUUID returns a uuid determined by parts: the same parts always give the same uuid, so
+// rows a workflow creates have ids that survive retries and replays.
+func DerivedUUID(parts ...string) string {
+	return uuid.NewSHA1(chorusNS, []byte(strings.Join(parts, "/"))).String()
+}
+
+// errGone is returned when the row a change applies to has been deleted meanwhile.
+func errGone(entity string) error {
+	return temporal.NewNonRetryableApplicationError(entity+" not found", "chorus.NotFound", nil)
+}
+
+// bumpVersion moves table's row uuid to version, in tx. It reports applied=false when the row
+// already has that version or a later one: an earlier attempt of the same change committed, so
+// the caller must write nothing more. A missing row is errGone.
+func bumpVersion(ctx context.Context, tx bun.Tx, table, entity, uuid string, version int64, at time.Time, q *bun.UpdateQuery) (bool, error) {
+	if q == nil {
+		q = tx.NewUpdate().Table(table)
+	}
+	res, err := q.Set("version = ?", version).Set("updated_at = ?", at).
+		Where("uuid = ?", uuid).Where("version < ?", version).Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	exists, err := tx.NewSelect().Table(table).Where("uuid = ?", uuid).Exists(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !exists {
+		return false, errGone(entity)
+	}
+	return false, nil
+}
+
+// writeAudit inserts activity rows and notifications in tx; both have derived uuids, so a retry
+// inserts nothing twice.
+func writeAudit(ctx context.Context, tx bun.Tx, companyUUID string, acts []ActivityRecord, notes []Notify) error {
+	for _, r := range acts {
+		row := store.Activity{UUID: r.UUID, CompanyUUID: r.CompanyUUID, ProjectUUID: r.ProjectUUID, TargetType: r.TargetType,
+			TargetUUID: r.TargetUUID, ActorType: r.ActorType, ActorUUID: r.ActorUUID, Action: r.Action, Value: r.Value,
+			CreatedAt: r.CreatedAt}
+		if _, err := tx.NewInsert().Model(&row).On("CONFLICT (uuid) DO NOTHING").Exec(ctx); err != nil {
+			return fmt.Errorf("insert activity %s: %w", r.Action, err)
+		}
+	}
+	for _, n := range notes {
+		var projectName string
+		if n.ProjectUUID != "" {
+			_ = tx.NewSelect().Table("projects").Column("name").Where("uuid = ?", n.ProjectUUID).Scan(ctx, &projectName)
+		}
+		var seen []Recipient
+		for _, r := range n.Recipients {
+			if r.UUID == "" || (r.Type == n.ActorType && r.UUID == n.ActorUUID) || slices.Contains(seen, r) {
+				continue
+			}
+			seen = append(seen, r)
+			now := store.Now()
+			row := store.Notification{UUID: DerivedUUID(n.UUIDSeed, r.Type, r.UUID), CompanyUUID: companyUUID,
+				RecipientType: r.Type, RecipientUUID: r.UUID, EntityType: n.EntityType, EntityUUID: n.EntityUUID,
+				EntityTitle: n.EntityTitle, ProjectName: projectName, Action: n.Action, Message: n.Message,
+				ActorType: n.ActorType, ActorUUID: n.ActorUUID, ActorName: n.ActorName, CreatedAt: now, UpdatedAt: now}
+			if n.ProjectUUID != "" {
+				row.ProjectUUID = &n.ProjectUUID
+			}
+			if _, err := tx.NewInsert().Model(&row).On("CONFLICT (uuid) DO NOTHING").Exec(ctx); err != nil {
+				return fmt.Errorf("insert notification %s: %w", n.Action, err)
+			}
+		}
+	}
+	return nil
+}
+
+// MarshalValue encodes an activity row's value.
+func MarshalValue(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// isGone reports whether err is errGone.
+func isGone(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == "chorus.NotFound"
+}

@@ -1,0 +1,455 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// Idea and elaboration tools (SPEC 3.1, 3.4, 2.1, 2.2). Reads come from the store; every change
+// is an update on the idea's workflow.
+
+// IdeaIn names an idea.
+type IdeaIn struct {
+	IdeaUUID string `json:"ideaUuid" jsonschema:"the idea's uuid"`
+}
+
+// ideaDetail reads the full Idea JSON after a change or for chorus_get_idea.
+func ideaDetail(ctx context.Context, d *Deps, who Principal, ideaUUID string) (IdeaView, error) {
+	i, p, err := d.Store.IdeaAccess(ctx, who.Caller, ideaUUID, store.AccessViewer)
+	if err != nil {
+		return IdeaView{}, err
+	}
+	det, err := d.Store.GetIdeaDetail(ctx, i, p)
+	if err != nil {
+		return IdeaView{}, err
+	}
+	return ideaView(ctx, d.Store.NewNamer(), det), nil
+}
+
+// ---- reads ----
+
+// GetIdeasIn is chorus_get_ideas' input.
+type GetIdeasIn struct {
+	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	Status      string `json:"status,omitempty" jsonschema:"only ideas in this status: open, elaborating or elaborated" chorus:"enum=open|elaborating|elaborated|proposal_created|completed|closed"`
+	PageIn
+}
+
+// IdeaListRow is one row of chorus_get_ideas.
+type IdeaListRow struct {
+	UUID        string    `json:"uuid"`
+	Title       string    `json:"title"`
+	Status      string    `json:"status"`
+	IsContainer bool      `json:"isContainer"`
+	ParentUUID  *string   `json:"parentUuid"`
+	ChildCount  int       `json:"childCount"`
+	ReportCount int       `json:"reportCount"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// IdeaList is chorus_get_ideas' result.
+type IdeaList struct {
+	Ideas []IdeaListRow `json:"ideas"`
+	Meta
+}
+
+var getIdeas = tool[GetIdeasIn, IdeaList]{
+	Name: "chorus_get_ideas", Title: "List ideas", Perm: perm.Public, Effect: reads,
+	Desc: "List a project's ideas, newest first, with their status, parent, number of children and of completion " +
+		"reports. Filter by status (open, elaborating, elaborated). Paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetIdeasIn) (IdeaList, error) {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+			return IdeaList{}, err
+		}
+		page, size, offset := in.window(20)
+		status := in.Status
+		switch workflows.IdeaStatus(status) {
+		case "", workflows.IdeaOpen, workflows.IdeaElaborating, workflows.IdeaElaborated:
+		default:
+			status = "legacy" // SPEC C7: legacy words are accepted and match nothing
+		}
+		rows, total, err := d.Store.ListIdeas(ctx, in.ProjectUUID, status, size, offset)
+		if err != nil {
+			return IdeaList{}, err
+		}
+		out := make([]IdeaListRow, len(rows))
+		for i, r := range rows {
+			out[i] = IdeaListRow{UUID: r.UUID, Title: clip(r.Title), Status: r.Status, IsContainer: r.IsContainer,
+				ParentUUID: r.ParentUUID, ChildCount: r.ChildCount, ReportCount: r.ReportCount, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		}
+		wrap := func(r []IdeaListRow) any {
+			return IdeaList{Ideas: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(out, wrap)).(IdeaList), nil
+	},
+}
+
+var getIdea = tool[IdeaIn, IdeaView]{
+	Name: "chorus_get_idea", Title: "Get an idea", Perm: perm.Public, Effect: reads,
+	Desc: "Get one idea: content, status and derived progress, assignee, elaboration state, parent, children " +
+		"(with their derived status), all descendants, and completion reports.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
+		return ideaDetail(ctx, d, call.Who, in.IdeaUUID)
+	},
+}
+
+// ProjectIn names a project.
+type ProjectIn struct {
+	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+}
+
+// AvailableIdeaRow is one row of chorus_get_available_ideas.
+type AvailableIdeaRow struct {
+	UUID       string    `json:"uuid"`
+	Title      string    `json:"title"`
+	Status     string    `json:"status"`
+	ParentUUID *string   `json:"parentUuid"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// AvailableIdeas is chorus_get_available_ideas' result.
+type AvailableIdeas struct {
+	Ideas []AvailableIdeaRow `json:"ideas"`
+	Meta
+}
+
+var getAvailableIdeas = tool[ProjectIn, AvailableIdeas]{
+	Name: "chorus_get_available_ideas", Title: "Ideas open to claim", Perm: perm.Public, Effect: reads,
+	Desc: "List up to 50 open (unclaimed) ideas of a project, newest first: the ones you can claim with chorus_claim_idea.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectIn) (AvailableIdeas, error) {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+			return AvailableIdeas{}, err
+		}
+		ideas, err := d.Store.AvailableIdeas(ctx, in.ProjectUUID)
+		if err != nil {
+			return AvailableIdeas{}, err
+		}
+		rows := make([]AvailableIdeaRow, len(ideas))
+		for i, x := range ideas {
+			rows[i] = AvailableIdeaRow{UUID: x.UUID, Title: clip(x.Title), Status: x.Status, ParentUUID: x.ParentUUID, CreatedAt: x.CreatedAt}
+		}
+		wrap := func(r []AvailableIdeaRow) any {
+			return AvailableIdeas{Ideas: r, Meta: Meta{Returned: len(r), Page: 1, PageSize: 100, Total: len(r)}}
+		}
+		return wrap(fit(rows, wrap)).(AvailableIdeas), nil
+	},
+}
+
+func elaborationOf(ctx context.Context, d *Deps, who Principal, ideaUUID string) (ElaborationView, error) {
+	i, _, err := d.Store.IdeaAccess(ctx, who.Caller, ideaUUID, store.AccessViewer)
+	if err != nil {
+		return ElaborationView{}, err
+	}
+	rounds, err := d.Store.Elaboration(ctx, i.UUID)
+	if err != nil {
+		return ElaborationView{}, err
+	}
+	return elaborationView(i, rounds), nil
+}
+
+var getElaboration = tool[IdeaIn, ElaborationView]{
+	Name: "chorus_get_elaboration", Title: "Get elaboration", Perm: perm.Public, Effect: reads,
+	Desc: "Get an idea's elaboration: depth, status, every round with its questions and answers, and a summary " +
+		"(questions answered, rounds done, which round is pending).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
+		return elaborationOf(ctx, d, call.Who, in.IdeaUUID)
+	},
+}
+
+// ---- create / claim / release / edit / delete ----
+
+// CreateIdeaIn is chorus_pm_create_idea's input.
+type CreateIdeaIn struct {
+	ProjectUUID string  `json:"projectUuid" jsonschema:"the project to create the idea in"`
+	Title       string  `json:"title" jsonschema:"a short title" chorus:"minLength=1"`
+	Content     *string `json:"content,omitempty" jsonschema:"the idea in markdown"`
+	ParentUUID  *string `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
+	IsContainer bool    `json:"isContainer,omitempty" jsonschema:"true for a theme: it groups child ideas and cannot be a proposal input"`
+}
+
+// CreatedIdea is chorus_pm_create_idea's result.
+type CreatedIdea struct {
+	UUID       string  `json:"uuid"`
+	Title      string  `json:"title"`
+	ParentUUID *string `json:"parentUuid"`
+	Status     string  `json:"status"`
+}
+
+var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
+	Name: "chorus_pm_create_idea", Title: "Create an idea", Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Create an idea in a project (status open, unassigned). Optionally place it under a parent idea of the " +
+		"same project, or mark it as a theme (isContainer) that groups child ideas.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in CreateIdeaIn) (CreatedIdea, error) {
+		if strings.TrimSpace(in.Title) == "" {
+			return CreatedIdea{}, invalid("title must not be blank")
+		}
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessEditor); err != nil {
+			return CreatedIdea{}, err
+		}
+		if in.ParentUUID != nil {
+			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, *in.ParentUUID, store.AccessViewer)
+			if err != nil {
+				return CreatedIdea{}, err
+			}
+			if parent.ProjectUUID != in.ProjectUUID {
+				return CreatedIdea{}, store.NotFound("Idea")
+			}
+		}
+		res, err := d.Flows.CreateIdea(ctx, flowCall(call), workflows.CreateIdeaInput{Actor: actor(call.Who),
+			UUID: store.NewUUID(), ProjectUUID: in.ProjectUUID, Title: in.Title, Content: in.Content,
+			ParentUUID: in.ParentUUID, IsContainer: in.IsContainer})
+		if err != nil {
+			return CreatedIdea{}, err
+		}
+		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: in.ParentUUID, Status: res.Status}, nil
+	},
+}
+
+// ideaCommand gates an idea (editor), sends one update and returns the updated Idea JSON.
+func ideaCommand(update string) func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
+	return func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
+		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
+			return IdeaView{}, err
+		}
+		a := actor(call.Who)
+		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, update, a, workflows.IdeaCommand{Actor: a}); err != nil {
+			return IdeaView{}, err
+		}
+		return ideaDetail(ctx, d, call.Who, in.IdeaUUID)
+	}
+}
+
+var claimIdea = tool[IdeaIn, IdeaView]{
+	Name: "chorus_claim_idea", Title: "Claim an idea", Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Claim an open idea: you become its assignee and it moves to elaborating. Refused when someone holds it " +
+		"or its elaboration is already resolved.",
+	Run: ideaCommand(workflows.UpdateClaimIdea),
+}
+
+var releaseIdea = tool[IdeaIn, IdeaView]{
+	Name: "chorus_release_idea", Title: "Release an idea", Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Give up an idea you hold: it returns to open with no assignee and its elaboration depth and status are " +
+		"cleared (rounds are kept). Only the assignee can release, and not once elaboration is resolved.",
+	Run: ideaCommand(workflows.UpdateReleaseIdea),
+}
+
+// EditIdeaIn is chorus_edit_idea's input.
+type EditIdeaIn struct {
+	IdeaUUID    string         `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	Title       *string        `json:"title,omitempty" jsonschema:"new title"`
+	Content     *string        `json:"content,omitempty" jsonschema:"new content (markdown); an empty string clears it"`
+	ParentUUID  NullableString `json:"parentUuid,omitzero" jsonschema:"new parent idea in the same project, or null to detach"`
+	IsContainer *bool          `json:"isContainer,omitempty" jsonschema:"mark or unmark the idea as a theme"`
+}
+
+// EditedIdea is chorus_edit_idea's result.
+type EditedIdea struct {
+	UUID       string  `json:"uuid"`
+	Title      string  `json:"title"`
+	ParentUUID *string `json:"parentUuid"`
+}
+
+var editIdea = tool[EditIdeaIn, EditedIdea]{
+	Name: "chorus_edit_idea", Title: "Edit an idea", Perm: perm.IdeaWrite, Effect: writes, Idempotent: true,
+	Desc: "Change an idea's title, content, parent (null detaches) or theme flag. Its status never changes. The " +
+		"new parent must be in the same project and must not be one of the idea's descendants.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in EditIdeaIn) (EditedIdea, error) {
+		i, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor)
+		if err != nil {
+			return EditedIdea{}, err
+		}
+		if in.ParentUUID.Value != nil {
+			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, *in.ParentUUID.Value, store.AccessViewer)
+			if err != nil {
+				return EditedIdea{}, refuse("Failed to edit Idea: %s", mustMessage(err))
+			}
+			if parent.ProjectUUID != i.ProjectUUID {
+				return EditedIdea{}, refuse("Failed to edit Idea: Parent idea must be in the same project")
+			}
+		}
+		a := actor(call.Who)
+		_, err = d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateEditIdea, a, workflows.EditIdeaInput{
+			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID.Set, ParentUUID: in.ParentUUID.Value,
+			IsContainer: in.IsContainer})
+		if err != nil {
+			return EditedIdea{}, err
+		}
+		i, _, err = d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessViewer)
+		if err != nil {
+			return EditedIdea{}, err
+		}
+		return EditedIdea{UUID: i.UUID, Title: i.Title, ParentUUID: i.ParentUUID}, nil
+	},
+}
+
+// mustMessage is the agent-readable text of a known error (or its plain text).
+func mustMessage(err error) string {
+	if m, ok := agentMessage(err); ok {
+		return m
+	}
+	return err.Error()
+}
+
+var adminDeleteIdea = tool[IdeaIn, textResult]{
+	Name: "chorus_admin_delete_idea", Title: "Delete an idea", Perm: perm.IdeaAdmin, Effect: destroys,
+	Desc: "Delete an idea and its elaboration. Its direct children become top-level ideas; proposals that used it " +
+		"as an input are left as they are.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (textResult, error) {
+		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
+			return "", err
+		}
+		a := actor(call.Who)
+		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateDeleteIdea, a, workflows.IdeaCommand{Actor: a}); err != nil {
+			return "", err
+		}
+		return textResult(fmt.Sprintf("Idea %s deleted", in.IdeaUUID)), nil
+	},
+}
+
+// ---- elaboration ----
+
+// OptionIn is one option of a question.
+type OptionIn struct {
+	ID          string  `json:"id" jsonschema:"option id, unique in the question"`
+	Label       string  `json:"label" jsonschema:"what the option says"`
+	Description *string `json:"description,omitempty" jsonschema:"more detail"`
+}
+
+// QuestionIn is one question of chorus_pm_start_elaboration.
+type QuestionIn struct {
+	ID       string     `json:"id" jsonschema:"question id, unique in the round"`
+	Text     string     `json:"text" jsonschema:"the question"`
+	Category string     `json:"category" jsonschema:"what the question is about" chorus:"enum=functional|non_functional|business_context|technical_context|user_scenario|scope"`
+	Options  []OptionIn `json:"options" jsonschema:"2 to 5 options to choose from"`
+	Required *bool      `json:"required,omitempty" jsonschema:"must be answered before the round is complete (default true)"`
+}
+
+// StartElaborationIn is chorus_pm_start_elaboration's input.
+type StartElaborationIn struct {
+	IdeaUUID  string       `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	Depth     string       `json:"depth" jsonschema:"how deep to elaborate" chorus:"enum=minimal|standard|comprehensive"`
+	Questions []QuestionIn `json:"questions" jsonschema:"1 to 15 questions"`
+}
+
+var pmStartElaboration = tool[StartElaborationIn, RoundView]{
+	Name: "chorus_pm_start_elaboration", Title: "Start an elaboration round", Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Ask clarifying questions about an idea you hold: a new round of 1-15 multiple-choice questions (2-5 " +
+		"options each). The idea must be elaborating or elaborated (claim it first); at most 10 rounds per idea. A " +
+		"round started after elaboration was resolved is appended and does not reopen it.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in StartElaborationIn) (RoundView, error) {
+		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
+			return RoundView{}, err
+		}
+		a := actor(call.Who)
+		cmd := workflows.StartElaborationInput{Actor: a, Depth: in.Depth}
+		for _, q := range in.Questions {
+			qi := workflows.QuestionInput{ID: q.ID, Text: q.Text, Category: q.Category, Required: q.Required}
+			for _, o := range q.Options {
+				qi.Options = append(qi.Options, store.QuestionOption{ID: o.ID, Label: o.Label, Description: o.Description})
+			}
+			cmd.Questions = append(cmd.Questions, qi)
+		}
+		res, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateStartElaboration, a, cmd)
+		if err != nil {
+			return RoundView{}, err
+		}
+		r, err := d.Store.Round(ctx, res.RoundUUID)
+		if err != nil {
+			return RoundView{}, err
+		}
+		return roundView(*r), nil
+	},
+}
+
+// AnswerIn is one answer.
+type AnswerIn struct {
+	QuestionID       string  `json:"questionId" jsonschema:"the question's id"`
+	SelectedOptionID *string `json:"selectedOptionId" jsonschema:"the chosen option's id, or null to answer in customText" chorus:"nullable"`
+	CustomText       *string `json:"customText" jsonschema:"free-text answer or comment; required when selectedOptionId is null" chorus:"nullable"`
+}
+
+// AnswerElaborationIn is chorus_answer_elaboration's input.
+type AnswerElaborationIn struct {
+	IdeaUUID  string     `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	RoundUUID *string    `json:"roundUuid,omitempty" jsonschema:"the round to answer; default: the idea's one pending round"`
+	Answers   []AnswerIn `json:"answers" jsonschema:"answers; re-answering a question of a pending round replaces its answer"`
+}
+
+var answerElaboration = tool[AnswerElaborationIn, RoundView]{
+	Name: "chorus_answer_elaboration", Title: "Answer elaboration questions", Perm: perm.Public, Effect: writes,
+	Desc: "Answer questions of an idea's pending elaboration round (anyone with editor access may answer). All " +
+		"answers are checked before any is saved. When every required question is answered the round completes " +
+		"and the idea's elaboration waits for validation.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in AnswerElaborationIn) (RoundView, error) {
+		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
+			return RoundView{}, err
+		}
+		a := actor(call.Who)
+		cmd := workflows.AnswerElaborationInput{Actor: a, RoundUUID: in.RoundUUID}
+		for _, x := range in.Answers {
+			cmd.Answers = append(cmd.Answers, workflows.AnswerInput{QuestionID: x.QuestionID, SelectedOptionID: x.SelectedOptionID, CustomText: x.CustomText})
+		}
+		res, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateAnswerElaboration, a, cmd)
+		if err != nil {
+			return RoundView{}, err
+		}
+		r, err := d.Store.Round(ctx, res.RoundUUID)
+		if err != nil {
+			return RoundView{}, err
+		}
+		return roundView(*r), nil
+	},
+}
+
+var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
+	Name: "chorus_pm_validate_elaboration", Title: "Resolve elaboration", Perm: perm.IdeaAdmin, Effect: writes,
+	Desc: "Resolve an idea's elaboration once every round is answered: the idea becomes elaborated and ready for a " +
+		"proposal. Only the idea's assignee can resolve.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
+		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
+			return ElaborationView{}, err
+		}
+		a := actor(call.Who)
+		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateValidateElaboration, a, workflows.IdeaCommand{Actor: a}); err != nil {
+			return ElaborationView{}, err
+		}
+		return elaborationOf(ctx, d, call.Who, in.IdeaUUID)
+	},
+}
+
+// SkipElaborationIn is chorus_pm_skip_elaboration's input.
+type SkipElaborationIn struct {
+	IdeaUUID string `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	Reason   string `json:"reason" jsonschema:"why no elaboration is needed"`
+}
+
+// SkippedElaboration is chorus_pm_skip_elaboration's result.
+type SkippedElaboration struct {
+	IdeaUUID string `json:"ideaUuid"`
+	Action   string `json:"action"`
+	Reason   string `json:"reason"`
+}
+
+var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
+	Name: "chorus_pm_skip_elaboration", Title: "Skip elaboration", Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Mark an idea you hold as clear enough without questions: elaboration is resolved at minimal depth and " +
+		"the idea becomes elaborated. Only from elaborating.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SkipElaborationIn) (SkippedElaboration, error) {
+		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
+			return SkippedElaboration{}, err
+		}
+		a := actor(call.Who)
+		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateSkipElaboration, a,
+			workflows.SkipElaborationInput{Actor: a, Reason: in.Reason}); err != nil {
+			return SkippedElaboration{}, err
+		}
+		return SkippedElaboration{IdeaUUID: in.IdeaUUID, Action: "elaboration_skipped", Reason: in.Reason}, nil
+	},
+}

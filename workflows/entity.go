@@ -1,0 +1,110 @@
+package workflows
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/chorus-dev/chorus/activities"
+)
+
+// What every entity workflow shares: the caller of a command, deterministic ids, update
+// registration with a mutex, and the options of the persisting local activities.
+
+// Actor is who sends a command: an agent of a company, with its owner (for project access and
+// "assignee is my owner" checks) and the admin bits that change a guard's outcome.
+type Actor struct {
+	Type        string `json:"type"` // "agent"
+	UUID        string `json:"uuid"`
+	Name        string `json:"name"`
+	CompanyUUID string `json:"companyUuid"`
+	OwnerUUID   string `json:"ownerUuid,omitempty"`
+	// ProposalAdmin: holds proposal:admin, which lifts the own-proposal check of reject and revoke.
+	ProposalAdmin bool `json:"proposalAdmin,omitempty"`
+}
+
+// DerivedUUID returns a uuid determined by parts (see activities.DerivedUUID).
+func DerivedUUID(parts ...string) string { return activities.DerivedUUID(parts...) }
+
+// QueryState is the name of every workflow's read-only state query, for operators and tests.
+const QueryState = "state"
+
+// persistOptions are the options of the local activities that write an entity's rows: short,
+// retried a few times, then reported as a failure rather than hanging the caller.
+func persistOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    200 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    2 * time.Second,
+			MaximumAttempts:    5,
+			NonRetryableErrorTypes: []string{
+				string(KindNotFound), string(KindConflict), string(KindInvalid), string(KindForbidden),
+			},
+		},
+	})
+}
+
+// registerUpdate registers one command as a workflow update named after its tool. The validator
+// runs first and cheaply (a rejection writes nothing to history); the handler takes the
+// entity's mutex so commands never interleave, validates again against the state it now holds,
+// and runs. Refusals travel as ApplicationErrors of a Chorus kind.
+func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, name string,
+	validate func(In) error, run func(workflow.Context, In) (Out, error)) error {
+	return workflow.SetUpdateHandlerWithOptions(ctx, name,
+		func(ctx workflow.Context, in In) (Out, error) {
+			var zero Out
+			if err := mu.Lock(ctx); err != nil {
+				return zero, err
+			}
+			defer mu.Unlock()
+			if err := validate(in); err != nil {
+				return zero, ToApplicationError(err)
+			}
+			out, err := run(ctx, in)
+			if err != nil {
+				return zero, ToApplicationError(err)
+			}
+			return out, nil
+		},
+		workflow.UpdateHandlerOptions{
+			Validator: func(in In) error { return ToApplicationError(validate(in)) },
+		})
+}
+
+// awaitContinueAsNew blocks until done() or Temporal suggests continuing as new, then waits for
+// running handlers to finish. It reports whether the run should continue as new.
+func awaitContinueAsNew(ctx workflow.Context, done func() bool) (bool, error) {
+	err := workflow.Await(ctx, func() bool { return done() || workflow.GetInfo(ctx).GetContinueAsNewSuggested() })
+	if err != nil {
+		return false, err
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return false, err
+	}
+	return !done(), nil
+}
+
+// isChorusError reports whether err is already a refusal an agent can read.
+func isChorusError(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return true
+	}
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && strings.HasPrefix(app.Type(), "chorus.")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

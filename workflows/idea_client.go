@@ -1,0 +1,27 @@
+package workflows
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/client"
+)
+
+// CreateIdea starts the idea's workflow and creates the idea (update-with-start).
+func (c *Client) CreateIdea(ctx context.Context, call Call, in CreateIdeaInput) (IdeaResult, error) {
+	var out IdeaResult
+	start := client.StartWorkflowOptions{
+		StaticSummary:         "Idea: " + in.Title,
+		TypedSearchAttributes: initialAttributes(EntityIdea, in.ProjectUUID, string(IdeaOpen)),
+		Memo:                  map[string]any{"title": in.Title},
+	}
+	err := c.updateWithStart(ctx, EntityIdea, in.UUID, IdeaWorkflowName, IdeaRun{}, start,
+		UpdateCreateIdea, updateID(in.Actor.UUID, call), in, &out)
+	return out, err
+}
+
+// IdeaUpdate sends one of IdeaWorkflow's updates (the Update* constants) to the idea.
+func (c *Client) IdeaUpdate(ctx context.Context, call Call, ideaUUID, update string, actor Actor, in any) (IdeaResult, error) {
+	var out IdeaResult
+	err := c.update(ctx, EntityIdea, ideaUUID, update, updateID(actor.UUID, call), in, &out)
+	return out, err
+}
