@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,27 +15,11 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// Notify asks for one notification (SPEC 6.2) to each recipient. The workflow chooses the
-// recipients; PersistX resolves the project name and skips the actor and duplicates.
-type Notify struct {
-	UUIDSeed    string // derived ids: seed + recipient
-	ProjectUUID string
-	Action      string
-	EntityType  string
-	EntityUUID  string
-	EntityTitle string
-	Message     string
-	ActorType   string
-	ActorUUID   string
-	ActorName   string
-	Recipients  []Recipient
-}
+// Notify asks for one notification (SPEC 6.2) to each recipient; the workflow chooses them.
+type Notify = store.NotifySpec
 
 // Recipient is a user or an agent.
-type Recipient struct {
-	Type string `json:"type"` // "user" or "agent"
-	UUID string `json:"uuid"`
-}
+type Recipient = store.Recipient
 
 // chorusNS is the namespace of the name-based (v5) uuids Chorus derives.
 var chorusNS = uuid.MustParse("6f0a4b6e-5c1d-4d7e-9a43-3f2b8c1d9e70")
@@ -89,27 +72,8 @@ func writeAudit(ctx context.Context, tx bun.Tx, companyUUID string, acts []Activ
 		}
 	}
 	for _, n := range notes {
-		var projectName string
-		if n.ProjectUUID != "" {
-			_ = tx.NewSelect().Table("projects").Column("name").Where("uuid = ?", n.ProjectUUID).Scan(ctx, &projectName)
-		}
-		var seen []Recipient
-		for _, r := range n.Recipients {
-			if r.UUID == "" || (r.Type == n.ActorType && r.UUID == n.ActorUUID) || slices.Contains(seen, r) {
-				continue
-			}
-			seen = append(seen, r)
-			now := store.Now()
-			row := store.Notification{UUID: DerivedUUID(n.UUIDSeed, r.Type, r.UUID), CompanyUUID: companyUUID,
-				RecipientType: r.Type, RecipientUUID: r.UUID, EntityType: n.EntityType, EntityUUID: n.EntityUUID,
-				EntityTitle: n.EntityTitle, ProjectName: projectName, Action: n.Action, Message: n.Message,
-				ActorType: n.ActorType, ActorUUID: n.ActorUUID, ActorName: n.ActorName, CreatedAt: now, UpdatedAt: now}
-			if n.ProjectUUID != "" {
-				row.ProjectUUID = &n.ProjectUUID
-			}
-			if _, err := tx.NewInsert().Model(&row).On("CONFLICT (uuid) DO NOTHING").Exec(ctx); err != nil {
-				return fmt.Errorf("insert notification %s: %w", n.Action, err)
-			}
+		if err := store.InsertNotifications(ctx, tx, companyUUID, n); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -10,10 +10,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/chorus-dev/chorus/activities"
@@ -171,3 +173,17 @@ func forEachDialectWithFlows(t *testing.T, f func(t *testing.T, e *env)) {
 		})
 	}
 }
+
+// requireEventually polls cond until it holds or five seconds pass.
+func requireEventually(t testing.TB, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition never held: "+msg, args...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func bunInSlice(ids []string) any { return bun.In(ids) }

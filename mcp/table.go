@@ -23,5 +23,28 @@ func toolTable() []entry {
 		pmValidateElaboration,
 		pmSkipElaboration,
 		adminDeleteIdea,
+
+		getProposals,
+		getProposal,
+		pmCreateProposal,
+		pmAddDocumentDraft,
+		pmAddTaskDraft,
+		pmUpdateDocumentDraft,
+		pmUpdateTaskDraft,
+		pmRemoveDocumentDraft,
+		pmRemoveTaskDraft,
+		pmValidateProposal,
+		pmSubmitProposal,
+		pmRejectProposal,
+		adminApproveProposal,
+		adminCloseProposal,
+		pmRevokeProposal,
+
+		getDocuments,
+		getDocument,
+		pmCreateDocument,
+		pmUpdateDocument,
+		adminDeleteDocument,
+		createReport,
 	}
 }

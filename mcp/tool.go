@@ -209,11 +209,24 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// note is the plain-text note of a result that has one (SPEC C22); a retry answered from the
+	// requestId ledger returns the JSON without it.
+	var note string
+	run := func() (json.RawMessage, error) {
+		out, err := t.Run(ctx, d, call, in)
+		if err != nil {
+			return nil, err
+		}
+		if n, ok := any(out).(noter); ok {
+			note = n.Note()
+		}
+		return json.Marshal(out)
+	}
 	var body json.RawMessage
 	if call.RequestID != "" {
-		body, err = d.runOnce(ctx, t.Name, call, args, func() (json.RawMessage, error) { return t.runEncoded(ctx, d, call, in) })
+		body, err = d.runOnce(ctx, t.Name, call, args, run)
 	} else {
-		body, err = t.runEncoded(ctx, d, call, in)
+		body, err = run()
 	}
 	if err != nil {
 		return nil, err
@@ -223,8 +236,16 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		_ = json.Unmarshal(body, &s)
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: s}}}, nil
 	}
-	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(body)}}}, nil
+	text := string(body)
+	if note != "" {
+		text += "\n" + note
+	}
+	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
 }
+
+// noter is a result that adds a plain-text note after its JSON (SPEC C22); the structured
+// content stays pure JSON.
+type noter interface{ Note() string }
 
 func (t tool[In, Out]) runEncoded(ctx context.Context, d *Deps, call *Call, in In) (json.RawMessage, error) {
 	out, err := t.Run(ctx, d, call, in)

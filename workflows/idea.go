@@ -272,7 +272,7 @@ func (w *ideaWorkflow) activity(n IdeaState, at time.Time, a Actor, action strin
 }
 
 func (w *ideaWorkflow) notify(n IdeaState, a Actor, action, message string, to ...activities.Recipient) activities.Notify {
-	return activities.Notify{UUIDSeed: DerivedUUID("idea", n.Idea.UUID, strconv.FormatInt(n.Idea.Version, 10), action),
+	return activities.Notify{Seed: DerivedUUID("idea", n.Idea.UUID, strconv.FormatInt(n.Idea.Version, 10), action),
 		ProjectUUID: n.Idea.ProjectUUID, Action: action, EntityType: "idea", EntityUUID: n.Idea.UUID,
 		EntityTitle: n.Idea.Title, Message: message, ActorType: a.Type, ActorUUID: a.UUID, ActorName: a.Name, Recipients: to}
 }

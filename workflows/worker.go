@@ -22,5 +22,7 @@ func NewWorker(c client.Client, taskQueue string, a *activities.Activities, opts
 // Register registers every Chorus workflow and the activities on r (a worker or a replayer).
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(IdeaWorkflow, workflow.RegisterOptions{Name: IdeaWorkflowName})
+	r.RegisterWorkflowWithOptions(ProposalWorkflow, workflow.RegisterOptions{Name: ProposalWorkflowName})
+	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	r.RegisterActivity(a)
 }

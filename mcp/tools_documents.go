@@ -1,0 +1,208 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Document tools (SPEC 3.1, 3.6, 3.2 chorus_create_report, 4.9). Documents are records: plain
+// store transactions, no workflow.
+
+// DocumentIn names a document.
+type DocumentIn struct {
+	DocumentUUID string `json:"documentUuid" jsonschema:"the document's uuid"`
+}
+
+// GetDocumentsIn is chorus_get_documents' input.
+type GetDocumentsIn struct {
+	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	Type        string `json:"type,omitempty" jsonschema:"only documents of this type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
+	PageIn
+}
+
+// DocumentRow is one row of chorus_get_documents.
+type DocumentRow struct {
+	UUID         string    `json:"uuid"`
+	Title        string    `json:"title"`
+	Type         string    `json:"type"`
+	Version      int       `json:"version"`
+	ProposalUUID *string   `json:"proposalUuid"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+// DocumentList is chorus_get_documents' result.
+type DocumentList struct {
+	Documents []DocumentRow `json:"documents"`
+	Meta
+}
+
+var getDocuments = tool[GetDocumentsIn, DocumentList]{
+	Name: "chorus_get_documents", Title: "List documents", Perm: perm.Public, Effect: reads,
+	Desc: "List a project's documents (PRDs, tech designs, ADRs, specs, guides, reports), most recently updated first, optionally of one type. Paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetDocumentsIn) (DocumentList, error) {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+			return DocumentList{}, err
+		}
+		page, size, offset := in.window(20)
+		docs, total, err := d.Store.ListDocuments(ctx, in.ProjectUUID, in.Type, size, offset)
+		if err != nil {
+			return DocumentList{}, err
+		}
+		rows := make([]DocumentRow, len(docs))
+		for i, x := range docs {
+			rows[i] = DocumentRow{UUID: x.UUID, Title: clip(x.Title), Type: x.Type, Version: x.Version,
+				ProposalUUID: x.ProposalUUID, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
+		}
+		wrap := func(r []DocumentRow) any {
+			return DocumentList{Documents: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(DocumentList), nil
+	},
+}
+
+var getDocument = tool[DocumentIn, DocumentView]{
+	Name: "chorus_get_document", Title: "Get a document", Perm: perm.Public, Effect: reads,
+	Desc: "Get one document with its full content and version.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (DocumentView, error) {
+		doc, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, in.DocumentUUID, store.AccessViewer)
+		if err != nil {
+			return DocumentView{}, err
+		}
+		return documentView(ctx, d.Store.NewNamer(), *doc, pv.Name), nil
+	},
+}
+
+// CreateDocumentIn is chorus_pm_create_document's input.
+type CreateDocumentIn struct {
+	ProjectUUID  string  `json:"projectUuid" jsonschema:"the project's uuid"`
+	Type         string  `json:"type" jsonschema:"document type (reports are written with chorus_create_report)" chorus:"enum=prd|tech_design|adr|spec|guide"`
+	Title        string  `json:"title" jsonschema:"document title" chorus:"minLength=1"`
+	Content      *string `json:"content,omitempty" jsonschema:"markdown content"`
+	ProposalUUID *string `json:"proposalUuid,omitempty" jsonschema:"a proposal of the same project this document belongs to"`
+}
+
+var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
+	Name: "chorus_pm_create_document", Title: "Create a document", Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Create a document (prd, tech_design, adr, spec or guide) in a project, optionally attached to one of its proposals. Starts at version 1.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in CreateDocumentIn) (DocumentView, error) {
+		if strings.TrimSpace(in.Title) == "" {
+			return DocumentView{}, invalid("title must not be blank")
+		}
+		pv, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessEditor)
+		if err != nil {
+			return DocumentView{}, err
+		}
+		if in.ProposalUUID != nil {
+			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, *in.ProposalUUID, store.AccessViewer)
+			if err != nil || p.ProjectUUID != in.ProjectUUID {
+				return DocumentView{}, store.NotFound("Proposal")
+			}
+		}
+		now := store.Now()
+		doc := store.Document{UUID: store.NewUUID(), CompanyUUID: call.Who.Caller.CompanyUUID, ProjectUUID: in.ProjectUUID,
+			Type: in.Type, Title: strings.TrimSpace(in.Title), Content: nonEmpty(in.Content), Version: 1,
+			ProposalUUID: in.ProposalUUID, CreatedByType: "agent", CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
+		if err := d.Store.CreateDocument(ctx, &doc); err != nil {
+			return DocumentView{}, err
+		}
+		return documentView(ctx, d.Store.NewNamer(), doc, pv.Name), nil
+	},
+}
+
+func nonEmpty(s *string) *string {
+	if s == nil || *s == "" {
+		return nil
+	}
+	return s
+}
+
+// UpdateDocumentIn is chorus_pm_update_document's input.
+type UpdateDocumentIn struct {
+	DocumentUUID string  `json:"documentUuid" jsonschema:"the document's uuid"`
+	Title        *string `json:"title,omitempty" jsonschema:"new title"`
+	Content      *string `json:"content,omitempty" jsonschema:"new content"`
+}
+
+var pmUpdateDocument = tool[UpdateDocumentIn, DocumentView]{
+	Name: "chorus_pm_update_document", Title: "Update a document", Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Change a document's title and/or content. Every call adds one to its version.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentIn) (DocumentView, error) {
+		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
+			return DocumentView{}, invalid("title must not be blank")
+		}
+		_, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, in.DocumentUUID, store.AccessEditor)
+		if err != nil {
+			return DocumentView{}, err
+		}
+		doc, err := d.Store.UpdateDocument(ctx, in.DocumentUUID, in.Title, in.Content)
+		if err != nil {
+			return DocumentView{}, err
+		}
+		return documentView(ctx, d.Store.NewNamer(), *doc, pv.Name), nil
+	},
+}
+
+var adminDeleteDocument = tool[DocumentIn, textResult]{
+	Name: "chorus_admin_delete_document", Title: "Delete a document", Perm: perm.DocumentAdmin, Effect: destroys,
+	Desc: "Delete a document and the comments on it.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (textResult, error) {
+		if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, in.DocumentUUID, store.AccessEditor); err != nil {
+			return "", err
+		}
+		if err := d.Store.DeleteDocument(ctx, in.DocumentUUID); err != nil {
+			return "", err
+		}
+		return textResult(fmt.Sprintf("Document %s deleted", in.DocumentUUID)), nil
+	},
+}
+
+// CreateReportIn is chorus_create_report's input.
+type CreateReportIn struct {
+	ProposalUUID string `json:"proposalUuid" jsonschema:"the approved proposal the report is about"`
+	Title        string `json:"title" jsonschema:"report title" chorus:"minLength=1;maxLength=200"`
+	Content      string `json:"content" jsonschema:"the report in markdown" chorus:"minLength=1"`
+	Force        bool   `json:"force,omitempty" jsonschema:"add another report even though the proposal has one"`
+}
+
+// CreatedReport is chorus_create_report's result.
+type CreatedReport struct {
+	DocumentUUID string `json:"documentUuid"`
+	ProjectUUID  string `json:"projectUuid"`
+	Version      int    `json:"version"`
+}
+
+var createReport = tool[CreateReportIn, CreatedReport]{
+	Name: "chorus_create_report", Title: "Write a completion report", Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Write the completion report of an approved proposal: a report document attached to it (and announced " +
+		"on its first input idea). One report per proposal unless force is true; revise it with chorus_pm_update_document.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in CreateReportIn) (CreatedReport, error) {
+		if !store.IsUUID(in.ProposalUUID) {
+			return CreatedReport{}, invalid("proposalUuid must be a UUID")
+		}
+		if _, _, err := proposalAccess(ctx, d, call, in.ProposalUUID); err != nil {
+			return CreatedReport{}, err
+		}
+		now := store.Now()
+		doc := store.Document{UUID: store.NewUUID(), CompanyUUID: call.Who.Caller.CompanyUUID, Type: "report",
+			Title: in.Title, Content: &in.Content, Version: 1, ProposalUUID: &in.ProposalUUID, CreatedByType: "agent",
+			CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
+		err := d.Store.CreateReport(ctx, call.Who.Caller, in.ProposalUUID, &doc, in.Force)
+		var status *store.ReportStatusError
+		switch {
+		case errors.As(err, &status):
+			return CreatedReport{}, refuse("%s", status.Error())
+		case errors.Is(err, store.ErrReportExists):
+			return CreatedReport{}, refuse("%s", store.ErrReportExists.Error())
+		case err != nil:
+			return CreatedReport{}, err
+		}
+		return CreatedReport{DocumentUUID: doc.UUID, ProjectUUID: doc.ProjectUUID, Version: 1}, nil
+	},
+}

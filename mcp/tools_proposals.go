@@ -1,0 +1,615 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// Proposal tools (SPEC 3.1, 3.5, 3.8, 2.3, 4.4). Reads come from the store; every change is an
+// update on the proposal's workflow.
+
+// ProposalIn names a proposal.
+type ProposalIn struct {
+	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+}
+
+// ReviewView is a proposal's last review.
+type ReviewView struct {
+	ReviewedBy *store.ActorRef `json:"reviewedBy"`
+	ReviewNote *string         `json:"reviewNote"`
+	ReviewedAt *time.Time      `json:"reviewedAt"`
+}
+
+// DocumentDraftIndex is a document draft without its content.
+type DocumentDraftIndex struct {
+	UUID          string `json:"uuid"`
+	Type          string `json:"type"`
+	Title         string `json:"title"`
+	ContentLength int    `json:"contentLength"`
+}
+
+// TaskDraftIndex is a task draft without its description and criteria.
+type TaskDraftIndex struct {
+	UUID                    string   `json:"uuid"`
+	Title                   string   `json:"title"`
+	Priority                *string  `json:"priority,omitempty"`
+	StoryPoints             *float64 `json:"storyPoints,omitempty"`
+	Kind                    *string  `json:"kind,omitempty"`
+	AcceptanceCriteriaCount int      `json:"acceptanceCriteriaCount"`
+	DependsOnDraftUUIDs     []string `json:"dependsOnDraftUuids,omitempty"`
+}
+
+// MaterializedTask pairs a task draft with the task approval made.
+type MaterializedTask struct {
+	DraftUUID string `json:"draftUuid"`
+	TaskUUID  string `json:"taskUuid"`
+	Title     string `json:"title"`
+}
+
+// MaterializedDocument pairs a document draft with the document approval made.
+type MaterializedDocument struct {
+	DraftUUID    string `json:"draftUuid"`
+	DocumentUUID string `json:"documentUuid"`
+	Title        string `json:"title"`
+}
+
+// ProposalView is the proposal JSON of chorus_get_proposal (and approve): common meta plus the
+// parts the section asks for.
+type ProposalView struct {
+	UUID          string            `json:"uuid"`
+	Title         string            `json:"title"`
+	Description   *string           `json:"description"`
+	InputType     string            `json:"inputType"`
+	InputUUIDs    []string          `json:"inputUuids"`
+	Status        string            `json:"status"`
+	Project       ProjectRef        `json:"project"`
+	CreatedBy     *store.ActorRef   `json:"createdBy"`
+	CreatedByType string            `json:"createdByType"`
+	Review        *ReviewView       `json:"review"`
+	CreatedAt     time.Time         `json:"createdAt"`
+	UpdatedAt     time.Time         `json:"updatedAt"`
+	Section       string            `json:"section"`
+	References    []json.RawMessage `json:"references"`
+
+	DocumentDraftCount *int                 `json:"documentDraftCount,omitempty"`
+	TaskDraftCount     *int                 `json:"taskDraftCount,omitempty"`
+	DocumentDraftIndex []DocumentDraftIndex `json:"documentDraftIndex,omitempty"`
+	TaskDraftIndex     []TaskDraftIndex     `json:"taskDraftIndex,omitempty"`
+
+	DocumentDrafts *[]store.DocumentDraft `json:"documentDrafts,omitempty"`
+	TaskDrafts     *[]store.TaskDraft     `json:"taskDrafts,omitempty"`
+
+	MaterializedTasks     []MaterializedTask     `json:"materializedTasks,omitempty"`
+	MaterializedDocuments []MaterializedDocument `json:"materializedDocuments,omitempty"`
+}
+
+func proposalView(ctx context.Context, n *store.Namer, p *store.Proposal, projectName, section string) ProposalView {
+	v := ProposalView{UUID: p.UUID, Title: p.Title, Description: p.Description, InputType: p.InputType,
+		InputUUIDs: p.InputUUIDs, Status: p.Status, Project: ProjectRef{UUID: p.ProjectUUID, Name: projectName},
+		CreatedBy: n.Ref(ctx, p.CreatedByType, &p.CreatedByUUID), CreatedByType: p.CreatedByType,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Section: section, References: []json.RawMessage{}}
+	if v.InputUUIDs == nil {
+		v.InputUUIDs = []string{}
+	}
+	if p.ReviewedByUUID != nil {
+		v.Review = &ReviewView{ReviewedBy: n.Ref(ctx, "agent", p.ReviewedByUUID), ReviewNote: p.ReviewNote, ReviewedAt: p.ReviewedAt}
+	}
+	switch section {
+	case "basic":
+		dc, tc := len(p.DocumentDrafts), len(p.TaskDrafts)
+		v.DocumentDraftCount, v.TaskDraftCount = &dc, &tc
+		v.DocumentDraftIndex, v.TaskDraftIndex = []DocumentDraftIndex{}, []TaskDraftIndex{}
+		for _, d := range p.DocumentDrafts {
+			v.DocumentDraftIndex = append(v.DocumentDraftIndex, DocumentDraftIndex{UUID: d.UUID, Type: d.Type, Title: d.Title,
+				ContentLength: len([]rune(d.Content))})
+		}
+		for _, t := range p.TaskDrafts {
+			v.TaskDraftIndex = append(v.TaskDraftIndex, TaskDraftIndex{UUID: t.UUID, Title: t.Title, Priority: t.Priority,
+				StoryPoints: t.StoryPoints, Kind: t.Kind, AcceptanceCriteriaCount: len(t.AcceptanceCriteriaItems),
+				DependsOnDraftUUIDs: t.DependsOnDraftUUIDs})
+		}
+	case "documents":
+		v.DocumentDrafts = &p.DocumentDrafts
+	case "tasks":
+		v.TaskDrafts = &p.TaskDrafts
+	case "full":
+		v.DocumentDrafts, v.TaskDrafts = &p.DocumentDrafts, &p.TaskDrafts
+	}
+	return v
+}
+
+// proposalAccess gates a proposal for a tool that changes it (editor).
+func proposalAccess(ctx context.Context, d *Deps, call *Call, uuid string) (*store.Proposal, *store.ProjectView, error) {
+	return d.Store.ProposalAccess(ctx, call.Who.Caller, uuid, store.AccessEditor)
+}
+
+// ---- reads ----
+
+// GetProposalsIn is chorus_get_proposals' input.
+type GetProposalsIn struct {
+	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	Status      string `json:"status,omitempty" jsonschema:"only proposals in this status" chorus:"enum=draft|pending|approved|closed|rejected|revised"`
+	PageIn
+}
+
+// ProposalRow is one row of chorus_get_proposals.
+type ProposalRow struct {
+	UUID       string    `json:"uuid"`
+	Title      string    `json:"title"`
+	Status     string    `json:"status"`
+	InputType  string    `json:"inputType"`
+	InputUUIDs []string  `json:"inputUuids"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+}
+
+// ProposalList is chorus_get_proposals' result.
+type ProposalList struct {
+	Proposals []ProposalRow `json:"proposals"`
+	Meta
+}
+
+var getProposals = tool[GetProposalsIn, ProposalList]{
+	Name: "chorus_get_proposals", Title: "List proposals", Perm: perm.Public, Effect: reads,
+	Desc: "List a project's proposals, newest first, optionally of one status (draft, pending, approved, closed). Paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalsIn) (ProposalList, error) {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+			return ProposalList{}, err
+		}
+		status := in.Status
+		if status == "rejected" || status == "revised" {
+			status = "legacy" // SPEC C8: accepted, matches nothing
+		}
+		page, size, offset := in.window(20)
+		rows, total, err := d.Store.ListProposals(ctx, in.ProjectUUID, status, size, offset)
+		if err != nil {
+			return ProposalList{}, err
+		}
+		out := make([]ProposalRow, len(rows))
+		for i, p := range rows {
+			out[i] = ProposalRow{UUID: p.UUID, Title: clip(p.Title), Status: p.Status, InputType: p.InputType,
+				InputUUIDs: p.InputUUIDs, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+			if out[i].InputUUIDs == nil {
+				out[i].InputUUIDs = []string{}
+			}
+		}
+		wrap := func(r []ProposalRow) any {
+			return ProposalList{Proposals: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(out, wrap)).(ProposalList), nil
+	},
+}
+
+// GetProposalIn is chorus_get_proposal's input.
+type GetProposalIn struct {
+	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	Section      string `json:"section,omitempty" jsonschema:"basic (default: counts and an index of the drafts), documents, tasks, or full" chorus:"enum=basic|documents|tasks|full"`
+}
+
+var getProposal = tool[GetProposalIn, ProposalView]{
+	Name: "chorus_get_proposal", Title: "Get a proposal", Perm: perm.Public, Effect: reads,
+	Desc: "Get a proposal. section=basic (default) gives its details with an index of its drafts; documents, " +
+		"tasks or full add the complete document drafts, task drafts, or both.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalIn) (ProposalView, error) {
+		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, in.ProposalUUID, store.AccessViewer)
+		if err != nil {
+			return ProposalView{}, err
+		}
+		section := in.Section
+		if section == "" {
+			section = "basic"
+		}
+		return proposalView(ctx, d.Store.NewNamer(), p, pv.Name, section), nil
+	},
+}
+
+// ---- create ----
+
+// CreateProposalIn is chorus_pm_create_proposal's input.
+type CreateProposalIn struct {
+	ProjectUUID string   `json:"projectUuid" jsonschema:"the project the proposal belongs to"`
+	Title       string   `json:"title" jsonschema:"the proposal's title" chorus:"minLength=1"`
+	Description *string  `json:"description,omitempty" jsonschema:"what the proposal delivers and why"`
+	InputType   string   `json:"inputType" jsonschema:"what the proposal is based on: ideas you hold, or documents" chorus:"enum=idea|document"`
+	InputUUIDs  []string `json:"inputUuids" jsonschema:"the input ideas (or documents)"`
+}
+
+// CreatedProposal is chorus_pm_create_proposal's result.
+type CreatedProposal struct {
+	UUID   string `json:"uuid"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+	note   string
+}
+
+// Note is text appended after the JSON result (SPEC C22).
+func (c CreatedProposal) Note() string { return c.note }
+
+// checkInputs gates a proposal's inputs (SPEC 2.3): each resolves to an idea or document the
+// caller can see; idea inputs must be claimed by the caller and not be themes.
+func checkInputs(ctx context.Context, d *Deps, who Principal, inputType string, uuids []string) error {
+	for _, u := range uuids {
+		if inputType == "document" {
+			if _, _, err := d.Store.DocumentAccess(ctx, who.Caller, u, store.AccessViewer); err != nil {
+				return err
+			}
+			continue
+		}
+		i, _, err := d.Store.IdeaAccess(ctx, who.Caller, u, store.AccessViewer)
+		if err != nil {
+			return err
+		}
+		if i.AssigneeType == nil || *i.AssigneeType != "agent" || deref(i.AssigneeUUID) != who.Caller.AgentUUID {
+			return refuse("Can only create Proposals based on Ideas you have claimed (idea %q is not held by you; claim it with chorus_claim_idea)", i.Title)
+		}
+		if i.IsContainer {
+			return refuse("Cannot create a proposal from a theme (container) idea; derive a child idea and propose on it (idea %q)", i.Title)
+		}
+	}
+	return nil
+}
+
+var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
+	Name: "chorus_pm_create_proposal", Title: "Create a proposal", Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Create an empty draft proposal based on ideas you hold (inputType idea) or on documents. Then add " +
+		"document drafts (at least a PRD) and task drafts, validate, and submit it for review. A note after the " +
+		"JSON tells you when an input idea is already used by another proposal.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProposalIn) (CreatedProposal, error) {
+		if strings.TrimSpace(in.Title) == "" {
+			return CreatedProposal{}, invalid("title must not be blank")
+		}
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessEditor); err != nil {
+			return CreatedProposal{}, err
+		}
+		if err := checkInputs(ctx, d, call.Who, in.InputType, in.InputUUIDs); err != nil {
+			return CreatedProposal{}, err
+		}
+		uuid := store.NewUUID()
+		res, err := d.Flows.CreateProposal(ctx, flowCall(call), workflows.CreateProposalInput{Actor: actor(call.Who), UUID: uuid,
+			ProjectUUID: in.ProjectUUID, Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: in.InputUUIDs})
+		if err != nil {
+			return CreatedProposal{}, err
+		}
+		out := CreatedProposal{UUID: res.UUID, Title: strings.TrimSpace(in.Title), Status: res.Status}
+		if in.InputType == "idea" && len(in.InputUUIDs) > 0 {
+			titles, err := d.Store.ProposalsUsingIdeas(ctx, call.Who.Caller, in.InputUUIDs, res.UUID)
+			if err != nil {
+				return CreatedProposal{}, err
+			}
+			if len(titles) > 0 {
+				quoted := make([]string, len(titles))
+				for i, t := range titles {
+					quoted[i] = fmt.Sprintf("%q", t)
+				}
+				out.note = "Note: Idea is also referenced by existing Proposal(s): " + strings.Join(quoted, ", ")
+			}
+		}
+		return out, nil
+	},
+}
+
+// ---- validate / submit ----
+
+// ValidationOut is chorus_pm_validate_proposal's result.
+type ValidationOut struct {
+	Valid  bool              `json:"valid"`
+	Issues []workflows.Issue `json:"issues"`
+}
+
+// validationOf gates a proposal and its inputs and runs SPEC 4.4 on its current drafts.
+func validationOf(ctx context.Context, d *Deps, call *Call, proposalUUID string) (*store.Proposal, workflows.Validation, error) {
+	p, _, err := proposalAccess(ctx, d, call, proposalUUID)
+	if err != nil {
+		return nil, workflows.Validation{}, err
+	}
+	var facts []store.IdeaFacts
+	for _, u := range p.InputUUIDs { // SPEC 4.4: a missing or hidden input fails at the gate
+		if p.InputType == "document" {
+			if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, u, store.AccessViewer); err != nil {
+				return nil, workflows.Validation{}, err
+			}
+		} else if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, u, store.AccessViewer); err != nil {
+			return nil, workflows.Validation{}, err
+		}
+	}
+	if p.InputType == "idea" {
+		if facts, err = d.Store.LoadIdeaFacts(ctx, p.CompanyUUID, p.InputUUIDs); err != nil {
+			return nil, workflows.Validation{}, err
+		}
+	}
+	return p, workflows.ValidateProposal(*p, facts), nil
+}
+
+var pmValidateProposal = tool[ProposalIn, ValidationOut]{
+	Name: "chorus_pm_validate_proposal", Title: "Validate a proposal", Perm: perm.ProposalWrite, Effect: reads,
+	Desc: "Check a proposal the way submission will, without changing it: errors block submission (a PRD and a " +
+		"task draft are required, document drafts need 100+ characters, input ideas must have resolved elaboration, " +
+		"task dependencies must be known and acyclic); warnings and infos are advice.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (ValidationOut, error) {
+		_, v, err := validationOf(ctx, d, call, in.ProposalUUID)
+		return ValidationOut{Valid: v.Valid, Issues: v.Issues}, err
+	},
+}
+
+// StatusOut is the {uuid, status} result of several lifecycle tools.
+type StatusOut struct {
+	UUID   string `json:"uuid"`
+	Status string `json:"status"`
+}
+
+var pmSubmitProposal = tool[ProposalIn, StatusOut]{
+	Name: "chorus_pm_submit_proposal", Title: "Submit a proposal", Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Submit a draft proposal for review. It is validated first; any error-level issue refuses the submission " +
+		"and lists every issue. On success it is pending until an admin approves, rejects or closes it.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (StatusOut, error) {
+		if _, _, err := validationOf(ctx, d, call, in.ProposalUUID); err != nil {
+			return StatusOut{}, err
+		}
+		a := actor(call.Who)
+		res, err := d.Flows.ProposalUpdate(ctx, flowCall(call), in.ProposalUUID, workflows.UpdateSubmitProposal, a, workflows.ProposalCommand{Actor: a})
+		if err != nil {
+			return StatusOut{}, err
+		}
+		return StatusOut{UUID: res.UUID, Status: res.Status}, nil
+	},
+}
+
+// ---- drafts ----
+
+// DraftOut is the result of draft tools.
+type DraftOut struct {
+	ProposalUUID string `json:"proposalUuid"`
+	Action       string `json:"action"`
+	DraftUUID    string `json:"draftUuid"`
+	DraftTitle   string `json:"draftTitle,omitempty"`
+}
+
+// AddDocumentDraftIn is chorus_pm_add_document_draft's input.
+type AddDocumentDraftIn struct {
+	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	Type         string `json:"type" jsonschema:"document type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
+	Title        string `json:"title" jsonschema:"document title" chorus:"minLength=1"`
+	Content      string `json:"content" jsonschema:"document content in markdown (validation wants 100+ characters)"`
+}
+
+// draftUpdate gates the proposal and sends one draft update.
+func draftUpdate(ctx context.Context, d *Deps, call *Call, proposalUUID, update, action string, in any) (DraftOut, error) {
+	if _, _, err := proposalAccess(ctx, d, call, proposalUUID); err != nil {
+		return DraftOut{}, err
+	}
+	res, err := d.Flows.ProposalUpdate(ctx, flowCall(call), proposalUUID, update, actor(call.Who), in)
+	if err != nil {
+		return DraftOut{}, err
+	}
+	return DraftOut{ProposalUUID: res.UUID, Action: action, DraftUUID: res.DraftUUID, DraftTitle: res.DraftTitle}, nil
+}
+
+var pmAddDocumentDraft = tool[AddDocumentDraftIn, DraftOut]{
+	Name: "chorus_pm_add_document_draft", Title: "Add a document draft", Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Add a document draft (prd, tech_design, adr, spec, guide or report) to a draft proposal. Approval turns it into a document.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in AddDocumentDraftIn) (DraftOut, error) {
+		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateAddDocumentDraft, "document_draft_added",
+			workflows.DocumentDraftInput{Actor: actor(call.Who), Type: &in.Type, Title: &in.Title, Content: &in.Content})
+	},
+}
+
+// UpdateDocumentDraftIn is chorus_pm_update_document_draft's input.
+type UpdateDocumentDraftIn struct {
+	ProposalUUID string  `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	DraftUUID    string  `json:"draftUuid" jsonschema:"the document draft's uuid"`
+	Type         *string `json:"type,omitempty" jsonschema:"new type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
+	Title        *string `json:"title,omitempty" jsonschema:"new title"`
+	Content      *string `json:"content,omitempty" jsonschema:"new content"`
+}
+
+var pmUpdateDocumentDraft = tool[UpdateDocumentDraftIn, DraftOut]{
+	Name: "chorus_pm_update_document_draft", Title: "Update a document draft", Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
+	Desc: "Change a document draft of a draft proposal; fields you leave out keep their value.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentDraftIn) (DraftOut, error) {
+		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateUpdateDocumentDraft, "document_draft_updated",
+			workflows.DocumentDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID, Type: in.Type, Title: in.Title, Content: in.Content})
+	},
+}
+
+// CriterionIn is one acceptance criterion.
+type CriterionIn struct {
+	Description string `json:"description" jsonschema:"what must be true for the task to be accepted"`
+	Required    *bool  `json:"required,omitempty" jsonschema:"whether verification needs it passed (default true)"`
+}
+
+func criteria(items []CriterionIn) []store.CriterionDraft {
+	out := make([]store.CriterionDraft, 0, len(items))
+	for _, it := range items {
+		out = append(out, store.CriterionDraft{Description: it.Description, Required: it.Required == nil || *it.Required})
+	}
+	return out
+}
+
+// AddTaskDraftIn is chorus_pm_add_task_draft's input.
+type AddTaskDraftIn struct {
+	ProposalUUID            string        `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	Title                   string        `json:"title" jsonschema:"task title" chorus:"minLength=1"`
+	Description             *string       `json:"description,omitempty" jsonschema:"what to do"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed"`
+	Priority                *string       `json:"priority,omitempty" jsonschema:"low, medium or high" chorus:"enum=low|medium|high"`
+	Kind                    *string       `json:"kind,omitempty" jsonschema:"implementation, verification, docs or other" chorus:"enum=implementation|verification|docs|other"`
+	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems" jsonschema:"at least one criterion with a non-blank description"`
+	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"task drafts of this proposal that must be done first"`
+}
+
+var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
+	Name: "chorus_pm_add_task_draft", Title: "Add a task draft", Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Add a task draft to a draft proposal, with at least one acceptance criterion and, optionally, the task " +
+		"drafts it depends on. Approval turns it into a task with the same criteria and dependencies.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in AddTaskDraftIn) (DraftOut, error) {
+		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateAddTaskDraft, "task_draft_added",
+			workflows.TaskDraftInput{Actor: actor(call.Who), Title: &in.Title, Description: in.Description,
+				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind, SetCriteria: true,
+				Criteria: criteria(in.AcceptanceCriteriaItems), SetDependsOn: true, DependsOn: in.DependsOnDraftUUIDs})
+	},
+}
+
+// UpdateTaskDraftIn is chorus_pm_update_task_draft's input.
+type UpdateTaskDraftIn struct {
+	ProposalUUID            string        `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	DraftUUID               string        `json:"draftUuid" jsonschema:"the task draft's uuid"`
+	Title                   *string       `json:"title,omitempty" jsonschema:"new title"`
+	Description             *string       `json:"description,omitempty" jsonschema:"new description"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate"`
+	Priority                *string       `json:"priority,omitempty" jsonschema:"new priority" chorus:"enum=low|medium|high"`
+	Kind                    *string       `json:"kind,omitempty" jsonschema:"new kind" chorus:"enum=implementation|verification|docs|other"`
+	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces all criteria; must keep at least one"`
+	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"replaces the dependencies"`
+}
+
+var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
+	Name: "chorus_pm_update_task_draft", Title: "Update a task draft", Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
+	Desc: "Change a task draft of a draft proposal; fields you leave out keep their value, and acceptance " +
+		"criteria or dependencies you give replace the old ones.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskDraftIn) (DraftOut, error) {
+		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateUpdateTaskDraft, "task_draft_updated",
+			workflows.TaskDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID, Title: in.Title, Description: in.Description,
+				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind,
+				SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
+				SetDependsOn: in.DependsOnDraftUUIDs != nil, DependsOn: in.DependsOnDraftUUIDs})
+	},
+}
+
+// RemoveDraftIn names a draft of a proposal.
+type RemoveDraftIn struct {
+	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	DraftUUID    string `json:"draftUuid" jsonschema:"the draft's uuid"`
+}
+
+var pmRemoveDocumentDraft = tool[RemoveDraftIn, DraftOut]{
+	Name: "chorus_pm_remove_document_draft", Title: "Remove a document draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
+	Desc: "Remove a document draft from a draft proposal (an unknown draft is a no-op).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
+		out, err := draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateRemoveDocumentDraft, "document_draft_removed",
+			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID})
+		out.DraftTitle = ""
+		return out, err
+	},
+}
+
+var pmRemoveTaskDraft = tool[RemoveDraftIn, DraftOut]{
+	Name: "chorus_pm_remove_task_draft", Title: "Remove a task draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
+	Desc: "Remove a task draft from a draft proposal and from every other draft's dependencies (an unknown draft is a no-op).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
+		out, err := draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateRemoveTaskDraft, "task_draft_removed",
+			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID})
+		out.DraftTitle = ""
+		return out, err
+	},
+}
+
+// ---- review ----
+
+// ReviewIn is a proposal with a required review note.
+type ReviewIn struct {
+	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ReviewNote   string `json:"reviewNote" jsonschema:"why (shown to the proposal's author)" chorus:"minLength=1"`
+}
+
+// OptionalReviewIn is a proposal with an optional review note.
+type OptionalReviewIn struct {
+	ProposalUUID string  `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ReviewNote   *string `json:"reviewNote,omitempty" jsonschema:"a note for the proposal's author"`
+}
+
+func reviewCommand(ctx context.Context, d *Deps, call *Call, proposalUUID, update string, note *string) (workflows.ProposalResult, error) {
+	if _, _, err := proposalAccess(ctx, d, call, proposalUUID); err != nil {
+		return workflows.ProposalResult{}, err
+	}
+	a := actor(call.Who)
+	a.ProposalAdmin = call.Who.Perms.Has(perm.ProposalAdmin)
+	return d.Flows.ProposalUpdate(ctx, flowCall(call), proposalUUID, update, a, workflows.ProposalCommand{Actor: a, ReviewNote: note})
+}
+
+var pmRejectProposal = tool[ReviewIn, StatusOut]{
+	Name: "chorus_pm_reject_proposal", Title: "Reject a proposal", Perm: perm.ProposalWrite, Effect: destroys,
+	Desc: "Send a pending proposal back to draft with a review note. Only its author can, unless you hold proposal:admin.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
+		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateRejectProposal, &in.ReviewNote)
+		return StatusOut{UUID: res.UUID, Status: res.Status}, err
+	},
+}
+
+var adminCloseProposal = tool[ReviewIn, StatusOut]{
+	Name: "chorus_admin_close_proposal", Title: "Close a proposal", Perm: perm.ProposalAdmin, Effect: destroys,
+	Desc: "Close a pending proposal for good, with a review note. A closed proposal cannot change again.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
+		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateCloseProposal, &in.ReviewNote)
+		return StatusOut{UUID: res.UUID, Status: res.Status}, err
+	},
+}
+
+var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
+	Name: "chorus_admin_approve_proposal", Title: "Approve a proposal", Perm: perm.ProposalAdmin, Effect: writes,
+	Desc: "Approve a pending proposal: in one transaction its document drafts become documents and its task drafts " +
+		"become open tasks with their acceptance criteria and dependencies. Returns what was created.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (ProposalView, error) {
+		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateApproveProposal, in.ReviewNote)
+		if err != nil {
+			return ProposalView{}, err
+		}
+		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, in.ProposalUUID, store.AccessViewer)
+		if err != nil {
+			return ProposalView{}, err
+		}
+		v := proposalView(ctx, d.Store.NewNamer(), p, pv.Name, "basic")
+		if m := res.Materialized; m != nil {
+			for _, t := range m.Tasks {
+				v.MaterializedTasks = append(v.MaterializedTasks, MaterializedTask{DraftUUID: t.DraftUUID, TaskUUID: t.UUID, Title: t.Title})
+			}
+			for _, doc := range m.Documents {
+				v.MaterializedDocuments = append(v.MaterializedDocuments, MaterializedDocument{DraftUUID: doc.DraftUUID, DocumentUUID: doc.UUID, Title: doc.Title})
+			}
+		}
+		return v, nil
+	},
+}
+
+// Revoked is chorus_pm_revoke_proposal's result.
+type Revoked struct {
+	UUID             string     `json:"uuid"`
+	Status           string     `json:"status"`
+	ClosedTasks      []NamedRef `json:"closedTasks"`
+	DeletedDocuments []NamedRef `json:"deletedDocuments"`
+}
+
+// NamedRef is an entity's uuid and title.
+type NamedRef struct {
+	UUID  string `json:"uuid"`
+	Title string `json:"title"`
+}
+
+var pmRevokeProposal = tool[OptionalReviewIn, Revoked]{
+	Name: "chorus_pm_revoke_proposal", Title: "Revoke an approved proposal", Perm: perm.ProposalWrite, Effect: destroys,
+	Desc: "Take back an approved proposal: its tasks are closed, its documents (reports included) deleted, and it " +
+		"returns to draft with its drafts intact, ready to be changed and submitted again. Only its author can, " +
+		"unless you hold proposal:admin.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (Revoked, error) {
+		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateRevokeProposal, in.ReviewNote)
+		if err != nil {
+			return Revoked{}, err
+		}
+		out := Revoked{UUID: res.UUID, Status: res.Status, ClosedTasks: []NamedRef{}, DeletedDocuments: []NamedRef{}}
+		if r := res.Revoked; r != nil {
+			for _, t := range r.ClosedTasks {
+				out.ClosedTasks = append(out.ClosedTasks, NamedRef{UUID: t.UUID, Title: t.Title})
+			}
+			for _, doc := range r.DeletedDocuments {
+				out.DeletedDocuments = append(out.DeletedDocuments, NamedRef{UUID: doc.UUID, Title: doc.Title})
+			}
+		}
+		return out, nil
+	},
+}

@@ -1,0 +1,277 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/uptrace/bun"
+)
+
+// ProposalAccess is the project-access gate for a proposal (SPEC 5.3); see IdeaAccess.
+func (s *Store) ProposalAccess(ctx context.Context, c Caller, proposalUUID string, need Access) (*Proposal, *ProjectView, error) {
+	if !IsUUID(proposalUUID) {
+		return nil, nil, NotFound("Proposal")
+	}
+	var p Proposal
+	err := s.DB.NewSelect().Model(&p).Where("uuid = ?", proposalUUID).Where("company_uuid = ?", c.CompanyUUID).Scan(ctx)
+	if err != nil {
+		return nil, nil, mapErr(err, "Proposal")
+	}
+	pv, err := s.GetProject(ctx, c, p.ProjectUUID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, NotFound("Proposal")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if pv.Level() < need {
+		return nil, nil, ErrForbidden
+	}
+	return &p, pv, nil
+}
+
+// ListProposals returns a page of a project's proposals, newest first, optionally of one status.
+func (s *Store) ListProposals(ctx context.Context, projectUUID, status string, limit, offset int) ([]Proposal, int, error) {
+	var rows []Proposal
+	q := s.DB.NewSelect().Model(&rows).Column("uuid", "title", "status", "input_type", "input_uuids", "created_at", "updated_at").
+		Where("project_uuid = ?", projectUUID)
+	if status != "" {
+		q = q.Where("status = ?", status)
+	}
+	total, err := q.Order("created_at DESC", "uuid DESC").Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	return rows, int(total), err
+}
+
+// ProposalsUsingIdeas returns the titles of idea-input proposals of the company, visible to
+// the caller and other than exclude, that list any of ideaUUIDs as an input (SPEC C22).
+func (s *Store) ProposalsUsingIdeas(ctx context.Context, c Caller, ideaUUIDs []string, exclude string) ([]string, error) {
+	var rows []Proposal
+	visible := s.visibleProjects(c, false).ColumnExpr("project.uuid AS visible_uuid")
+	err := s.DB.NewSelect().Model(&rows).Column("uuid", "title", "input_uuids").
+		Where("company_uuid = ?", c.CompanyUUID).Where("input_type = 'idea'").Where("uuid <> ?", exclude).
+		Where("project_uuid IN (SELECT visible_uuid FROM (?) AS v)", visible).
+		Order("created_at ASC").Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var titles []string
+	for _, p := range rows {
+		if slices.ContainsFunc(p.InputUUIDs, func(u string) bool { return slices.Contains(ideaUUIDs, u) }) {
+			titles = append(titles, p.Title)
+		}
+	}
+	return titles, nil
+}
+
+// ProposalDocuments lists the documents materialized from (or reported on) a proposal.
+func (s *Store) ProposalDocuments(ctx context.Context, proposalUUID string) ([]Document, error) {
+	var docs []Document
+	err := s.DB.NewSelect().Model(&docs).Where("proposal_uuid = ?", proposalUUID).Order("created_at ASC", "uuid ASC").Scan(ctx)
+	return docs, err
+}
+
+// DocumentAccess is the project-access gate for a document (SPEC 5.3); see IdeaAccess.
+func (s *Store) DocumentAccess(ctx context.Context, c Caller, documentUUID string, need Access) (*Document, *ProjectView, error) {
+	if !IsUUID(documentUUID) {
+		return nil, nil, NotFound("Document")
+	}
+	var d Document
+	err := s.DB.NewSelect().Model(&d).Where("uuid = ?", documentUUID).Where("company_uuid = ?", c.CompanyUUID).Scan(ctx)
+	if err != nil {
+		return nil, nil, mapErr(err, "Document")
+	}
+	pv, err := s.GetProject(ctx, c, d.ProjectUUID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, NotFound("Document")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if pv.Level() < need {
+		return nil, nil, ErrForbidden
+	}
+	return &d, pv, nil
+}
+
+// ListDocuments returns a page of a project's documents, most recently updated first.
+func (s *Store) ListDocuments(ctx context.Context, projectUUID, typ string, limit, offset int) ([]Document, int, error) {
+	var rows []Document
+	q := s.DB.NewSelect().Model(&rows).ExcludeColumn("content").Where("project_uuid = ?", projectUUID)
+	if typ != "" {
+		q = q.Where("type = ?", typ)
+	}
+	total, err := q.Order("updated_at DESC", "uuid DESC").Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	return rows, int(total), err
+}
+
+// CreateDocument inserts a document (version 1).
+func (s *Store) CreateDocument(ctx context.Context, d *Document) error {
+	_, err := s.DB.NewInsert().Model(d).Exec(ctx)
+	return mapErr(err, "Document")
+}
+
+// UpdateDocument sets a document's title and/or content and increments its version by one,
+// even when neither is given (SPEC 3.6). It returns the updated row.
+func (s *Store) UpdateDocument(ctx context.Context, uuid string, title, content *string) (*Document, error) {
+	var d Document
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewUpdate().Model((*Document)(nil)).Set("version = version + 1").Set("updated_at = ?", Now()).Where("uuid = ?", uuid)
+		if title != nil {
+			q = q.Set("title = ?", *title)
+		}
+		if content != nil {
+			if *content == "" {
+				q = q.Set("content = NULL")
+			} else {
+				q = q.Set("content = ?", *content)
+			}
+		}
+		res, err := q.Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return NotFound("Document")
+		}
+		return tx.NewSelect().Model(&d).Where("uuid = ?", uuid).Scan(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// DeleteDocument deletes a document and the comments on it.
+func (s *Store) DeleteDocument(ctx context.Context, uuid string) error {
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewDelete().Table("comments").Where("target_type = 'document'").Where("target_uuid = ?", uuid).Exec(ctx); err != nil {
+			return err
+		}
+		res, err := tx.NewDelete().Model((*Document)(nil)).Where("uuid = ?", uuid).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return NotFound("Document")
+		}
+		return nil
+	})
+}
+
+// ErrReportExists: the proposal already has a report and force was not given (SPEC 4.9).
+var ErrReportExists = errors.New("A report already exists for this proposal. Pass force=true to add another report to the same proposal.")
+
+// ReportStatusError: the proposal is not approved (SPEC 4.9).
+type ReportStatusError struct{ Status string }
+
+func (e *ReportStatusError) Error() string {
+	return "Proposal status must be 'approved' to author a completion report (got '" + e.Status + "')"
+}
+
+// CreateReport adds a report document to an approved proposal in one transaction with the
+// guard (SPEC 4.9). For an idea-input proposal it also records "report_created" on the first
+// input idea and notifies that idea's creator and assignee (and their owners, for agents).
+func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string, doc *Document, force bool) error {
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var p Proposal
+		if err := tx.NewSelect().Model(&p).Where("uuid = ?", proposalUUID).Scan(ctx); err != nil {
+			return mapErr(err, "Proposal")
+		}
+		if p.Status != "approved" {
+			return &ReportStatusError{Status: p.Status}
+		}
+		if !force {
+			exists, err := tx.NewSelect().Model((*Document)(nil)).Where("proposal_uuid = ?", proposalUUID).
+				Where("type = 'report'").Exists(ctx)
+			if err != nil {
+				return err
+			}
+			if exists {
+				return ErrReportExists
+			}
+		}
+		doc.ProjectUUID = p.ProjectUUID
+		if _, err := tx.NewInsert().Model(doc).Exec(ctx); err != nil {
+			return mapErr(err, "Document")
+		}
+		if p.InputType != "idea" || len(p.InputUUIDs) == 0 {
+			return nil
+		}
+		var idea Idea
+		if err := tx.NewSelect().Model(&idea).Where("uuid = ?", p.InputUUIDs[0]).Scan(ctx); err != nil {
+			return nil // the idea is gone: there is nothing to attach the activity to
+		}
+		now := Now()
+		act := Activity{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, ProjectUUID: idea.ProjectUUID, TargetType: "idea",
+			TargetUUID: idea.UUID, ActorType: "agent", ActorUUID: c.AgentUUID, Action: "report_created", CreatedAt: now,
+			Value: jsonValue(map[string]string{"reportUuid": doc.UUID, "proposalUuid": p.UUID, "reportTitle": doc.Title})}
+		if _, err := tx.NewInsert().Model(&act).Exec(ctx); err != nil {
+			return err
+		}
+		to := []Recipient{{Type: idea.CreatedByType, UUID: idea.CreatedByUUID}}
+		if idea.CreatedByType == "agent" {
+			to = append(to, OwnerOf(ctx, tx, idea.CreatedByUUID))
+		}
+		if idea.AssigneeUUID != nil && idea.AssigneeType != nil {
+			typ := *idea.AssigneeType
+			if typ == "agent_instance" {
+				typ = "agent"
+			}
+			to = append(to, Recipient{Type: typ, UUID: *idea.AssigneeUUID})
+			if typ == "agent" {
+				to = append(to, OwnerOf(ctx, tx, *idea.AssigneeUUID))
+			}
+		}
+		return InsertNotifications(ctx, tx, c.CompanyUUID, NotifySpec{Seed: act.UUID, ProjectUUID: idea.ProjectUUID,
+			Action: "report_created", EntityType: "idea", EntityUUID: idea.UUID, EntityTitle: idea.Title,
+			Message:   c.AgentName + " generated a new report on idea \"" + idea.Title + "\"",
+			ActorType: "agent", ActorUUID: c.AgentUUID, ActorName: c.AgentName, Recipients: to})
+	})
+}
+
+func jsonValue(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// IdeaFacts are what proposal guards and validation read about an input idea.
+type IdeaFacts struct {
+	UUID              string
+	Title             string
+	Found             bool
+	ProjectUUID       string
+	IsContainer       bool
+	AssigneeType      *string
+	AssigneeUUID      *string
+	ElaborationStatus *string
+}
+
+// LoadIdeaFacts reads ideas of the company in the given order; missing ones have Found=false.
+func (s *Store) LoadIdeaFacts(ctx context.Context, companyUUID string, uuids []string) ([]IdeaFacts, error) {
+	out := make([]IdeaFacts, len(uuids))
+	var ideas []Idea
+	var valid []string
+	for _, u := range uuids {
+		if IsUUID(u) {
+			valid = append(valid, u)
+		}
+	}
+	if len(valid) > 0 {
+		err := s.DB.NewSelect().Model(&ideas).Where("company_uuid = ?", companyUUID).Where("uuid IN (?)", bun.In(valid)).Scan(ctx)
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i, id := range uuids {
+		out[i] = IdeaFacts{UUID: id}
+		for _, x := range ideas {
+			if x.UUID == id {
+				out[i] = IdeaFacts{UUID: id, Title: x.Title, Found: true, ProjectUUID: x.ProjectUUID, IsContainer: x.IsContainer,
+					AssigneeType: x.AssigneeType, AssigneeUUID: x.AssigneeUUID, ElaborationStatus: x.ElaborationStatus}
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,27 @@
+package workflows
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/client"
+)
+
+// CreateProposal starts the proposal's workflow and creates the proposal (update-with-start).
+func (c *Client) CreateProposal(ctx context.Context, call Call, in CreateProposalInput) (ProposalResult, error) {
+	var out ProposalResult
+	start := client.StartWorkflowOptions{
+		StaticSummary:         "Proposal: " + in.Title,
+		TypedSearchAttributes: initialAttributes(EntityProposal, in.ProjectUUID, string(ProposalDraft)),
+		Memo:                  map[string]any{"title": in.Title},
+	}
+	err := c.updateWithStart(ctx, EntityProposal, in.UUID, ProposalWorkflowName, ProposalRun{}, start,
+		UpdateCreateProposal, updateID(in.Actor.UUID, call), in, &out)
+	return out, err
+}
+
+// ProposalUpdate sends one of ProposalWorkflow's updates (the Update* constants) to the proposal.
+func (c *Client) ProposalUpdate(ctx context.Context, call Call, proposalUUID, update string, actor Actor, in any) (ProposalResult, error) {
+	var out ProposalResult
+	err := c.update(ctx, EntityProposal, proposalUUID, update, updateID(actor.UUID, call), in, &out)
+	return out, err
+}
