@@ -27,15 +27,22 @@ type ActivityRecord struct {
 	ActorUUID   string
 	Action      string
 	Value       json.RawMessage
+	SessionUUID *string
+	SessionName *string
 	CreatedAt   time.Time
+}
+
+// row is the store row of an activity record.
+func (r ActivityRecord) row() store.Activity {
+	return store.Activity{UUID: r.UUID, CompanyUUID: r.CompanyUUID, ProjectUUID: r.ProjectUUID, TargetType: r.TargetType,
+		TargetUUID: r.TargetUUID, ActorType: r.ActorType, ActorUUID: r.ActorUUID, Action: r.Action, Value: r.Value,
+		SessionUUID: r.SessionUUID, SessionName: r.SessionName, CreatedAt: r.CreatedAt}
 }
 
 // RecordActivity appends one audit row. The row's uuid is chosen by the caller (derived from
 // the workflow and update), so a retry inserts nothing twice.
 func (a *Activities) RecordActivity(ctx context.Context, r ActivityRecord) error {
-	row := store.Activity{UUID: r.UUID, CompanyUUID: r.CompanyUUID, ProjectUUID: r.ProjectUUID, TargetType: r.TargetType,
-		TargetUUID: r.TargetUUID, ActorType: r.ActorType, ActorUUID: r.ActorUUID, Action: r.Action, Value: r.Value,
-		CreatedAt: r.CreatedAt}
+	row := r.row()
 	_, err := a.Store.DB.NewInsert().Model(&row).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
 	return err
 }

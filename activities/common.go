@@ -64,9 +64,7 @@ func bumpVersion(ctx context.Context, tx bun.Tx, table, entity, uuid string, ver
 // inserts nothing twice.
 func writeAudit(ctx context.Context, tx bun.Tx, companyUUID string, acts []ActivityRecord, notes []Notify) error {
 	for _, r := range acts {
-		row := store.Activity{UUID: r.UUID, CompanyUUID: r.CompanyUUID, ProjectUUID: r.ProjectUUID, TargetType: r.TargetType,
-			TargetUUID: r.TargetUUID, ActorType: r.ActorType, ActorUUID: r.ActorUUID, Action: r.Action, Value: r.Value,
-			CreatedAt: r.CreatedAt}
+		row := r.row()
 		if _, err := tx.NewInsert().Model(&row).On("CONFLICT (uuid) DO NOTHING").Exec(ctx); err != nil {
 			return fmt.Errorf("insert activity %s: %w", r.Action, err)
 		}

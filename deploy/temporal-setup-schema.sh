@@ -4,7 +4,7 @@
 # with the same environment as the temporal service (DB, POSTGRES_SEEDS, DB_PORT, POSTGRES_USER,
 # POSTGRES_PWD, DBNAME, VISIBILITY_DBNAME), so both agree on what they use.
 #
-# Idempotent: create-database tolerates an existing database (deploy/postgres-init.sql normally
+# Idempotent: create-database succeeds on an existing database (deploy/postgres-init.sql normally
 # made it), setup-schema -v 0.0 leaves a database that is already past 0.0 alone, and
 # update-schema applies only the versions the database lacks.
 set -eu
@@ -25,18 +25,8 @@ setup_db() {
 	name="$1"
 	dir="$2"
 	echo "temporal-schema: database $name"
-	if out=$(sql_tool --db "$name" create-database 2>&1); then
-		echo "temporal-schema: created database $name"
-	else
-		case "$out" in
-		*"already exists"*) echo "temporal-schema: database $name already exists" ;;
-		*)
-			echo "$out" >&2
-			echo "temporal-schema: cannot create database $name on $HOST:$PORT" >&2
-			exit 1
-			;;
-		esac
-	fi
+	# Succeeds when the database already exists (postgres-init.sql normally made it).
+	sql_tool --db "$name" create-database
 	sql_tool --db "$name" setup-schema -v 0.0
 	sql_tool --db "$name" update-schema -d "$dir"
 }

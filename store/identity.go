@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,10 +163,22 @@ func (s *Store) EnsureBootstrap(ctx context.Context, b Bootstrap) (*BootstrapRes
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		err := tx.NewSelect().Model(&res.Company).Order("created_at ASC").Limit(1).Scan(ctx)
 		if err == nil {
-			_ = tx.NewSelect().Model(&res.Owner).Where("company_uuid = ?", res.Company.UUID).
-				Order("created_at ASC").Limit(1).Scan(ctx)
-			_ = tx.NewSelect().Model(&res.Agent).Where("company_uuid = ?", res.Company.UUID).
-				Where("roles LIKE ?", "%"+`"admin_agent"`+"%").Order("created_at ASC").Limit(1).Scan(ctx)
+			if err := tx.NewSelect().Model(&res.Owner).Where("company_uuid = ?", res.Company.UUID).
+				Order("created_at ASC").Limit(1).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			// Roles are JSON (jsonb on PostgreSQL): pick the first admin agent in Go, portably.
+			var agents []Agent
+			if err := tx.NewSelect().Model(&agents).Where("company_uuid = ?", res.Company.UUID).
+				Order("created_at ASC").Scan(ctx); err != nil {
+				return err
+			}
+			for _, a := range agents {
+				if slices.Contains(a.Roles, "admin_agent") || slices.Contains(a.Roles, "admin") {
+					res.Agent = a
+					break
+				}
+			}
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

@@ -32,21 +32,35 @@ func DerivedUUID(parts ...string) string { return activities.DerivedUUID(parts..
 // QueryState is the name of every workflow's read-only state query, for operators and tests.
 const QueryState = "state"
 
-// persistOptions are the options of the local activities that write an entity's rows: short,
-// retried a few times, then reported as a failure rather than hanging the caller.
-func persistOptions(ctx workflow.Context) workflow.Context {
-	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 15 * time.Second,
+// Writes are regular activities, never local ones: a local activity runs inside a workflow
+// task, and when concurrent updates make Temporal discard that task and redo it with other
+// updates, the discarded attempt's writes would stay in the database. A regular activity is
+// scheduled only once the workflow task that accepted the update is recorded in history.
+//
+// persist runs a writing activity: bounded retries, then the failure is reported rather than
+// the caller left hanging. Chorus refusals (and a row closed meanwhile) are not retried.
+func persist(ctx workflow.Context, activity any, args ...any) workflow.Future {
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    200 * time.Millisecond,
 			BackoffCoefficient: 2,
-			MaximumInterval:    2 * time.Second,
-			MaximumAttempts:    5,
-			NonRetryableErrorTypes: []string{
-				string(KindNotFound), string(KindConflict), string(KindInvalid), string(KindForbidden),
-			},
+			MaximumInterval:    5 * time.Second,
+			MaximumAttempts:    8,
+			NonRetryableErrorTypes: []string{string(KindNotFound), string(KindConflict), string(KindInvalid),
+				string(KindForbidden), activities.ErrTaskClosed},
 		},
-	})
+	}), activity, args...)
+}
+
+// read runs a read-only local activity (a guard that needs the database). Being read-only, it
+// is safe to run again in a redone workflow task.
+func read(ctx workflow.Context, activity any, args ...any) workflow.Future {
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumInterval: time.Second, MaximumAttempts: 5},
+	}), activity, args...)
 }
 
 // registerUpdate registers one command as a workflow update named after its tool. The validator

@@ -244,7 +244,7 @@ func (w *ideaWorkflow) exists() error {
 func (w *ideaWorkflow) commit(ctx workflow.Context, next IdeaState, change activities.IdeaChange) error {
 	var a *activities.Activities
 	change.UUID, change.CompanyUUID, change.Version = next.Idea.UUID, next.Idea.CompanyUUID, next.Idea.Version
-	if err := workflow.ExecuteLocalActivity(persistOptions(ctx), a.PersistIdea, change).Get(ctx, nil); err != nil {
+	if err := persist(ctx, a.PersistIdea, change).Get(ctx, nil); err != nil {
 		if isChorusError(err) {
 			return err
 		}
@@ -364,7 +364,7 @@ func (w *ideaWorkflow) checkParent(ctx workflow.Context, a Actor, ideaUUID, proj
 	}
 	var acts *activities.Activities
 	var refs activities.IdeaRefs
-	err := workflow.ExecuteLocalActivity(persistOptions(ctx), acts.LookupIdeaRefs, a.CompanyUUID, ideaUUID, parentUUID).Get(ctx, &refs)
+	err := read(ctx, acts.LookupIdeaRefs, a.CompanyUUID, ideaUUID, parentUUID).Get(ctx, &refs)
 	switch {
 	case err != nil:
 		return fmt.Errorf("could not check the parent idea: %w", err)

@@ -40,6 +40,9 @@ type ProposalState struct {
 	// Approvals counts approvals so far; each approval's materialized ids derive from it, so a
 	// revoke and a new approval create a fresh set of tasks.
 	Approvals int
+	// Finished lists the tasks of the current approval that reached done or closed, as their
+	// workflows reported (for operators; the database is the truth).
+	Finished []string
 }
 
 func (s ProposalState) clone() ProposalState {
@@ -156,10 +159,30 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 	if w.state.Created {
 		w.publish(ctx)
 	}
+	finished := workflow.GetSignalChannel(ctx, SignalTaskFinished)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var sig TaskFinished
+			finished.Receive(ctx, &sig)
+			w.taskFinished(ctx, sig)
+		}
+	})
 	if _, err := awaitContinueAsNew(ctx, func() bool { return false }); err != nil {
 		return err
 	}
+	var sig TaskFinished
+	for finished.ReceiveAsync(&sig) {
+		w.taskFinished(ctx, sig)
+	}
 	return workflow.NewContinueAsNewError(ctx, ProposalWorkflowName, ProposalRun{State: &w.state})
+}
+
+// taskFinished tallies a task of this proposal that reached done or closed.
+func (w *proposalWorkflow) taskFinished(ctx workflow.Context, sig TaskFinished) {
+	if !slices.Contains(w.state.Finished, sig.TaskUUID) {
+		w.state.Finished = append(w.state.Finished, sig.TaskUUID)
+		w.publish(ctx)
+	}
 }
 
 func (w *proposalWorkflow) register(ctx workflow.Context) error {
@@ -222,7 +245,7 @@ func (w *proposalWorkflow) notifyCreator(n ProposalState, a Actor, action, messa
 
 func (w *proposalWorkflow) persist(ctx workflow.Context, n ProposalState, c activities.ProposalChange) error {
 	var a *activities.Activities
-	if err := workflow.ExecuteLocalActivity(persistOptions(ctx), a.PersistProposal, c).Get(ctx, nil); err != nil {
+	if err := persist(ctx, a.PersistProposal, c).Get(ctx, nil); err != nil {
 		if isChorusError(err) {
 			return err
 		}
@@ -242,8 +265,12 @@ func (w *proposalWorkflow) publish(ctx workflow.Context) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(p.ProjectUUID),
 		EntityKey.ValueSet(string(EntityProposal)), StatusKey.ValueSet(p.Status), AssigneeKey.ValueSet(p.CreatedByUUID))
 	_ = workflow.UpsertMemo(ctx, map[string]any{"title": p.Title})
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
-		p.Title, p.Status, len(p.DocumentDrafts), len(p.TaskDrafts), w.state.Approvals))
+	details := fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
+		p.Title, p.Status, len(p.DocumentDrafts), len(p.TaskDrafts), w.state.Approvals)
+	if p.Status == string(ProposalApproved) {
+		details += fmt.Sprintf("; %d of %d task(s) finished", len(w.state.Finished), len(p.TaskDrafts))
+	}
+	workflow.SetCurrentDetails(ctx, details)
 }
 
 // ---- create ----
@@ -492,7 +519,7 @@ func (w *proposalWorkflow) validate(ctx workflow.Context) (Validation, error) {
 	var inputs []store.IdeaFacts
 	if w.state.Proposal.InputType == "idea" {
 		var a *activities.Activities
-		err := workflow.ExecuteLocalActivity(persistOptions(ctx), a.LoadInputIdeas, w.state.Proposal.CompanyUUID,
+		err := read(ctx, a.LoadInputIdeas, w.state.Proposal.CompanyUUID,
 			w.state.Proposal.InputUUIDs).Get(ctx, &inputs)
 		if err != nil {
 			return Validation{}, fmt.Errorf("could not read the input ideas: %w", err)
@@ -616,6 +643,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	to, _ := w.state.status().Next(ProposalApprove)
 	n.Proposal.Status = string(to)
 	n.Approvals++
+	n.Finished = nil
 	w.review(&n, in.Actor, now, in.ReviewNote)
 	p := n.Proposal
 	gen := strconv.Itoa(n.Approvals)
@@ -676,7 +704,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	}
 
 	var a *activities.Activities
-	if err := workflow.ExecuteLocalActivity(persistOptions(ctx), a.MaterializeApproval, ap).Get(ctx, nil); err != nil {
+	if err := persist(ctx, a.MaterializeApproval, ap).Get(ctx, nil); err != nil {
 		if isChorusError(err) {
 			return ProposalResult{}, err
 		}
@@ -747,7 +775,7 @@ func (w *proposalWorkflow) revoke(ctx workflow.Context, in ProposalCommand) (Pro
 	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "revoked", nil)}
 	var a *activities.Activities
 	var out activities.Revoked
-	if err := workflow.ExecuteLocalActivity(persistOptions(ctx), a.RevokeCascade,
+	if err := persist(ctx, a.RevokeCascade,
 		activities.Revoke{Change: c, ReviewNote: in.ReviewNote}).Get(ctx, &out); err != nil {
 		if isChorusError(err) {
 			return ProposalResult{}, err

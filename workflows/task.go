@@ -1,26 +1,55 @@
 package workflows
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
 )
 
 // TaskWorkflowName is the registered type of TaskWorkflow.
 const TaskWorkflowName = "TaskWorkflow"
 
-// SignalProposalRevoked tells a task's workflow that its proposal was revoked: the cascade has
-// already closed the task's row, and the workflow follows.
-const SignalProposalRevoked = "proposal_revoked"
+// Update names of TaskWorkflow, one per tool (SPEC 3.2, 3.5, 3.7, 3.8, 2.4).
+const (
+	UpdateClaimTask          = "chorus_claim_task"
+	UpdateReleaseTask        = "chorus_release_task"
+	UpdateAssignTask         = "chorus_pm_assign_task"
+	UpdateUpdateTask         = "chorus_update_task"
+	UpdateReportWork         = "chorus_report_work"
+	UpdateSelfCheck          = "chorus_report_criteria_self_check"
+	UpdateSubmitForVerify    = "chorus_submit_for_verify"
+	UpdateMarkCriteria       = "chorus_mark_acceptance_criteria"
+	UpdateVerifyTask         = "chorus_admin_verify_task"
+	UpdateReopenTask         = "chorus_admin_reopen_task"
+	UpdateCloseTask          = "chorus_admin_close_task"
+	UpdateDeleteTask         = "chorus_admin_delete_task"
+	SignalProposalRevoked    = "proposal_revoked"
+	SignalTaskFinished       = "task_finished"
+	criteriaRequiredForTasks = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"
+)
 
-// ProposalRevoked is the payload of SignalProposalRevoked.
+// ProposalRevoked is the payload of SignalProposalRevoked: the revoke cascade has closed the
+// task's row, and the task's workflow follows.
 type ProposalRevoked struct {
 	ProposalUUID string
 	At           time.Time
+}
+
+// TaskFinished is the payload of SignalTaskFinished, sent to a task's proposal when the task
+// reaches done or closed.
+type TaskFinished struct {
+	TaskUUID string
+	Status   string
 }
 
 // TaskState is everything TaskWorkflow knows; it is what continue-as-new carries.
@@ -28,6 +57,7 @@ type TaskState struct {
 	Created  bool
 	Deleted  bool
 	Task     store.Task // the row as this workflow last wrote it (or as approval created it)
+	Assignee string     // the assignee's name, for refusals
 	Criteria []CriterionState
 }
 
@@ -47,9 +77,98 @@ func (s TaskState) clone() TaskState {
 
 func (s TaskState) status() TaskStatus { return TaskStatus(s.Task.Status) }
 
-// TaskRun is TaskWorkflow's input: the task's state (approval and create pass the new task).
+func (s TaskState) isAssignee(a Actor) bool {
+	return s.Task.AssigneeUUID != nil && *s.Task.AssigneeUUID == a.UUID
+}
+
+// assigneeText names the assignee for refusals.
+func (s TaskState) assigneeText() string {
+	if s.Task.AssigneeUUID == nil {
+		return "nobody"
+	}
+	if s.Assignee != "" {
+		return s.Assignee
+	}
+	return *s.Task.AssigneeUUID
+}
+
+// TaskRun is TaskWorkflow's input: the task's state (approval and chorus_create_tasks pass the
+// new task, continue-as-new the current state).
 type TaskRun struct {
 	State *TaskState
+}
+
+// TaskCommand is the input of commands that need only the actor.
+type TaskCommand struct {
+	Actor Actor
+}
+
+// AssignTaskInput assigns a task to another agent (chorus_pm_assign_task).
+type AssignTaskInput struct {
+	Actor      Actor
+	TargetUUID string
+	TargetName string
+}
+
+// UpdateTaskInput is chorus_update_task: field edits by anyone, criteria replacement,
+// dependency edits, and a status move by the assignee.
+type UpdateTaskInput struct {
+	Actor          Actor
+	Title          *string
+	Description    *string
+	Priority       *string
+	StoryPoints    *float64
+	SetCriteria    bool
+	Criteria       []store.CriterionDraft
+	AddDependsOn   []string
+	RemoveDepends  []string
+	Status         *string
+	SessionUUID    *string
+	SessionName    *string
+	DescriptionSet bool
+}
+
+// ReportWorkInput is chorus_report_work.
+type ReportWorkInput struct {
+	Actor       Actor
+	Report      string
+	Status      *string
+	SessionUUID *string
+	SessionName *string
+}
+
+// CriterionMark is one criterion's self-check or verification.
+type CriterionMark struct {
+	UUID     string
+	Status   string // passed | failed
+	Evidence *string
+}
+
+// MarkCriteriaInput is a self-check (developer fields) or a verification mark (admin fields).
+type MarkCriteriaInput struct {
+	Actor Actor
+	Marks []CriterionMark
+}
+
+// SubmitInput is chorus_submit_for_verify.
+type SubmitInput struct {
+	Actor   Actor
+	Summary *string
+}
+
+// ReopenInput is chorus_admin_reopen_task.
+type ReopenInput struct {
+	Actor Actor
+	Force bool
+}
+
+// TaskResult is what task updates return; callers read the full view from the database.
+type TaskResult struct {
+	UUID     string
+	Status   string
+	Warnings []string `json:",omitempty"`
+	// Unchanged: the command was a no-op (re-claiming a task you hold).
+	Unchanged bool `json:",omitempty"`
 }
 
 type taskWorkflow struct {
@@ -57,15 +176,16 @@ type taskWorkflow struct {
 	mu    workflow.Mutex
 }
 
-// TaskWorkflow is the long-lived workflow of one task (id "task/<uuid>"). It is started by
-// proposal approval for every materialized task and follows the proposal's revoke.
+// TaskWorkflow is the long-lived workflow of one task (id "task/<uuid>"), started by proposal
+// approval or by chorus_create_tasks. It owns the task's status, assignee and acceptance marks,
+// accepts one update per task tool, tells its proposal when the task is done or closed, and
+// follows the proposal's revoke.
 func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 	w := &taskWorkflow{mu: workflow.NewMutex(ctx)}
 	if in.State != nil {
 		w.state = *in.State
 	}
-	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (TaskState, error) { return w.state, nil },
-		workflow.QueryHandlerOptions{Description: "The task's workflow state: row and acceptance criteria."}); err != nil {
+	if err := w.register(ctx); err != nil {
 		return err
 	}
 	revoked := workflow.GetSignalChannel(ctx, SignalProposalRevoked)
@@ -73,15 +193,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 		for {
 			var sig ProposalRevoked
 			revoked.Receive(ctx, &sig)
-			_ = w.mu.Lock(ctx)
-			if w.state.status() != TaskClosed {
-				n := w.state.clone()
-				n.Task.Status = string(TaskClosed)
-				n.Task.UpdatedAt = sig.At
-				w.state = n // the revoke cascade already wrote the row
-				w.publish(ctx)
-			}
-			w.mu.Unlock()
+			w.followRevoke(ctx, sig)
 		}
 	})
 	if w.state.Created {
@@ -91,17 +203,675 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 	if err != nil || !again {
 		return err
 	}
+	var sig ProposalRevoked
+	for revoked.ReceiveAsync(&sig) { // do not lose a revoke that arrived just now
+		w.followRevoke(ctx, sig)
+	}
 	return workflow.NewContinueAsNewError(ctx, TaskWorkflowName, TaskRun{State: &w.state})
+}
+
+// followRevoke adopts the closed status the revoke cascade wrote.
+func (w *taskWorkflow) followRevoke(ctx workflow.Context, sig ProposalRevoked) {
+	if err := w.mu.Lock(ctx); err != nil {
+		return
+	}
+	defer w.mu.Unlock()
+	if w.state.status() != TaskClosed {
+		w.state.Task.Status = string(TaskClosed)
+		w.state.Task.UpdatedAt = sig.At
+		w.publish(ctx)
+	}
+}
+
+func (w *taskWorkflow) register(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (TaskState, error) { return w.state, nil },
+		workflow.QueryHandlerOptions{Description: "The task's workflow state: row, assignee and acceptance marks."}); err != nil {
+		return err
+	}
+	return firstErr(
+		registerUpdate(ctx, w.mu, UpdateClaimTask, w.validateClaim, w.claim),
+		registerUpdate(ctx, w.mu, UpdateReleaseTask, w.validateRelease, w.release),
+		registerUpdate(ctx, w.mu, UpdateAssignTask, w.validateAssign, w.assign),
+		registerUpdate(ctx, w.mu, UpdateUpdateTask, w.validateUpdate, w.update),
+		registerUpdate(ctx, w.mu, UpdateReportWork, w.validateReport, w.reportWork),
+		registerUpdate(ctx, w.mu, UpdateSelfCheck, w.validateSelfCheck, w.selfCheck),
+		registerUpdate(ctx, w.mu, UpdateSubmitForVerify, w.validateSubmit, w.submit),
+		registerUpdate(ctx, w.mu, UpdateMarkCriteria, w.validateMark, w.mark),
+		registerUpdate(ctx, w.mu, UpdateVerifyTask, w.validateVerify, w.verify),
+		registerUpdate(ctx, w.mu, UpdateReopenTask, w.validateReopen, w.reopen),
+		registerUpdate(ctx, w.mu, UpdateCloseTask, w.validateClose, w.close),
+		registerUpdate(ctx, w.mu, UpdateDeleteTask, w.validateDelete, w.delete),
+	)
+}
+
+var notFoundTask = Refuse(KindNotFound, "Task not found")
+
+func (w *taskWorkflow) exists() error {
+	if !w.state.Created || w.state.Deleted {
+		return notFoundTask
+	}
+	return nil
+}
+
+func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, time.Time) {
+	n := w.state.clone()
+	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	n.Task.Version++
+	n.Task.UpdatedAt = now
+	return n, now
+}
+
+func (w *taskWorkflow) change(n TaskState, at time.Time, cols ...string) activities.TaskChange {
+	return activities.TaskChange{UUID: n.Task.UUID, CompanyUUID: n.Task.CompanyUUID, Version: n.Task.Version, At: at,
+		Row: n.Task, Columns: cols}
+}
+
+func (w *taskWorkflow) activity(n TaskState, at time.Time, a Actor, action string, value any, session ...*string) activities.ActivityRecord {
+	t := n.Task
+	r := activities.ActivityRecord{UUID: DerivedUUID("task", t.UUID, strconv.FormatInt(t.Version, 10), action),
+		CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID, TargetType: "task", TargetUUID: t.UUID,
+		ActorType: a.Type, ActorUUID: a.UUID, Action: action, Value: activities.MarshalValue(value), CreatedAt: at}
+	if len(session) == 2 {
+		r.SessionUUID, r.SessionName = session[0], session[1]
+	}
+	return r
+}
+
+func (w *taskWorkflow) notify(n TaskState, a Actor, action, message string, to ...activities.Recipient) activities.Notify {
+	t := n.Task
+	return activities.Notify{Seed: DerivedUUID("task", t.UUID, strconv.FormatInt(t.Version, 10), action),
+		ProjectUUID: t.ProjectUUID, Action: action, EntityType: "task", EntityUUID: t.UUID, EntityTitle: t.Title,
+		Message: message, ActorType: a.Type, ActorUUID: a.UUID, ActorName: a.Name, Recipients: to}
+}
+
+func taskAssignee(t store.Task) activities.Recipient {
+	if t.AssigneeUUID == nil {
+		return activities.Recipient{}
+	}
+	return activities.Recipient{Type: "agent", UUID: *t.AssigneeUUID}
+}
+
+func taskCreator(t store.Task) activities.Recipient {
+	return activities.Recipient{Type: t.CreatedByType, UUID: t.CreatedByUUID}
+}
+
+// commit persists a change computed on n, then makes n the state, tells operators and, when
+// the task just finished, its proposal.
+func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, c activities.TaskChange) (activities.TaskOutcome, error) {
+	var a *activities.Activities
+	var out activities.TaskOutcome
+	err := persist(ctx, a.PersistTask, c).Get(ctx, &out)
+	if err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == activities.ErrTaskClosed {
+			w.state.Task.Status = string(TaskClosed) // closed by its proposal's revoke meanwhile
+			w.publish(ctx)
+			return out, Refuse(KindConflict, "Task is closed (its proposal was revoked); nothing was changed")
+		}
+		if isChorusError(err) {
+			return out, err
+		}
+		return out, fmt.Errorf("could not save the task: %w", err)
+	}
+	before := w.state.status()
+	w.state = n
+	w.publish(ctx)
+	if after := n.status(); after != before && after.Resolved() && n.Task.ProposalUUID != nil {
+		// Best effort: the proposal's workflow keeps a tally for operators; the database is the truth.
+		_ = workflow.SignalExternalWorkflow(ctx, ProposalID(*n.Task.ProposalUUID), "", SignalTaskFinished,
+			TaskFinished{TaskUUID: n.Task.UUID, Status: string(after)}).Get(ctx, nil)
+	}
+	return out, nil
+}
+
+func (w *taskWorkflow) result() TaskResult {
+	return TaskResult{UUID: w.state.Task.UUID, Status: w.state.Task.Status}
 }
 
 func (w *taskWorkflow) publish(ctx workflow.Context) {
 	t := w.state.Task
+	status := t.Status
+	if w.state.Deleted {
+		status = "deleted"
+	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(t.ProjectUUID),
-		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(t.Status), AssigneeKey.ValueSet(deref(t.AssigneeUUID)))
+		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(deref(t.AssigneeUUID)))
 	_ = workflow.UpsertMemo(ctx, map[string]any{"title": t.Title})
-	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", t.Title, t.Status, t.Priority)
+	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", t.Title, status, t.Priority)
 	if t.AssigneeUUID != nil {
-		details += ", assigned to " + *t.AssigneeUUID
+		details += ", assigned to " + w.state.assigneeText()
+	}
+	if n := len(w.state.Criteria); n > 0 {
+		passed := 0
+		for _, c := range w.state.Criteria {
+			if c.Status == "passed" {
+				passed++
+			}
+		}
+		details += fmt.Sprintf("; %d/%d criteria passed", passed, n)
 	}
 	workflow.SetCurrentDetails(ctx, details)
+}
+
+// ---- claim / release / assign ----
+
+func (w *taskWorkflow) validateClaim(in TaskCommand) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	s := w.state
+	switch {
+	case s.isAssignee(in.Actor):
+		return nil // re-claiming your own task changes nothing (SPEC D1)
+	case s.Task.AssigneeUUID != nil && (s.status() == TaskOpen || s.status() == TaskAssigned):
+		return Refuse(KindConflict, "Task is already assigned to %s; ask an admin to reassign it", s.assigneeText())
+	case s.status() != TaskOpen && s.status() != TaskAssigned:
+		return Refuse(KindConflict, "Can only claim tasks with open status: this task is %s%s. Find open work with chorus_get_available_tasks.",
+			s.Task.Status, heldBy(s))
+	}
+	return nil
+}
+
+func heldBy(s TaskState) string {
+	if s.Task.AssigneeUUID == nil {
+		return ""
+	}
+	return " (assigned to " + s.assigneeText() + ")"
+}
+
+func (w *taskWorkflow) claim(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
+	if w.state.isAssignee(in.Actor) {
+		r := w.result()
+		r.Unchanged = true
+		return r, nil
+	}
+	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil)
+}
+
+// assignTo makes agent the assignee (claim, or assign by another agent when by is set).
+func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentName string, by *string) (TaskResult, error) {
+	n, now := w.next(ctx)
+	n.Task.Status = string(TaskAssigned)
+	n.Task.AssigneeType, n.Task.AssigneeUUID, n.Task.AssignedAt, n.Task.AssignedByUUID = ptr("agent"), ptr(agentUUID), &now, by
+	n.Assignee = agentName
+	value := map[string]any{"assigneeType": "agent", "assigneeUuid": agentUUID}
+	if by != nil {
+		value["agentUuid"], value["assignedBy"] = agentUUID, *by
+	}
+	c := w.change(n, now, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c.Activities = []activities.ActivityRecord{w.activity(n, now, a, "assigned", value)}
+	c.Notifications = []activities.Notify{w.notify(n, a, "task_assigned",
+		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Task.Title), taskAssignee(n.Task))}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+func (w *taskWorkflow) validateRelease(in TaskCommand) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if !w.state.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)", w.state.assigneeText())
+	}
+	if w.state.status() != TaskAssigned {
+		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", w.state.Task.Status)
+	}
+	return nil
+}
+
+func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
+	n, now := w.next(ctx)
+	n.Task.Status = string(TaskOpen)
+	n.Task.AssigneeType, n.Task.AssigneeUUID, n.Task.AssignedAt, n.Task.AssignedByUUID = nil, nil, nil, nil
+	n.Assignee = ""
+	c := w.change(n, now, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "released", nil)}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+func (w *taskWorkflow) validateAssign(in AssignTaskInput) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if s := w.state.status(); s != TaskOpen && s != TaskAssigned {
+		return Refuse(KindConflict, "Can only assign tasks with open or assigned status, current status: %s", s)
+	}
+	return nil
+}
+
+func (w *taskWorkflow) assign(ctx workflow.Context, in AssignTaskInput) (TaskResult, error) {
+	return w.assignTo(ctx, in.Actor, in.TargetUUID, in.TargetName, ptr(in.Actor.UUID))
+}
+
+// ---- status moves shared by update_task, report_work, submit, verify, reopen, close ----
+
+// blockers reads the task's unresolved dependencies.
+func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) {
+	var a *activities.Activities
+	var out []store.TaskLink
+	if err := read(ctx, a.Blockers, w.state.Task.UUID).Get(ctx, &out); err != nil {
+		return nil, fmt.Errorf("could not read the task's dependencies: %w", err)
+	}
+	return out, nil
+}
+
+// BlockedError is the refusal of a move to in_progress while dependencies are open (SPEC 4.3).
+func BlockedError(blockers []store.TaskLink) *Error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Cannot move to in_progress: %d dependencies not resolved.\n\nBlockers:", len(blockers))
+	for i, x := range blockers {
+		assignee := "none"
+		if x.AssigneeUUID != nil {
+			name := deref(x.AssigneeName)
+			if name == "" {
+				name = *x.AssigneeUUID
+			}
+			assignee = fmt.Sprintf("%s [%s]", name, deref(x.AssigneeType))
+		}
+		fmt.Fprintf(&b, "\n%d. %q (status: %s, assignee: %s, session: no active session)", i+1, x.Title, x.Status, assignee)
+	}
+	b.WriteString("\n\nTip: Use chorus_get_unblocked_tasks to find tasks you can start now.")
+	return Refuse(KindConflict, "%s", b.String())
+}
+
+// move applies a status change to n with SPEC 4.2's reset rule: leaving to_verify for anything
+// but done resets every acceptance mark.
+func move(n *TaskState, c *activities.TaskChange, to TaskStatus) {
+	from := n.status()
+	n.Task.Status = string(to)
+	c.Row = n.Task
+	if !slices.Contains(c.Columns, "status") {
+		c.Columns = append(c.Columns, "status")
+	}
+	if from == TaskToVerify && to != TaskDone {
+		c.ResetCriteria = true
+		for i := range n.Criteria {
+			n.Criteria[i].Status, n.Criteria[i].DevStatus = "pending", "pending"
+		}
+	}
+}
+
+func legalMoves(s TaskStatus) string {
+	var names []string
+	for _, m := range s.Moves() {
+		names = append(names, string(m))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// ---- update_task ----
+
+func (w *taskWorkflow) validateUpdate(in UpdateTaskInput) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if in.SetCriteria && len(NormalizeCriteria(in.Criteria)) == 0 {
+		return Refuse(KindInvalid, criteriaRequiredForTasks)
+	}
+	if in.Status != nil {
+		to := TaskStatus(*in.Status)
+		if !w.state.isAssignee(in.Actor) {
+			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)", w.state.assigneeText())
+		}
+		if !w.state.status().CanMove(to) {
+			return Refuse(KindConflict, "Invalid status transition: %s -> %s (from %s the task may go to: %s)",
+				w.state.Task.Status, to, w.state.Task.Status, legalMoves(w.state.status()))
+		}
+	}
+	return nil
+}
+
+func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskResult, error) {
+	if in.Status != nil && TaskStatus(*in.Status) == TaskInProgress {
+		blockers, err := w.blockers(ctx)
+		if err != nil {
+			return TaskResult{}, err
+		}
+		if len(blockers) > 0 {
+			return TaskResult{}, BlockedError(blockers)
+		}
+	}
+	n, now := w.next(ctx)
+	c := w.change(n, now)
+	value := map[string]any{}
+	if in.Title != nil {
+		n.Task.Title = strings.TrimSpace(*in.Title)
+		c.Columns, value["title"] = append(c.Columns, "title"), n.Task.Title
+	}
+	if in.DescriptionSet {
+		n.Task.Description = emptyToNil(in.Description)
+		c.Columns, value["descriptionUpdated"] = append(c.Columns, "description"), true
+	}
+	if in.Priority != nil {
+		n.Task.Priority = *in.Priority
+		c.Columns, value["priority"] = append(c.Columns, "priority"), *in.Priority
+	}
+	if in.StoryPoints != nil {
+		n.Task.StoryPoints = in.StoryPoints
+		c.Columns, value["storyPoints"] = append(c.Columns, "story_points"), *in.StoryPoints
+	}
+	if in.SetCriteria {
+		c.ReplacingAll, value["acceptanceCriteriaReplaced"] = true, true
+		n.Criteria = nil
+		for k, item := range NormalizeCriteria(in.Criteria) {
+			id := DerivedUUID("task", n.Task.UUID, "v", strconv.FormatInt(n.Task.Version, 10), "criterion", strconv.Itoa(k))
+			c.ReplaceCriteria = append(c.ReplaceCriteria, store.AcceptanceCriterion{UUID: id, TaskUUID: n.Task.UUID,
+				Description: item.Description, Required: item.Required, DevStatus: "pending", Status: "pending", SortOrder: k,
+				CreatedAt: now, UpdatedAt: now})
+			n.Criteria = append(n.Criteria, CriterionState{UUID: id, Required: item.Required, Status: "pending", DevStatus: "pending"})
+		}
+	}
+	c.AddDeps, c.RemoveDeps = in.AddDependsOn, in.RemoveDepends
+	action := "updated"
+	if in.Status != nil {
+		move(&n, &c, TaskStatus(*in.Status))
+		action, value["status"] = "status_changed", *in.Status
+		c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_status_changed",
+			fmt.Sprintf("%s changed the status of task %q", in.Actor.Name, n.Task.Title), taskAssignee(n.Task), taskCreator(n.Task))}
+	}
+	if len(in.RemoveDepends) > 0 {
+		value["removedDependencies"] = len(in.RemoveDepends)
+	}
+	requested := len(value) > 0 || len(in.AddDependsOn) > 0
+	if requested {
+		// PersistTask adds addedDependencies: only it knows which edges passed their checks.
+		c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, action, value, in.SessionUUID, in.SessionName)}
+		c.CountAddedDepsIn = action
+	}
+	c.Row = n.Task
+	out, err := w.commit(ctx, n, c)
+	if err != nil {
+		return TaskResult{}, err
+	}
+	var warnings []string
+	for _, dep := range in.AddDependsOn {
+		if msg, failed := out.DepErrors[dep]; failed {
+			warnings = append(warnings, fmt.Sprintf("addDependsOn %q: %s", dep, msg))
+		}
+	}
+	r := w.result()
+	r.Warnings = warnings
+	return r, nil
+}
+
+// ---- report_work ----
+
+func (w *taskWorkflow) validateReport(in ReportWorkInput) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if !w.state.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)", w.state.assigneeText())
+	}
+	if strings.TrimSpace(in.Report) == "" {
+		return Refuse(KindInvalid, "Input validation error: report must not be blank")
+	}
+	if in.Status != nil && !w.state.status().CanMove(TaskStatus(*in.Status)) {
+		// SPEC D3: an illegal status is refused, and nothing (not even the report) is recorded.
+		return Refuse(KindConflict, "Cannot report work with status %s: the task is %s, and from %s it may go to: %s. Nothing was recorded.",
+			*in.Status, w.state.Task.Status, w.state.Task.Status, legalMoves(w.state.status()))
+	}
+	return nil
+}
+
+func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (TaskResult, error) {
+	n, now := w.next(ctx)
+	c := w.change(n, now)
+	var statusUpdated *string
+	if in.Status != nil {
+		move(&n, &c, TaskStatus(*in.Status))
+		statusUpdated = in.Status
+	}
+	c.Row = n.Task
+	c.Comment = &store.Comment{UUID: DerivedUUID("task", n.Task.UUID, strconv.FormatInt(n.Task.Version, 10), "report"),
+		CompanyUUID: n.Task.CompanyUUID, TargetType: "task", TargetUUID: n.Task.UUID, Content: in.Report,
+		AuthorType: in.Actor.Type, AuthorUUID: in.Actor.UUID, CreatedAt: now, UpdatedAt: now}
+	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "comment_added",
+		map[string]any{"report": in.Report, "statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
+	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "comment_added",
+		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Task.Title), taskAssignee(n.Task), taskCreator(n.Task))}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+// ---- acceptance criteria ----
+
+func (w *taskWorkflow) checkOwnership(marks []CriterionMark) error {
+	for _, m := range marks {
+		if !slices.ContainsFunc(w.state.Criteria, func(c CriterionState) bool { return c.UUID == m.UUID }) {
+			return Refuse(KindInvalid, "Criterion %s does not belong to task %s", m.UUID, w.state.Task.UUID)
+		}
+	}
+	if len(marks) == 0 {
+		return Refuse(KindInvalid, "Input validation error: criteria must list at least one criterion")
+	}
+	return nil
+}
+
+func (w *taskWorkflow) validateSelfCheck(in MarkCriteriaInput) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if !w.state.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)", w.state.assigneeText())
+	}
+	return w.checkOwnership(in.Marks)
+}
+
+func (w *taskWorkflow) selfCheck(ctx workflow.Context, in MarkCriteriaInput) (TaskResult, error) {
+	return w.applyMarks(ctx, in, true)
+}
+
+func (w *taskWorkflow) validateMark(in MarkCriteriaInput) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	return w.checkOwnership(in.Marks)
+}
+
+func (w *taskWorkflow) mark(ctx workflow.Context, in MarkCriteriaInput) (TaskResult, error) {
+	return w.applyMarks(ctx, in, false)
+}
+
+// applyMarks writes developer (dev) or admin marks; neither changes the task's status.
+func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, dev bool) (TaskResult, error) {
+	n, now := w.next(ctx)
+	c := w.change(n, now)
+	for _, m := range in.Marks {
+		i := slices.IndexFunc(n.Criteria, func(x CriterionState) bool { return x.UUID == m.UUID })
+		row := store.AcceptanceCriterion{UUID: m.UUID}
+		if dev {
+			n.Criteria[i].DevStatus = m.Status
+			row.DevStatus, row.DevEvidence, row.DevMarkedByType, row.DevMarkedBy, row.DevMarkedAt = m.Status, m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
+		} else {
+			n.Criteria[i].Status = m.Status
+			row.Status, row.Evidence, row.MarkedByType, row.MarkedBy, row.MarkedAt = m.Status, m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
+		}
+		c.Marks = append(c.Marks, row)
+	}
+	if dev {
+		c.MarkColumns = []string{"dev_status", "dev_evidence", "dev_marked_by_type", "dev_marked_by", "dev_marked_at"}
+	} else {
+		c.MarkColumns = []string{"status", "evidence", "marked_by_type", "marked_by", "marked_at"}
+	}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+// ---- submit / verify / reopen / close / delete ----
+
+func (w *taskWorkflow) validateSubmit(in SubmitInput) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if !w.state.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)", w.state.assigneeText())
+	}
+	if w.state.status() != TaskInProgress {
+		return Refuse(KindConflict, "Can only submit for verification from in_progress status: this task is %s%s",
+			w.state.Task.Status, nextStepForSubmit(w.state.status()))
+	}
+	return nil
+}
+
+func nextStepForSubmit(s TaskStatus) string {
+	switch s {
+	case TaskAssigned:
+		return "; move it to in_progress with chorus_update_task first"
+	case TaskToVerify:
+		return "; it is already waiting for an admin to verify it"
+	}
+	return ""
+}
+
+func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult, error) {
+	n, now := w.next(ctx)
+	c := w.change(n, now)
+	move(&n, &c, TaskToVerify)
+	var value any
+	if in.Summary != nil {
+		value = map[string]string{"summary": *in.Summary}
+	}
+	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "submitted", value)}
+	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_submitted_for_verify",
+		fmt.Sprintf("%s submitted task %q for verification", in.Actor.Name, n.Task.Title),
+		activities.Recipient{Type: "user", UUID: in.Actor.OwnerUUID}, taskCreator(n.Task))}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+func (w *taskWorkflow) validateVerify(in TaskCommand) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if w.state.status() != TaskToVerify {
+		return Refuse(KindConflict, "Can only verify Tasks in to_verify status, current status: %s%s", w.state.Task.Status,
+			map[TaskStatus]string{TaskInProgress: " (the assignee must submit it first)", TaskDone: " (it is already verified)"}[w.state.status()])
+	}
+	required, passed, failed, pending := 0, 0, 0, 0
+	for _, c := range w.state.Criteria {
+		if !c.Required {
+			continue
+		}
+		required++
+		switch c.Status {
+		case "passed":
+			passed++
+		case "failed":
+			failed++
+		default:
+			pending++
+		}
+	}
+	if passed < required {
+		return Refuse(KindConflict, "Cannot verify task: Not all required acceptance criteria are passed. Required: %d, Passed: %d, Failed: %d, Pending: %d. "+
+			"Mark them with chorus_mark_acceptance_criteria, or reopen the task.", required, passed, failed, pending)
+	}
+	return nil
+}
+
+func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
+	n, now := w.next(ctx)
+	c := w.change(n, now)
+	move(&n, &c, TaskDone)
+	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "verified", nil)}
+	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_verified",
+		fmt.Sprintf("Task %q has been verified", n.Task.Title), taskAssignee(n.Task))}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+func (w *taskWorkflow) validateReopen(in ReopenInput) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if w.state.status() != TaskToVerify {
+		return Refuse(KindConflict, "Can only reopen Tasks in to_verify status, current status: %s", w.state.Task.Status)
+	}
+	return nil
+}
+
+// BlockedByDependencies is the JSON text of a refused reopen (SPEC 2.4).
+type BlockedByDependencies struct {
+	Error    string           `json:"error"`
+	Message  string           `json:"message"`
+	Blockers []store.TaskLink `json:"blockers"`
+}
+
+func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult, error) {
+	if !in.Force {
+		blockers, err := w.blockers(ctx)
+		if err != nil {
+			return TaskResult{}, err
+		}
+		if len(blockers) > 0 {
+			b, _ := json.Marshal(BlockedByDependencies{Error: "blocked_by_dependencies",
+				Message:  fmt.Sprintf("Task is blocked by %d unresolved dependency(ies). Use force=true to bypass.", len(blockers)),
+				Blockers: blockers})
+			return TaskResult{}, Refuse(KindConflict, "%s", b)
+		}
+	}
+	n, now := w.next(ctx)
+	c := w.change(n, now)
+	move(&n, &c, TaskInProgress)
+	if in.Force {
+		c.Activities = append(c.Activities, w.activity(n, now, in.Actor, "force_status_change", map[string]any{"status": "in_progress", "force": true}))
+	}
+	c.Activities = append(c.Activities, w.activity(n, now, in.Actor, "reopened", nil))
+	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_reopened",
+		fmt.Sprintf("Task %q has been reopened", n.Task.Title), taskAssignee(n.Task))}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+func (w *taskWorkflow) validateClose(in TaskCommand) error {
+	if err := w.exists(); err != nil {
+		return err
+	}
+	if w.state.status() == TaskClosed {
+		return Refuse(KindConflict, "Task is already in closed status")
+	}
+	return nil
+}
+
+func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
+	n, now := w.next(ctx)
+	c := w.change(n, now)
+	move(&n, &c, TaskClosed)
+	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "closed", nil)}
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return w.result(), nil
+}
+
+func (w *taskWorkflow) validateDelete(in TaskCommand) error { return w.exists() }
+
+func (w *taskWorkflow) delete(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
+	n, now := w.next(ctx)
+	n.Deleted = true
+	c := w.change(n, now)
+	c.Delete = true
+	if _, err := w.commit(ctx, n, c); err != nil {
+		return TaskResult{}, err
+	}
+	return TaskResult{UUID: n.Task.UUID, Status: "deleted"}, nil
 }

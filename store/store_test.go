@@ -1,0 +1,202 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/store/storetest"
+)
+
+// Every test here runs against SQLite and PostgreSQL: one suite, two implementations.
+func eachDialect(t *testing.T, f func(t *testing.T, st *store.Store)) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) { f(t, storetest.Open(t, d)) })
+	}
+}
+
+var boot = store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner", OwnerEmail: "owner@example.com", AgentName: "Admin"}
+
+func TestBootstrapRunsOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		first, err := st.EnsureBootstrap(ctx, boot)
+		require.NoError(t, err)
+		require.True(t, first.Created)
+		require.NoError(t, store.ValidateKeyFormat(first.Key))
+
+		again, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Other", Key: store.GenerateKey()})
+		require.NoError(t, err)
+		require.False(t, again.Created)
+		require.Empty(t, again.Key)
+		require.Equal(t, first.Company.UUID, again.Company.UUID)
+		require.Equal(t, first.Agent.UUID, again.Agent.UUID)
+		require.Equal(t, first.Owner.UUID, again.Owner.UUID)
+
+		a, err := st.Authenticate(ctx, first.Key)
+		require.NoError(t, err)
+		require.Equal(t, first.Agent.UUID, a.Agent.UUID)
+		require.Equal(t, []string{"admin_agent"}, a.Agent.Roles)
+		require.NotNil(t, a.Owner)
+	})
+}
+
+func TestBootstrapRejectsWeakKeys(t *testing.T) {
+	st := storetest.Open(t, "sqlite")
+	for _, k := range []string{"cho_short", "sk_" + store.GenerateKey()[4:], "cho_" + string(make([]byte, 50))} {
+		_, err := st.EnsureBootstrap(context.Background(), store.Bootstrap{CompanyName: "A", Key: k})
+		require.Error(t, err, k)
+	}
+	_, err := st.DefaultCompany(context.Background())
+	require.NoError(t, err) // a failed bootstrap wrote nothing, so the default company is made fresh
+}
+
+func TestKeysLifecycle(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		b, err := st.EnsureBootstrap(ctx, boot)
+		require.NoError(t, err)
+		a, key, err := st.CreateAgent(ctx, store.NewAgent{CompanyUUID: b.Company.UUID, Name: "dev", Roles: []string{"developer_agent"}})
+		require.NoError(t, err)
+
+		// Only the hash is stored.
+		var stored store.APIKey
+		require.NoError(t, st.DB.NewSelect().Model(&stored).Where("agent_uuid = ?", a.UUID).Scan(ctx))
+		require.Equal(t, store.HashKey(key), stored.KeyHash)
+		require.NotContains(t, stored.KeyHash, key[4:])
+
+		// A second key; revoking by prefix and by uuid.
+		k2, plain2, err := st.CreateKey(ctx, b.Company.UUID, a.UUID, "ci", nil)
+		require.NoError(t, err)
+		_, err = st.RevokeKey(ctx, b.Company.UUID, store.DisplayPrefix(key))
+		require.NoError(t, err)
+		_, err = st.Authenticate(ctx, key)
+		require.ErrorIs(t, err, store.ErrKeyRevoked)
+		_, err = st.Authenticate(ctx, plain2)
+		require.NoError(t, err)
+		_, err = st.RevokeKey(ctx, b.Company.UUID, k2.UUID)
+		require.NoError(t, err)
+		_, err = st.Authenticate(ctx, plain2)
+		require.ErrorIs(t, err, store.ErrKeyRevoked)
+
+		_, err = st.RevokeKey(ctx, b.Company.UUID, "cho_nothing")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = st.Authenticate(ctx, store.GenerateKey())
+		require.ErrorIs(t, err, store.ErrKeyUnknown)
+
+		past := time.Now().Add(-time.Minute)
+		_, plain3, err := st.CreateKey(ctx, b.Company.UUID, a.UUID, "old", &past)
+		require.NoError(t, err)
+		_, err = st.Authenticate(ctx, plain3)
+		require.ErrorIs(t, err, store.ErrKeyExpired)
+
+		agents, err := st.ListAgents(ctx, b.Company.UUID)
+		require.NoError(t, err)
+		require.Len(t, agents, 2)
+		require.Equal(t, 0, agents[1].ActiveKeys)
+	})
+}
+
+func TestProjectAccessLevels(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		b, err := st.EnsureBootstrap(ctx, boot)
+		require.NoError(t, err)
+		owner := store.Caller{CompanyUUID: b.Company.UUID, AgentUUID: b.Agent.UUID, OwnerUUID: b.Owner.UUID}
+		stranger, err := st.EnsureUser(ctx, b.Company.UUID, "s@example.com", "S")
+		require.NoError(t, err)
+		other := store.Caller{CompanyUUID: b.Company.UUID, AgentUUID: store.NewUUID(), OwnerUUID: stranger.UUID}
+		ownerless := store.Caller{CompanyUUID: b.Company.UUID, AgentUUID: store.NewUUID()}
+
+		pub, err := st.CreateProject(ctx, owner, store.NewProject{Name: "Pub"})
+		require.NoError(t, err)
+		priv, err := st.CreateProject(ctx, owner, store.NewProject{Name: "Priv", Visibility: "private"})
+		require.NoError(t, err)
+
+		v, err := st.GetProject(ctx, owner, priv.UUID)
+		require.NoError(t, err)
+		require.Equal(t, store.AccessAdmin, v.Level())
+		v, err = st.GetProject(ctx, other, pub.UUID)
+		require.NoError(t, err)
+		require.Equal(t, store.AccessEditor, v.Level(), "public projects make everyone an editor")
+		_, err = st.GetProject(ctx, other, priv.UUID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = st.GetProject(ctx, ownerless, priv.UUID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+
+		// A viewer membership makes a private project visible, but not editable.
+		require.NoError(t, insertMember(ctx, st, b.Company.UUID, priv.UUID, stranger.UUID, "viewer"))
+		v, err = st.GetProject(ctx, other, priv.UUID)
+		require.NoError(t, err)
+		require.Equal(t, store.AccessViewer, v.Level())
+		_, err = st.RequireProject(ctx, other, priv.UUID, store.AccessEditor)
+		require.ErrorIs(t, err, store.ErrForbidden)
+
+		rows, total, err := st.ListProjects(ctx, ownerless, 20, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, total)
+		require.Equal(t, pub.UUID, rows[0].UUID)
+
+		_, err = st.CreateProject(ctx, owner, store.NewProject{Name: "X", GroupUUID: ptr(store.NewUUID())})
+		var nf *store.NotFoundError
+		require.True(t, errors.As(err, &nf))
+		require.Equal(t, "Project group not found", nf.Error())
+	})
+}
+
+func insertMember(ctx context.Context, st *store.Store, company, project, user, role string) error {
+	now := store.Now()
+	_, err := st.DB.NewInsert().Model(&store.ProjectMember{UUID: store.NewUUID(), CompanyUUID: company, ProjectUUID: project,
+		UserUUID: user, Role: role, CreatedAt: now, UpdatedAt: now}).Exec(ctx)
+	return err
+}
+
+func TestToolRequestLedger(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		b, err := st.EnsureBootstrap(ctx, boot)
+		require.NoError(t, err)
+		agent := b.Agent.UUID
+
+		prior, err := st.BeginToolRequest(ctx, agent, "r1", "tool_a", "h1")
+		require.NoError(t, err)
+		require.Nil(t, prior)
+		_, err = st.BeginToolRequest(ctx, agent, "r1", "tool_a", "h1")
+		require.ErrorIs(t, err, store.ErrRequestRunning)
+		require.NoError(t, st.FinishToolRequest(ctx, agent, "r1", []byte(`{"uuid":"x"}`)))
+		prior, err = st.BeginToolRequest(ctx, agent, "r1", "tool_a", "h1")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"uuid":"x"}`, string(prior.Result))
+		_, err = st.BeginToolRequest(ctx, agent, "r1", "tool_a", "other-args")
+		require.ErrorIs(t, err, store.ErrRequestMismatch)
+
+		// A failed call releases its id.
+		_, err = st.BeginToolRequest(ctx, agent, "r2", "tool_a", "h")
+		require.NoError(t, err)
+		require.NoError(t, st.AbandonToolRequest(ctx, agent, "r2"))
+		prior, err = st.BeginToolRequest(ctx, agent, "r2", "tool_a", "h")
+		require.NoError(t, err)
+		require.Nil(t, prior)
+	})
+}
+
+func TestMigrationsRoundTrip(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		require.NoError(t, st.CheckMigrated(ctx))
+		undone, err := st.Rollback(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, undone)
+		require.Error(t, st.CheckMigrated(ctx))
+		applied, err := st.Migrate(ctx)
+		require.NoError(t, err)
+		require.Equal(t, undone, applied)
+		require.NoError(t, st.CheckMigrated(ctx))
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// TaskAccess is the project-access gate for a task (SPEC 5.3); see IdeaAccess.
+func (s *Store) TaskAccess(ctx context.Context, c Caller, taskUUID string, need Access) (*Task, *ProjectView, error) {
+	if !IsUUID(taskUUID) {
+		return nil, nil, NotFound("Task")
+	}
+	var t Task
+	err := s.DB.NewSelect().Model(&t).Where("uuid = ?", taskUUID).Where("company_uuid = ?", c.CompanyUUID).Scan(ctx)
+	if err != nil {
+		return nil, nil, mapErr(err, "Task")
+	}
+	pv, err := s.GetProject(ctx, c, t.ProjectUUID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, NotFound("Task")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if pv.Level() < need {
+		return nil, nil, ErrForbidden
+	}
+	return &t, pv, nil
+}
+
+// priorityRank orders priorities high > medium > low (SPEC D4).
+const priorityRank = "CASE task.priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END"
+
+// TaskFilter narrows task lists.
+type TaskFilter struct {
+	Status        string
+	Priority      string
+	ProposalUUIDs []string
+}
+
+func (f TaskFilter) apply(q *bun.SelectQuery) *bun.SelectQuery {
+	if f.Status != "" {
+		q = q.Where("task.status = ?", f.Status)
+	}
+	if f.Priority != "" {
+		q = q.Where("task.priority = ?", f.Priority)
+	}
+	if len(f.ProposalUUIDs) > 0 {
+		q = q.Where("task.proposal_uuid IN (?)", bun.In(f.ProposalUUIDs))
+	}
+	return q
+}
+
+// ListTasks returns a page of a project's tasks, high priority first, then newest first.
+func (s *Store) ListTasks(ctx context.Context, projectUUID string, f TaskFilter, limit, offset int) ([]Task, int, error) {
+	var rows []Task
+	q := f.apply(s.DB.NewSelect().Model(&rows).Where("task.project_uuid = ?", projectUUID))
+	total, err := q.OrderExpr(priorityRank+" DESC").Order("task.created_at DESC", "task.uuid DESC").
+		Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	return rows, int(total), err
+}
+
+// AvailableTasks returns up to 50 open tasks of a project (optionally of some proposals).
+func (s *Store) AvailableTasks(ctx context.Context, projectUUID string, proposalUUIDs []string) ([]Task, error) {
+	var rows []Task
+	q := TaskFilter{Status: "open", ProposalUUIDs: proposalUUIDs}.apply(s.DB.NewSelect().Model(&rows).Where("task.project_uuid = ?", projectUUID))
+	err := q.OrderExpr(priorityRank+" DESC").Order("task.created_at DESC", "task.uuid DESC").Limit(50).Scan(ctx)
+	return rows, err
+}
+
+// UnblockedTasks returns a page of open or assigned tasks whose every dependency is done or
+// closed (SPEC 4.3).
+func (s *Store) UnblockedTasks(ctx context.Context, projectUUID string, proposalUUIDs []string, limit, offset int) ([]Task, int, error) {
+	var rows []Task
+	q := TaskFilter{ProposalUUIDs: proposalUUIDs}.apply(s.DB.NewSelect().Model(&rows).Where("task.project_uuid = ?", projectUUID)).
+		Where("task.status IN ('open', 'assigned')").
+		Where("NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.uuid = d.depends_on_uuid " +
+			"WHERE d.task_uuid = task.uuid AND dt.status NOT IN ('done', 'closed'))")
+	total, err := q.OrderExpr(priorityRank+" DESC").Order("task.created_at DESC", "task.uuid DESC").
+		Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	return rows, int(total), err
+}
+
+// Criteria returns a task's acceptance criteria in order.
+func (s *Store) Criteria(ctx context.Context, taskUUID string) ([]AcceptanceCriterion, error) {
+	var rows []AcceptanceCriterion
+	err := s.DB.NewSelect().Model(&rows).Where("task_uuid = ?", taskUUID).Order("sort_order ASC", "uuid ASC").Scan(ctx)
+	return rows, err
+}
+
+// TaskLink is a task on the other end of a dependency.
+type TaskLink struct {
+	UUID         string  `bun:"uuid"`
+	Title        string  `bun:"title"`
+	Status       string  `bun:"status"`
+	AssigneeType *string `bun:"assignee_type"`
+	AssigneeUUID *string `bun:"assignee_uuid"`
+	AssigneeName *string `bun:"assignee_name"`
+}
+
+// DependsOn lists the tasks taskUUID depends on; DependedBy the tasks that depend on it.
+func (s *Store) DependsOn(ctx context.Context, taskUUID string) ([]TaskLink, error) {
+	var rows []TaskLink
+	err := s.DB.NewSelect().TableExpr("task_dependencies AS d").
+		ColumnExpr("t.uuid, t.title, t.status, t.assignee_type, t.assignee_uuid, a.name AS assignee_name").
+		Join("JOIN tasks AS t ON t.uuid = d.depends_on_uuid").
+		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.task_uuid = ?", taskUUID).
+		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
+	return rows, err
+}
+
+// DependedBy lists the tasks that depend on taskUUID.
+func (s *Store) DependedBy(ctx context.Context, taskUUID string) ([]TaskLink, error) {
+	var rows []TaskLink
+	err := s.DB.NewSelect().TableExpr("task_dependencies AS d").
+		ColumnExpr("t.uuid, t.title, t.status, t.assignee_type, t.assignee_uuid, a.name AS assignee_name").
+		Join("JOIN tasks AS t ON t.uuid = d.task_uuid").
+		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.depends_on_uuid = ?", taskUUID).
+		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
+	return rows, err
+}
+
+// CommentCount counts the comments on a target.
+func (s *Store) CommentCount(ctx context.Context, targetType, targetUUID string) (int, error) {
+	n, err := s.DB.NewSelect().Model((*Comment)(nil)).Where("target_type = ?", targetType).Where("target_uuid = ?", targetUUID).Count(ctx)
+	return int(n), err
+}
+
+// Dependency errors (SPEC 4.3), in the words agents see.
+var (
+	ErrDepSelf        = errors.New("A task cannot depend on itself")
+	ErrDepNotFound    = errors.New("Dependency task not found")
+	ErrDepProject     = errors.New("Tasks must belong to the same project")
+	ErrDepCycle       = errors.New("Adding this dependency would create a cycle")
+	ErrDepExists      = errors.New("Dependency already exists")
+	ErrTaskNotFound   = errors.New("Task not found")
+	errDepWalkTooDeep = errors.New("dependency graph too deep to check")
+)
+
+// AddDependency adds the edge "taskUUID depends on dependsOnUUID" in db after SPEC 4.3's checks
+// in order: not itself, both exist in the company, same project, no cycle, not a duplicate.
+func AddDependency(ctx context.Context, db bun.IDB, companyUUID, taskUUID, dependsOnUUID string, at time.Time) error {
+	if taskUUID == dependsOnUUID {
+		return ErrDepSelf
+	}
+	var pair []Task
+	err := db.NewSelect().Model(&pair).Column("uuid", "project_uuid").Where("company_uuid = ?", companyUUID).
+		Where("uuid IN (?)", bun.In([]string{taskUUID, dependsOnUUID})).Scan(ctx)
+	if err != nil {
+		return err
+	}
+	ti := slices.IndexFunc(pair, func(t Task) bool { return t.UUID == taskUUID })
+	di := slices.IndexFunc(pair, func(t Task) bool { return t.UUID == dependsOnUUID })
+	switch {
+	case ti < 0:
+		return ErrTaskNotFound
+	case di < 0:
+		return ErrDepNotFound
+	case pair[ti].ProjectUUID != pair[di].ProjectUUID:
+		return ErrDepProject
+	}
+	// A cycle: taskUUID is reachable from dependsOnUUID by following depends-on edges.
+	seen := map[string]bool{dependsOnUUID: true}
+	frontier := []string{dependsOnUUID}
+	for hops := 0; len(frontier) > 0; hops++ {
+		if hops > 10000 {
+			return errDepWalkTooDeep
+		}
+		var next []string
+		err := db.NewSelect().Table("task_dependencies").Column("depends_on_uuid").
+			Where("task_uuid IN (?)", bun.In(frontier)).Scan(ctx, &next)
+		if err != nil {
+			return err
+		}
+		frontier = frontier[:0]
+		for _, n := range next {
+			if n == taskUUID {
+				return ErrDepCycle
+			}
+			if !seen[n] {
+				seen[n] = true
+				frontier = append(frontier, n)
+			}
+		}
+	}
+	res, err := db.NewInsert().Model(&TaskDependency{TaskUUID: taskUUID, DependsOnUUID: dependsOnUUID, CreatedAt: at}).
+		On("CONFLICT (task_uuid, depends_on_uuid) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrDepExists
+	}
+	return nil
+}
+
+// Blockers lists taskUUID's dependencies that are neither done nor closed.
+func (s *Store) Blockers(ctx context.Context, taskUUID string) ([]TaskLink, error) {
+	deps, err := s.DependsOn(ctx, taskUUID)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(deps, func(l TaskLink) bool { return l.Status == "done" || l.Status == "closed" }), nil
+}

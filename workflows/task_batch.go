@@ -1,0 +1,112 @@
+package workflows
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// CreateTasksWorkflowName is the registered type of CreateTasksWorkflow.
+const CreateTasksWorkflowName = "CreateTasksWorkflow"
+
+// TaskBatchID is the workflow id of one chorus_create_tasks call.
+func TaskBatchID(batchUUID string) string { return "task-batch/" + batchUUID }
+
+// NewTaskSpec is one task of chorus_create_tasks.
+type NewTaskSpec struct {
+	Title               string
+	Description         *string
+	Priority            *string
+	StoryPoints         *float64
+	Criteria            []store.CriterionDraft
+	DraftUUID           *string
+	DependsOnDraftUUIDs []string
+	DependsOnTaskUUIDs  []string
+}
+
+// CreateTasksInput is one chorus_create_tasks call. The caller has checked the project, the
+// proposal, the existing tasks named as dependencies, and that every task has a criterion.
+type CreateTasksInput struct {
+	Actor        Actor
+	BatchUUID    string
+	ProjectUUID  string
+	ProposalUUID *string
+	Tasks        []NewTaskSpec
+}
+
+// CreateTasksResult lists the created tasks in input order and the dependency warnings.
+type CreateTasksResult struct {
+	Tasks    []MaterializedItem
+	Warnings []string
+}
+
+// CreateTasksWorkflow creates a batch of tasks in one transaction (all or nothing), then starts
+// a TaskWorkflow for each, and returns. Its id derives from the batch, so a retried call cannot
+// create the batch twice.
+func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasksResult, error) {
+	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	out := CreateTasksResult{Tasks: []MaterializedItem{}}
+	batch := activities.TaskBatch{CompanyUUID: in.Actor.CompanyUUID, At: now}
+	byDraft := map[string]string{}
+	for i, spec := range in.Tasks {
+		t := store.Task{UUID: DerivedUUID("task-batch", in.BatchUUID, strconv.Itoa(i)), CompanyUUID: in.Actor.CompanyUUID,
+			ProjectUUID: in.ProjectUUID, Title: strings.TrimSpace(spec.Title), Description: emptyToNil(spec.Description),
+			Status: string(TaskOpen), Priority: "medium", StoryPoints: spec.StoryPoints, ProposalUUID: in.ProposalUUID,
+			CreatedByType: in.Actor.Type, CreatedByUUID: in.Actor.UUID, Version: 1,
+			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
+		if spec.Priority != nil {
+			t.Priority = *spec.Priority
+		}
+		batch.Tasks = append(batch.Tasks, t)
+		for k, c := range NormalizeCriteria(spec.Criteria) {
+			batch.Criteria = append(batch.Criteria, store.AcceptanceCriterion{UUID: DerivedUUID("task", t.UUID, "criterion", strconv.Itoa(k)),
+				TaskUUID: t.UUID, Description: c.Description, Required: c.Required, DevStatus: "pending", Status: "pending",
+				SortOrder: k, CreatedAt: now, UpdatedAt: now})
+		}
+		if spec.DraftUUID != nil {
+			byDraft[*spec.DraftUUID] = t.UUID
+		}
+		value := map[string]any{"title": t.Title}
+		if in.ProposalUUID != nil {
+			value["proposalUuid"] = *in.ProposalUUID
+		} else {
+			value["quickTask"] = true
+		}
+		batch.Activities = append(batch.Activities, activities.ActivityRecord{UUID: DerivedUUID("task", t.UUID, "1", "created"),
+			CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID, TargetType: "task", TargetUUID: t.UUID, ActorType: in.Actor.Type,
+			ActorUUID: in.Actor.UUID, Action: "created", Value: activities.MarshalValue(value), CreatedAt: now})
+		out.Tasks = append(out.Tasks, MaterializedItem{UUID: t.UUID, Title: t.Title})
+	}
+	for i, spec := range in.Tasks {
+		t := batch.Tasks[i]
+		for _, d := range spec.DependsOnDraftUUIDs {
+			dep, ok := byDraft[d]
+			if !ok {
+				out.Warnings = append(out.Warnings, fmt.Sprintf("Task %q: draftUuid %q not found in this batch", t.Title, d))
+				continue
+			}
+			batch.Deps = append(batch.Deps, activities.BatchDep{TaskUUID: t.UUID, DependsOnUUID: dep,
+				Prefix: fmt.Sprintf("Task %q -> draftUuid %q: ", t.Title, d)})
+		}
+		for _, u := range spec.DependsOnTaskUUIDs {
+			batch.Deps = append(batch.Deps, activities.BatchDep{TaskUUID: t.UUID, DependsOnUUID: u,
+				Prefix: fmt.Sprintf("Task %q -> taskUuid %q: ", t.Title, u)})
+		}
+	}
+	var a *activities.Activities
+	var warnings []string
+	if err := persist(ctx, a.CreateTaskBatch, batch).Get(ctx, &warnings); err != nil {
+		return CreateTasksResult{}, fmt.Errorf("could not create the tasks: %w", err)
+	}
+	out.Warnings = append(out.Warnings, warnings...)
+	if err := startTaskWorkflows(ctx, batch.Tasks, batch.Criteria); err != nil {
+		return CreateTasksResult{}, err
+	}
+	return out, nil
+}

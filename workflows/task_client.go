@@ -1,0 +1,39 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+)
+
+// CreateTasks runs one chorus_create_tasks batch and waits for its result. A retry of the same
+// batch (same BatchUUID) returns the first run's result.
+func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTasksResult, error) {
+	var out CreateTasksResult
+	id := TaskBatchID(in.BatchUUID)
+	err := retryTransient(ctx, func() error {
+		run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			StaticSummary:            "Create tasks"}, CreateTasksWorkflowName, in)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &out) // an earlier attempt finished
+		}
+		if err != nil {
+			return err
+		}
+		return run.Get(ctx, &out)
+	}, EntityTask)
+	return out, err
+}
+
+// TaskUpdate sends one of TaskWorkflow's updates (the Update* constants) to the task.
+func (c *Client) TaskUpdate(ctx context.Context, call Call, taskUUID, update string, actor Actor, in any) (TaskResult, error) {
+	var out TaskResult
+	err := c.update(ctx, EntityTask, taskUUID, update, updateID(actor.UUID, call), in, &out)
+	return out, err
+}
