@@ -1,0 +1,97 @@
+package mcp
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/workflows/wftest"
+)
+
+var recordHistories = flag.Bool("record-histories", false,
+	"drive an idea to done and write each workflow's history to ../workflows/testdata/histories, for the replay tests")
+
+// TestRecordWorkflowHistories refreshes the histories that workflows' replay tests replay, so a
+// change to workflow code that alters its commands fails `make test`. Run it only when a
+// workflow change is deliberate (and versioned with workflow.GetVersion):
+//
+//	go test ./mcp -run TestRecordWorkflowHistories -record-histories
+func TestRecordWorkflowHistories(t *testing.T) {
+	if !*recordHistories {
+		t.Skip("pass -record-histories to rewrite workflows/testdata/histories")
+	}
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	pm := e.pmWithIdeaAdmin("PM")
+	dev := e.client(e.agent("Dev", perm.DeveloperAgent))
+	project := createProject(t, admin, "Apollo")
+	idea := elaboratedIdea(t, pm, dev, project, "Single sign-on")
+	ok(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": idea, "content": "now with details"}, nil)
+	proposal, _ := fullProposal(t, pm, project, idea)
+	ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+	ok(t, admin, "chorus_pm_reject_proposal", map[string]any{"proposalUuid": proposal, "reviewNote": "more detail"}, nil)
+	ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+	var pv ProposalView
+	ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+	schema := pv.MaterializedTasks[0].TaskUUID
+	ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": schema}, nil)
+	work(t, dev, schema)
+	var v TaskView
+	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": schema}, &v)
+	markAll(t, admin, schema, v, "failed")
+	ok(t, admin, "chorus_admin_reopen_task", map[string]any{"taskUuid": schema}, nil)
+	ok(t, dev, "chorus_submit_for_verify", map[string]any{"taskUuid": schema}, nil)
+	markAll(t, admin, schema, v, "passed")
+	ok(t, admin, "chorus_admin_verify_task", map[string]any{"taskUuid": schema}, nil)
+	ok(t, pm, "chorus_pm_revoke_proposal", map[string]any{"proposalUuid": proposal}, nil)
+
+	var quick CreatedTasks
+	args := map[string]any{"projectUuid": project, "requestId": "record-1", "tasks": []map[string]any{
+		{"title": "Quick", "draftUuid": "q", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+		{"title": "Follow-up", "dependsOnDraftUuids": []string{"q"}, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}
+	ok(t, dev, "chorus_create_tasks", args, &quick)
+	ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": quick.Tasks[0].UUID}, nil)
+	ok(t, dev, "chorus_release_task", map[string]any{"taskUuid": quick.Tasks[0].UUID}, nil)
+	ok(t, admin, "chorus_admin_close_task", map[string]any{"taskUuid": quick.Tasks[1].UUID}, nil)
+
+	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-1"))
+	for name, id := range map[string]string{
+		"idea-elaborated":           workflows.IdeaID(idea),
+		"proposal-approved-revoked": workflows.ProposalID(proposal),
+		"task-reopened-verified":    workflows.TaskID(schema),
+		"task-claimed-released":     workflows.TaskID(quick.Tasks[0].UUID),
+		"task-batch":                batch,
+	} {
+		writeHistory(t, id, filepath.Join("..", "workflows", "testdata", "histories", name+".json"))
+	}
+}
+
+func agentUUID(t *testing.T, e *env, name string) string {
+	var uuid string
+	require.NoError(t, e.st.DB.NewSelect().Table("agents").Column("uuid").Where("name = ?", name).Scan(context.Background(), &uuid))
+	return uuid
+}
+
+func writeHistory(t *testing.T, workflowID, path string) {
+	it := wftest.Server(t).Client().GetWorkflowHistory(context.Background(), workflowID, "", false,
+		enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var hist historypb.History
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&hist)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	t.Logf("wrote %s (%d events)", path, len(hist.Events))
+}
