@@ -82,7 +82,8 @@ func MarshalValue(v any) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, err := json.Marshal(v)
+	// Maps marshal with sorted keys, so this is deterministic inside workflow code.
+	b, err := json.Marshal(v) //workflowcheck:ignore
 	if err != nil {
 		return nil
 	}

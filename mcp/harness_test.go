@@ -29,6 +29,7 @@ import (
 type env struct {
 	t        testing.TB
 	st       *store.Store
+	queue    string // the Temporal task queue of the env's workflows, when it has Temporal
 	url      string
 	adminKey string
 	company  string
@@ -45,19 +46,25 @@ func newEnv(t testing.TB, dialect string) *env { return startEnv(t, dialect, fal
 // the env's own task queue, so lifecycle tools run for real.
 func newFlowEnv(t testing.TB, dialect string) *env { return startEnv(t, dialect, true) }
 
-func startEnv(t testing.TB, dialect string, flows bool) *env {
+// newFlowEnvNoWorker is newFlowEnv without a worker: the test runs its own.
+func newFlowEnvNoWorker(t testing.TB, dialect string) *env { return startEnv(t, dialect, false, true) }
+
+func startEnv(t testing.TB, dialect string, flows bool, noWorker ...bool) *env {
 	t.Helper()
 	st := storetest.Open(t, dialect)
 	boot, err := st.EnsureBootstrap(context.Background(), store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
 		OwnerEmail: "owner@example.com", AgentName: "Admin Agent"})
 	require.NoError(t, err)
 	deps := &Deps{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if flows {
+	queue := ""
+	if flows || len(noWorker) > 0 {
 		srv := wftest.Server(t)
-		queue := "test-" + store.NewUUID()
-		w := workflows.NewWorker(srv.Client(), queue, activities.New(st), worker.Options{})
-		require.NoError(t, w.Start())
-		t.Cleanup(w.Stop)
+		queue = "test-" + store.NewUUID()
+		if flows {
+			w := workflows.NewWorker(srv.Client(), queue, activities.New(st), worker.Options{})
+			require.NoError(t, w.Start())
+			t.Cleanup(w.Stop)
+		}
 		deps.Flows = workflows.NewClient(srv.Client(), queue)
 	}
 	ep, err := NewEndpoint(deps, "test")
@@ -66,7 +73,7 @@ func startEnv(t testing.TB, dialect string, flows bool) *env {
 	ep.Mount(e)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	return &env{t: t, st: st, url: srv.URL + Path, adminKey: boot.Key, company: boot.Company.UUID, owner: boot.Owner.UUID}
+	return &env{t: t, st: st, queue: queue, url: srv.URL + Path, adminKey: boot.Key, company: boot.Company.UUID, owner: boot.Owner.UUID}
 }
 
 // agent creates an agent with the given presets (owned by the company owner) and returns its key.
@@ -120,6 +127,16 @@ func ok(t testing.TB, s *mcpsdk.ClientSession, name string, args any, out any) {
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, out), "decode %s result %s", name, b)
 	}
+}
+
+// decode reads a successful result's structured content.
+func decode[T any](t testing.TB, res *mcpsdk.CallToolResult) T {
+	t.Helper()
+	var out T
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
 }
 
 // fails calls a tool that must fail and returns its error text.

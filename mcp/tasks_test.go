@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -353,4 +354,30 @@ func TestTaskDependencyEdits(t *testing.T) {
 		"acceptanceCriteriaItems": []map[string]any{{"description": "one"}, {"description": "two", "required": false}}}, &v)
 	require.Len(t, v.AcceptanceCriteriaItems, 2)
 	require.Equal(t, 1, v.AcceptanceSummary.Required)
+
+	// Reopen is refused while a dependency is open, unless forced.
+	ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": a, "addDependsOn": []string{b}}, &v)
+	ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": a}, nil)
+	res := call(t, admin, "chorus_report_work", map[string]any{"taskUuid": a, "report": "started", "status": "in_progress"})
+	require.False(t, res.IsError, text(res)) // SPEC 3.7: report_work does not check dependencies
+	ok(t, admin, "chorus_submit_for_verify", map[string]any{"taskUuid": a}, nil)
+	msg := fails(t, admin, "chorus_admin_reopen_task", map[string]any{"taskUuid": a})
+	var blocked struct {
+		Error    string `json:"error"`
+		Message  string `json:"message"`
+		Blockers []struct {
+			UUID   string `json:"uuid"`
+			Title  string `json:"title"`
+			Status string `json:"status"`
+		} `json:"blockers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(msg), &blocked), msg)
+	require.Equal(t, "blocked_by_dependencies", blocked.Error)
+	require.Equal(t, "Task is blocked by 1 unresolved dependency(ies). Use force=true to bypass.", blocked.Message)
+	require.Equal(t, b, blocked.Blockers[0].UUID)
+	var st StatusOut
+	ok(t, admin, "chorus_admin_reopen_task", map[string]any{"taskUuid": a, "force": true}, &st)
+	require.Equal(t, "in_progress", st.Status)
+	require.Equal(t, 1, activityCount(t, e.st, a, "force_status_change"))
+	require.Equal(t, 1, activityCount(t, e.st, a, "reopened"))
 }

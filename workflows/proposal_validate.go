@@ -182,10 +182,9 @@ func NormalizeCriteria(items []store.CriterionDraft) []store.CriterionDraft {
 
 // FailedValidationMessage is submit's refusal text: every issue, one per line.
 func FailedValidationMessage(v Validation) string {
-	var b strings.Builder
-	b.WriteString("Proposal validation failed:")
+	msg := "Proposal validation failed:"
 	for _, i := range v.Issues {
-		fmt.Fprintf(&b, "\n[%s] %s", i.Level, i.Message)
+		msg += "\n[" + i.Level + "] " + i.Message
 	}
-	return b.String()
+	return msg
 }

@@ -462,8 +462,7 @@ func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) 
 
 // BlockedError is the refusal of a move to in_progress while dependencies are open (SPEC 4.3).
 func BlockedError(blockers []store.TaskLink) *Error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Cannot move to in_progress: %d dependencies not resolved.\n\nBlockers:", len(blockers))
+	msg := fmt.Sprintf("Cannot move to in_progress: %d dependencies not resolved.\n\nBlockers:", len(blockers))
 	for i, x := range blockers {
 		assignee := "none"
 		if x.AssigneeUUID != nil {
@@ -473,10 +472,10 @@ func BlockedError(blockers []store.TaskLink) *Error {
 			}
 			assignee = fmt.Sprintf("%s [%s]", name, deref(x.AssigneeType))
 		}
-		fmt.Fprintf(&b, "\n%d. %q (status: %s, assignee: %s, session: no active session)", i+1, x.Title, x.Status, assignee)
+		msg += fmt.Sprintf("\n%d. %q (status: %s, assignee: %s, session: no active session)", i+1, x.Title, x.Status, assignee)
 	}
-	b.WriteString("\n\nTip: Use chorus_get_unblocked_tasks to find tasks you can start now.")
-	return Refuse(KindConflict, "%s", b.String())
+	msg += "\n\nTip: Use chorus_get_unblocked_tasks to find tasks you can start now."
+	return Refuse(KindConflict, "%s", msg)
 }
 
 // move applies a status change to n with SPEC 4.2's reset rule: leaving to_verify for anything
@@ -809,9 +808,29 @@ func (w *taskWorkflow) validateReopen(in ReopenInput) error {
 
 // BlockedByDependencies is the JSON text of a refused reopen (SPEC 2.4).
 type BlockedByDependencies struct {
-	Error    string           `json:"error"`
-	Message  string           `json:"message"`
-	Blockers []store.TaskLink `json:"blockers"`
+	Error    string        `json:"error"`
+	Message  string        `json:"message"`
+	Blockers []BlockerView `json:"blockers"`
+}
+
+// BlockerView is one unresolved dependency as SPEC 4.3 reports it.
+type BlockerView struct {
+	UUID           string          `json:"uuid"`
+	Title          string          `json:"title"`
+	Status         string          `json:"status"`
+	Assignee       *store.ActorRef `json:"assignee"`
+	SessionCheckin *struct{}       `json:"sessionCheckin"`
+}
+
+func blockerViews(ls []store.TaskLink) []BlockerView {
+	out := make([]BlockerView, len(ls))
+	for i, l := range ls {
+		out[i] = BlockerView{UUID: l.UUID, Title: l.Title, Status: l.Status}
+		if l.AssigneeUUID != nil {
+			out[i].Assignee = &store.ActorRef{Type: deref(l.AssigneeType), UUID: *l.AssigneeUUID, Name: deref(l.AssigneeName)}
+		}
+	}
+	return out
 }
 
 func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult, error) {
@@ -821,9 +840,11 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 			return TaskResult{}, err
 		}
 		if len(blockers) > 0 {
+			// Struct fields marshal in declaration order: deterministic.
+			//workflowcheck:ignore
 			b, _ := json.Marshal(BlockedByDependencies{Error: "blocked_by_dependencies",
 				Message:  fmt.Sprintf("Task is blocked by %d unresolved dependency(ies). Use force=true to bypass.", len(blockers)),
-				Blockers: blockers})
+				Blockers: blockerViews(blockers)})
 			return TaskResult{}, Refuse(KindConflict, "%s", b)
 		}
 	}

@@ -12,6 +12,7 @@ package wftest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -61,9 +63,10 @@ func Server(t testing.TB) *testsuite.DevServer {
 			ExistingPath:     bin,
 			LogLevel:         "error",
 			SearchAttributes: temporal.NewSearchAttributes(attrs...),
-			ClientOptions:    &client.Options{Namespace: workflows.Namespace},
-			Stdout:           os.Stderr,
-			Stderr:           os.Stderr,
+			ClientOptions: &client.Options{Namespace: workflows.Namespace,
+				Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))},
+			Stdout: os.Stderr,
+			Stderr: os.Stderr,
 		})
 	})
 	if initErr != nil {
