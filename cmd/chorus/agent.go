@@ -30,6 +30,7 @@ type agentCreateOptions struct {
 	noOwner     bool
 	persona     string
 	asJSON      bool
+	keyOnly     bool
 }
 
 func newAgentCreateCmd(g *globals) *cobra.Command {
@@ -104,6 +105,10 @@ The agent acts with its owner's project access: by default the company owner; --
 			}
 			eff := perm.Effective(a.Roles, a.Permissions)
 			w := cmd.OutOrStdout()
+			if o.keyOnly {
+				fmt.Fprintln(w, key)
+				return nil
+			}
 			if o.asJSON {
 				return writeJSON(w, map[string]any{"uuid": a.UUID, "name": a.Name, "roles": a.Roles,
 					"permissions": a.Permissions, "effectivePermissions": eff.Strings(), "ownerUuid": a.OwnerUUID, "apiKey": key})
@@ -130,6 +135,7 @@ The agent acts with its owner's project access: by default the company owner; --
 	f.BoolVar(&o.noOwner, "no-owner", false, "create an ownerless agent (public projects only)")
 	f.StringVar(&o.persona, "persona", "", "persona text returned to the agent by chorus_checkin")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON")
+	f.BoolVar(&o.keyOnly, "key-only", false, "print only the new API key (for scripts: KEY=$(chorus agent create ... --key-only))")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,31 +59,27 @@ use (default: the admin key chorus dev saved in <data-dir>/admin.key).`,
 	}
 	tools.Flags().BoolVar(&asJSON, "json", false, "print the full tool list (schemas included) as JSON")
 
+	var field string
 	call := &cobra.Command{
-		Use:   "call TOOL [JSON_ARGS|-]",
+		Use:   "call TOOL [JSON_OBJECT | - | key=value ...]",
 		Short: "Call a tool and print its result as JSON; exits 1 when the tool reports an error",
-		Long: `Call a tool with JSON arguments (default {}; "-" reads them from standard input) and print the
-result: the structured JSON when the tool returns one, else its text. When the tool answers with
-isError, the message goes to standard error and the exit status is 1.
+		Long: `Call a tool and print the result: the structured JSON when the tool returns one, else its
+text. When the tool answers with isError, the message goes to standard error and the exit status
+is 1.
+
+Arguments are a JSON object, "-" to read one from standard input, or key=value pairs (a value
+that parses as JSON, like 2, true or ["a"], is used as such; anything else is a string).
+--field prints one value of the result, by a dotted path (array items by index), for scripts.
 
   chorus mcp call chorus_checkin
-  chorus mcp call chorus_admin_create_project '{"name":"Apollo"}'`,
-		Args: cobra.RangeArgs(1, 2),
+  chorus mcp call chorus_admin_create_project '{"name":"Apollo"}'
+  P=$(chorus mcp call chorus_admin_create_project name=Apollo --field uuid)
+  chorus mcp call chorus_get_project projectUuid=$P --field _count.ideas`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw := "{}"
-			if len(args) == 2 {
-				raw = args[1]
-				if raw == "-" {
-					b, err := io.ReadAll(cmd.InOrStdin())
-					if err != nil {
-						return err
-					}
-					raw = string(b)
-				}
-			}
-			var arguments map[string]any
-			if err := json.Unmarshal([]byte(raw), &arguments); err != nil {
-				return fmt.Errorf("arguments must be a JSON object, like '{\"name\":\"x\"}': %w", err)
+			arguments, err := callArguments(cmd.InOrStdin(), args[1:])
+			if err != nil {
+				return err
 			}
 			s, err := connectMCP(cmd.Context(), g)
 			if err != nil {
@@ -98,21 +95,88 @@ isError, the message goes to standard error and the exit status is 1.
 				fmt.Fprintln(cmd.ErrOrStderr(), text)
 				return exitError{code: 1}
 			}
+			if field != "" {
+				v, err := pickField(res.StructuredContent, field)
+				if err != nil {
+					return err
+				}
+				if str, ok := v.(string); ok {
+					fmt.Fprintln(cmd.OutOrStdout(), str)
+					return nil
+				}
+				return writeJSON(cmd.OutOrStdout(), v)
+			}
 			// The text content carries the JSON in the server's field order; indent it when it is JSON.
 			var pretty bytes.Buffer
 			if json.Valid([]byte(text)) && json.Indent(&pretty, []byte(text), "", "  ") == nil {
 				fmt.Fprintln(cmd.OutOrStdout(), pretty.String())
 				return nil
 			}
-			if res.StructuredContent != nil && !strings.HasPrefix(strings.TrimSpace(text), "{") {
-				return writeJSON(cmd.OutOrStdout(), res.StructuredContent)
-			}
 			fmt.Fprintln(cmd.OutOrStdout(), text)
 			return nil
 		},
 	}
+	call.Flags().StringVar(&field, "field", "", "print only this value of the result (dotted path, e.g. uuid or materializedTasks.0.taskUuid)")
 	cmd.AddCommand(tools, call)
 	return cmd
+}
+
+// callArguments reads a tool call's arguments: nothing ({}), one JSON object, "-" (a JSON object
+// on in), or key=value pairs.
+func callArguments(in io.Reader, args []string) (map[string]any, error) {
+	out := map[string]any{}
+	switch {
+	case len(args) == 0:
+		return out, nil
+	case len(args) == 1 && args[0] == "-":
+		b, err := io.ReadAll(in)
+		if err != nil {
+			return nil, err
+		}
+		args = []string{string(b)}
+		fallthrough
+	case len(args) == 1 && strings.HasPrefix(strings.TrimSpace(args[0]), "{"):
+		if err := json.Unmarshal([]byte(args[0]), &out); err != nil {
+			return nil, fmt.Errorf("arguments are not a JSON object: %w", err)
+		}
+		return out, nil
+	}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("argument %q is not key=value (or pass one JSON object)", a)
+		}
+		var parsed any
+		if err := json.Unmarshal([]byte(v), &parsed); err == nil {
+			out[k] = parsed
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// pickField follows a dotted path (object keys, array indexes) into a decoded JSON value.
+func pickField(v any, path string) (any, error) {
+	for _, part := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[part]
+			if !ok {
+				return nil, fmt.Errorf("the result has no field %q (path %s)", part, path)
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, fmt.Errorf("%q is not an index of a %d-item array (path %s)", part, len(x), path)
+			}
+			v = x[i]
+		default:
+			return nil, fmt.Errorf("cannot take %q of a %T (path %s)", part, v, path)
+		}
+	}
+	return v, nil
 }
 
 func resultText(res *mcpsdk.CallToolResult) string {
