@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,9 @@ func ok(t testing.TB, s *mcpsdk.ClientSession, name string, args any, out any) {
 	res := call(t, s, name, args)
 	require.False(t, res.IsError, "%s failed: %s", name, text(res))
 	if out != nil {
+		// Start from zero: decoding into a used value would merge maps and keep stale fields.
+		rv := reflect.ValueOf(out).Elem()
+		rv.Set(reflect.Zero(rv.Type()))
 		b, err := json.Marshal(res.StructuredContent)
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, out), "decode %s result %s", name, b)

@@ -68,6 +68,15 @@ func TestIdeaToDone(t *testing.T) {
 		}
 		schema, api, ui := task["Schema"], task["API"], task["UI"]
 
+		// The PM is active on the idea: check-in and the tracker show it.
+		var ci CheckinOut
+		ok(t, pm, "chorus_checkin", nil, &ci)
+		require.Equal(t, map[string]ActiveProject{project: {Name: "Apollo", ActiveIdeaCount: 1}}, ci.ActiveProjects)
+		var tracker MyAssignments
+		ok(t, pm, "chorus_get_my_assignments", nil, &tracker)
+		require.Len(t, tracker.IdeaTracker[project].Ideas, 1)
+		require.Equal(t, 3, tracker.IdeaTracker[project].Ideas[0].Tasks)
+
 		// Only Schema can start; the others wait for their dependency.
 		var list TaskList
 		ok(t, dev1, "chorus_get_unblocked_tasks", map[string]any{"projectUuid": project}, &list)
@@ -131,6 +140,10 @@ func TestIdeaToDone(t *testing.T) {
 		var mine MyAssignments
 		ok(t, pm, "chorus_get_my_assignments", nil, &mine)
 		require.Empty(t, mine.IdeaTracker)
+		mine = MyAssignments{}
+		var after CheckinOut // a fresh value: decoding merges into an existing map
+		ok(t, pm, "chorus_checkin", nil, &after)
+		require.Empty(t, after.ActiveProjects, "a done idea is no longer active")
 		ok(t, dev1, "chorus_get_my_assignments", nil, &mine)
 		require.Empty(t, mine.TaskTracker, "done tasks leave the tracker")
 

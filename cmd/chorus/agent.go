@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,15 +71,11 @@ The agent acts with its owner's project access: by default the company owner; --
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := g.openStore(ctx)
+			st, company, err := g.openCompany(ctx)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			company, err := st.DefaultCompany(ctx)
-			if err != nil {
-				return err
-			}
 			var owner *store.User
 			switch {
 			case o.ownerEmail != "":
@@ -147,15 +144,11 @@ func newAgentListCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			st, err := g.openStore(ctx)
+			st, company, err := g.openCompany(ctx)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			company, err := st.DefaultCompany(ctx)
-			if err != nil {
-				return err
-			}
 			agents, err := st.ListAgents(ctx, company.UUID)
 			if err != nil {
 				return err
@@ -196,15 +189,11 @@ func newKeyCmd(g *globals) *cobra.Command {
 				return errors.New("--agent is required (see chorus agent list)")
 			}
 			ctx := cmd.Context()
-			st, err := g.openStore(ctx)
+			st, company, err := g.openCompany(ctx)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			company, err := st.DefaultCompany(ctx)
-			if err != nil {
-				return err
-			}
 			var exp *time.Time
 			if expiresIn > 0 {
 				t := time.Now().Add(expiresIn).UTC()
@@ -237,15 +226,11 @@ func newKeyCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := g.openStore(ctx)
+			st, company, err := g.openCompany(ctx)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			company, err := st.DefaultCompany(ctx)
-			if err != nil {
-				return err
-			}
 			k, err := st.RevokeKey(ctx, company.UUID, args[0])
 			if err != nil {
 				return err
@@ -263,15 +248,11 @@ func newKeyCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			st, err := g.openStore(ctx)
+			st, company, err := g.openCompany(ctx)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			company, err := st.DefaultCompany(ctx)
-			if err != nil {
-				return err
-			}
 			keys, err := st.ListKeys(ctx, company.UUID, listAgent)
 			if err != nil {
 				return err
@@ -322,4 +303,18 @@ func when(t *time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04Z")
+}
+
+// openCompany opens the store and returns the company the operator commands act on.
+func (g *globals) openCompany(ctx context.Context) (*store.Store, *store.Company, error) {
+	st, err := g.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	company, err := st.DefaultCompany(ctx)
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, err
+	}
+	return st, company, nil
 }
