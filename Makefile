@@ -3,8 +3,8 @@ GO ?= go
 
 .PHONY: run test test-short build lint bench temporal-cli up down
 
-run: ## the whole stack on this machine: Temporal dev server, SQLite, worker, MCP endpoint
-	$(GO) run ./cmd/chorus dev
+run: ## the whole stack on this machine (flags: make run ARGS="--temporal-port 17233 --ui-port 18233")
+	$(GO) run ./cmd/chorus dev $(ARGS)
 
 test: temporal-cli ## every test; PostgreSQL suites run when CHORUS_TEST_PG_DSN is set
 	CHORUS_TEMPORAL_BIN="$$($(GO) -C tools tool -n temporal)" $(GO) test -count=1 -timeout 25m ./...

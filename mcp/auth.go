@@ -40,15 +40,16 @@ func principalFrom(ctx context.Context) (Principal, bool) {
 // and a WWW-Authenticate challenge; a database failure gets 500.
 func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		key, ok := bearerKey(c.Request().Header.Get("Authorization"))
+		header := c.Request().Header.Get("Authorization")
+		key, ok := bearerKey(header)
 		if !ok {
-			return unauthorized(c, "Missing or invalid API key")
+			return unauthorized(c, "Missing or invalid API key", strings.TrimSpace(header) != "")
 		}
 		ctx := c.Request().Context()
 		a, err := e.deps.Store.Authenticate(ctx, key)
 		switch {
 		case errors.Is(err, store.ErrKeyUnknown), errors.Is(err, store.ErrKeyRevoked), errors.Is(err, store.ErrKeyExpired):
-			return unauthorized(c, err.Error())
+			return unauthorized(c, err.Error(), true)
 		case err != nil:
 			e.deps.Log.ErrorContext(ctx, "authenticate", "err", err)
 			return c.JSON(http.StatusInternalServerError, map[string]string{"error": "Internal server error"})
@@ -82,7 +83,13 @@ func bearerKey(h string) (string, bool) {
 	return key, true
 }
 
-func unauthorized(c echo.Context, msg string) error {
-	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="chorus", error="invalid_token"`)
+// unauthorized answers 401. RFC 6750: a request with no credentials gets a bare challenge; one
+// with bad credentials gets error="invalid_token".
+func unauthorized(c echo.Context, msg string, badToken bool) error {
+	challenge := `Bearer realm="chorus"`
+	if badToken {
+		challenge += `, error="invalid_token"`
+	}
+	c.Response().Header().Set("WWW-Authenticate", challenge)
 	return c.JSON(http.StatusUnauthorized, map[string]string{"error": msg})
 }

@@ -418,13 +418,20 @@ func (s *Store) RevokeKey(ctx context.Context, companyUUID, ref string) (*APIKey
 	return &k, nil
 }
 
-// ListKeys lists the company's keys (optionally one agent's), newest first.
-func (s *Store) ListKeys(ctx context.Context, companyUUID, agentUUID string) ([]APIKey, error) {
-	var keys []APIKey
-	q := s.DB.NewSelect().Model(&keys).Where("company_uuid = ?", companyUUID)
+// KeyListing is one row of ListKeys.
+type KeyListing struct {
+	APIKey    `bun:",extend"`
+	AgentName string `bun:"agent_name"`
+}
+
+// ListKeys lists the company's keys (optionally one agent's) with their agent's name, newest first.
+func (s *Store) ListKeys(ctx context.Context, companyUUID, agentUUID string) ([]KeyListing, error) {
+	var keys []KeyListing
+	q := s.DB.NewSelect().Model(&keys).ColumnExpr("api_key.*").ColumnExpr("a.name AS agent_name").
+		Join("JOIN agents AS a ON a.uuid = api_key.agent_uuid").Where("api_key.company_uuid = ?", companyUUID)
 	if agentUUID != "" {
-		q = q.Where("agent_uuid = ?", agentUUID)
+		q = q.Where("api_key.agent_uuid = ?", agentUUID)
 	}
-	err := q.Order("created_at DESC").Scan(ctx)
+	err := q.Order("api_key.created_at DESC").Scan(ctx)
 	return keys, err
 }

@@ -37,6 +37,8 @@ type IdeaState struct {
 	// the workflow writes but does not decide on; the database is their source of truth.
 	Idea   store.Idea
 	Rounds []RoundState
+	// AssigneeName is the assignee's name, for what operators see.
+	AssigneeName string
 }
 
 // RoundState is what the workflow keeps of an elaboration round.
@@ -312,7 +314,11 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	_ = workflow.UpsertMemo(ctx, map[string]any{"title": i.Title})
 	details := fmt.Sprintf("**Idea** %q is **%s**", i.Title, status)
 	if i.AssigneeUUID != nil {
-		details += ", assigned to " + assignee
+		name := w.state.AssigneeName
+		if name == "" {
+			name = assignee
+		}
+		details += ", assigned to " + name
 	}
 	if i.ElaborationStatus != nil {
 		details += fmt.Sprintf("; elaboration %s (%d round(s), %d pending)", *i.ElaborationStatus,
@@ -414,6 +420,7 @@ func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, 
 	n.Idea.Status = string(to)
 	n.Idea.AssigneeType, n.Idea.AssigneeUUID = ptr("agent"), ptr(in.Actor.UUID)
 	n.Idea.AssignedAt, n.Idea.AssignedByUUID = &now, nil
+	n.AssigneeName = in.Actor.Name
 	change := activities.IdeaChange{At: now, Row: n.Idea,
 		Columns:    []string{"status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"},
 		Activities: []activities.ActivityRecord{w.activity(n, now, in.Actor, "assigned", map[string]string{"assigneeType": "agent", "assigneeUuid": in.Actor.UUID})},
@@ -452,6 +459,7 @@ func (w *ideaWorkflow) release(ctx workflow.Context, in IdeaCommand) (IdeaResult
 	n.Idea.Status = string(to)
 	n.Idea.AssigneeType, n.Idea.AssigneeUUID, n.Idea.AssignedAt, n.Idea.AssignedByUUID = nil, nil, nil, nil
 	n.Idea.ElaborationDepth, n.Idea.ElaborationStatus = nil, nil
+	n.AssigneeName = ""
 	change := activities.IdeaChange{At: now, Row: n.Idea,
 		Columns: []string{"status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
 			"elaboration_depth", "elaboration_status"},

@@ -268,7 +268,7 @@ func newKeyCmd(g *globals) *cobra.Command {
 				case k.ExpiresAt != nil && k.ExpiresAt.Before(now):
 					state = "expired"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.UUID, k.KeyPrefix, k.AgentUUID, state, when(k.LastUsedAt), when(k.ExpiresAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\n", k.UUID, k.KeyPrefix, k.AgentName, k.AgentUUID, state, when(k.LastUsedAt), when(k.ExpiresAt))
 			}
 			return tw.Flush()
 		},

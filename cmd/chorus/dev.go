@@ -45,8 +45,8 @@ Ctrl-C stops everything, the Temporal server included.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), g, o, cmd.OutOrStdout()) },
 	}
 	cmd.Flags().StringVar(&o.addr, "addr", envOr("CHORUS_ADDR", "127.0.0.1:8637"), "HTTP listen address of the MCP endpoint (env CHORUS_ADDR)")
-	cmd.Flags().IntVar(&o.temporalPort, "temporal-port", 7233, "gRPC port of the Temporal dev server")
-	cmd.Flags().IntVar(&o.uiPort, "ui-port", 8233, "port of the Temporal web UI")
+	cmd.Flags().IntVar(&o.temporalPort, "temporal-port", envInt("CHORUS_TEMPORAL_PORT", 7233), "gRPC port of the Temporal dev server (env CHORUS_TEMPORAL_PORT)")
+	cmd.Flags().IntVar(&o.uiPort, "ui-port", envInt("CHORUS_UI_PORT", 8233), "port of the Temporal web UI (env CHORUS_UI_PORT)")
 	return cmd
 }
 
@@ -60,6 +60,18 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		return err
 	}
 	defer unlock()
+
+	// Refuse taken ports before anything is created, so a failed first start leaves no state.
+	if err := addrFree(o.addr); err != nil {
+		return err
+	}
+	if os.Getenv("TEMPORAL_ADDRESS") == "" {
+		for _, p := range []int{o.temporalPort, o.uiPort} {
+			if err := portFree(p); err != nil {
+				return err
+			}
+		}
+	}
 
 	dsn := g.databaseURL()
 	st, err := store.Open(ctx, dsn)
@@ -116,7 +128,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	}
 
 	err = runServer(ctx, log, st, cfg, func() {
-		printBanner(out, o.addr, uiURL, keyPath, boot)
+		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot)
 	})
 	fmt.Fprintln(out, "chorus: shutting down...")
 	if errors.Is(err, context.Canceled) {
@@ -125,7 +137,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	return err
 }
 
-func printBanner(out io.Writer, addr, uiURL, keyPath string, boot *store.BootstrapResult) {
+func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *store.BootstrapResult) {
 	url := "http://" + addr + mcp.Path
 	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
 		url = "http://127.0.0.1:" + port + mcp.Path
@@ -145,7 +157,14 @@ func printBanner(out io.Writer, addr, uiURL, keyPath string, boot *store.Bootstr
 		fmt.Fprintf(&b, "  Admin API key: in %s (agent %q)\n", keyPath, boot.Agent.Name)
 	}
 	fmt.Fprintf(&b, "\n  .mcp.json for an MCP client:\n  %s\n", mcpJSON(url, key))
-	fmt.Fprintf(&b, "\n  Try it:  go run ./cmd/chorus mcp call chorus_checkin\n")
+	try := "go run ./cmd/chorus mcp call chorus_checkin"
+	if dataDir != ".chorus" {
+		try = "go run ./cmd/chorus --data-dir " + dataDir + " mcp call chorus_checkin"
+	}
+	if url != "http://127.0.0.1:8637"+mcp.Path {
+		try = "CHORUS_URL=" + url + " " + try
+	}
+	fmt.Fprintf(&b, "\n  Try it:  %s\n", try)
 	fmt.Fprintf(&b, "  Stop:    Ctrl-C\n\n")
 	fmt.Fprint(out, b.String())
 }
@@ -164,4 +183,20 @@ func mcpJSON(url, key string) string {
 	_ = enc.Encode(map[string]map[string]server{"mcpServers": {"chorus": {Type: "http", URL: url,
 		Headers: map[string]string{"Authorization": "Bearer " + key}}}})
 	return strings.TrimRight(buf.String(), "\n")
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// addrFree checks that the HTTP address can be listened on.
+func addrFree(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (%v); stop what uses it or pick another address with --addr", addr, err)
+	}
+	return ln.Close()
 }
