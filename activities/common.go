@@ -25,9 +25,16 @@ type Recipient = store.Recipient
 var chorusNS = uuid.MustParse("6f0a4b6e-5c1d-4d7e-9a43-3f2b8c1d9e70")
 
 // DerivedUUID returns a uuid determined by parts: the same parts always give the same uuid, so
-// rows a workflow creates have ids that survive retries and replays.
+// rows a workflow creates have ids that survive retries and replays. It is a name-based hash
+// laid out as a version-4 uuid, like every other Chorus id (SPEC 1): the hash bits are as
+// unpredictable as random ones to anyone who does not know the parts. Workflows name child
+// workflows with these ids, so changing this function changes workflow commands: do it only
+// behind workflow.GetVersion.
 func DerivedUUID(parts ...string) string {
-	return uuid.NewSHA1(chorusNS, []byte(strings.Join(parts, "/"))).String()
+	u := uuid.NewSHA1(chorusNS, []byte(strings.Join(parts, "/")))
+	u[6] = (u[6] & 0x0f) | 0x40 // version 4
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return u.String()
 }
 
 // errGone is returned when the row a change applies to has been deleted meanwhile.

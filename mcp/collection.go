@@ -10,7 +10,7 @@ import (
 
 // PageIn is the paging input of collection tools.
 type PageIn struct {
-	Page     int `json:"page,omitempty" jsonschema:"1-based page number; default 1" chorus:"min=1"`
+	Page     int `json:"page,omitempty" jsonschema:"1-based page number; default 1" chorus:"min=1;max=1000000"`
 	PageSize int `json:"pageSize,omitempty" jsonschema:"rows per page, 1 to 100; default 20" chorus:"min=1;max=100"`
 }
 

@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -56,7 +59,7 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 // Mount adds the endpoint's routes to an echo server: POST (authenticated MCP), OPTIONS (CORS
 // preflight), and GET/DELETE answered 405 since a stateless server has no streams or sessions.
 func (e *Endpoint) Mount(ech *echo.Echo) {
-	ech.POST(Path, echo.WrapHandler(e.handler), cors, e.authenticate, defaultAccept)
+	ech.POST(Path, echo.WrapHandler(e.handler), cors, e.authenticate, jsonrpcGuard, defaultAccept)
 	ech.OPTIONS(Path, preflight)
 	ech.GET(Path, methodNotAllowed, cors)
 	ech.DELETE(Path, methodNotAllowed, cors)
@@ -162,6 +165,51 @@ func defaultAccept(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// jsonrpcGuard answers bodies that are not JSON-RPC 2.0 with a JSON-RPC error object (the SDK
+// would answer plain text naming its Go types): -32700 for invalid JSON, -32600 for JSON that
+// is not a request, a notification or a batch of them.
+func jsonrpcGuard(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		body, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return rpcError(c, http.StatusBadRequest, -32700, "Parse error: the request body could not be read")
+		}
+		c.Request().Body = io.NopCloser(bytes.NewReader(body))
+		trimmed := bytes.TrimSpace(body)
+		if !json.Valid(trimmed) {
+			return rpcError(c, http.StatusBadRequest, -32700, "Parse error: the request body is not valid JSON")
+		}
+		var msgs []map[string]json.RawMessage
+		if len(trimmed) > 0 && trimmed[0] == '[' {
+			if json.Unmarshal(trimmed, &msgs) != nil || len(msgs) == 0 {
+				return rpcError(c, http.StatusBadRequest, -32600, "Invalid Request: a batch must be a non-empty array of JSON-RPC objects")
+			}
+		} else {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(trimmed, &m) != nil {
+				return rpcError(c, http.StatusBadRequest, -32600, "Invalid Request: the body must be a JSON-RPC 2.0 object")
+			}
+			msgs = append(msgs, m)
+		}
+		for _, m := range msgs {
+			if string(bytes.TrimSpace(m["jsonrpc"])) != `"2.0"` {
+				return rpcError(c, http.StatusBadRequest, -32600, `Invalid Request: "jsonrpc" must be "2.0"`)
+			}
+			_, hasMethod := m["method"]
+			_, hasResult := m["result"]
+			_, hasError := m["error"]
+			if !hasMethod && !hasResult && !hasError {
+				return rpcError(c, http.StatusBadRequest, -32600, `Invalid Request: "method" is missing`)
+			}
+		}
+		return next(c)
+	}
+}
+
+func rpcError(c echo.Context, status, code int, msg string) error {
+	return c.JSON(status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
 }
 
 const (

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
 )
 
 // Input schemas are inferred from the tool's input struct by jsonschema-go (json tags give the
@@ -84,6 +85,7 @@ func tighten(t reflect.Type, s *jsonschema.Schema) error {
 			if !nullable && len(ps.Types) == 2 && ps.Types[0] == "null" {
 				ps.Type, ps.Types = ps.Types[1], nil
 			}
+			applyDefaultBounds(name, ps)
 			if err := tighten(f.Type, ps); err != nil {
 				return err
 			}
@@ -94,6 +96,46 @@ func tighten(t reflect.Type, s *jsonschema.Schema) error {
 		}
 	}
 	return nil
+}
+
+// Every string and array argument is bounded, so no input can outgrow what a database row or a
+// Temporal payload holds; a chorus tag can set a tighter bound.
+const (
+	maxShortText = 500     // titles, names, labels, ids
+	maxLongText  = 100_000 // content, descriptions, reports, notes (characters)
+	maxOtherText = 10_000
+	maxItems     = 200
+)
+
+func applyDefaultBounds(name string, s *jsonschema.Schema) {
+	typ, _ := schemaType(s)
+	switch typ {
+	case "string":
+		if s.MaxLength != nil || len(s.Enum) > 0 {
+			return
+		}
+		n := maxOtherText
+		switch {
+		case name == "title" || name == "name" || name == "label" || name == "id" || name == "questionId" ||
+			name == "selectedOptionId" || name == "draftUuid" || isUUIDField(name):
+			n = maxShortText
+		case name == "content" || name == "description" || name == "report" || name == "text" ||
+			name == "customText" || name == "reviewNote" || name == "reason" || name == "summary" ||
+			name == "evidence" || name == "devEvidence":
+			n = maxLongText
+		}
+		s.MaxLength = &n
+	case "array":
+		if s.MaxItems == nil {
+			n := maxItems
+			s.MaxItems = &n
+		}
+		if s.Items != nil {
+			if t, _ := schemaType(s.Items); t == "string" && s.Items.MaxLength == nil {
+				applyDefaultBounds(name, s.Items)
+			}
+		}
+	}
 }
 
 func applyConstraint(s *jsonschema.Schema, key, val string) error {
@@ -199,9 +241,19 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 		default:
 			return nil, invalid("%s must be a string", fieldName(path))
 		}
-		if err := checkString(path, s, v.(string)); err != nil {
+		str := v.(string)
+		if strings.ContainsRune(str, 0) {
+			return nil, invalid("%s must not contain NUL characters", fieldName(path))
+		}
+		if isUUIDField(path) && len(str) == 36 {
+			if u, err := uuid.Parse(str); err == nil {
+				str = u.String() // uuids are case-insensitive; stored and compared in lower case
+			}
+		}
+		if err := checkString(path, s, str); err != nil {
 			return nil, err
 		}
+		v = str
 	case "integer", "number":
 		var n json.Number
 		switch x := v.(type) {
@@ -215,21 +267,26 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 		default:
 			return nil, invalid("%s must be %s", fieldName(path), article(typ))
 		}
-		f, _ := n.Float64()
-		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, invalid("%s must be a finite number", fieldName(path))
+		f, err := n.Float64()
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, invalid("%s must be a finite number, got %s", fieldName(path), n)
+		}
+		// Canonical form: a string like "+3" parses but is not a JSON number literal.
+		n = json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		if s.Minimum != nil && f < *s.Minimum {
+			return nil, invalid("%s must be at least %s, got %s", fieldName(path), plain(*s.Minimum), n)
+		}
+		if s.Maximum != nil && f > *s.Maximum {
+			return nil, invalid("%s must be at most %s, got %s", fieldName(path), plain(*s.Maximum), n)
 		}
 		if typ == "integer" {
 			if f != math.Trunc(f) {
 				return nil, invalid("%s must be a whole number, got %s", fieldName(path), n)
 			}
+			if math.Abs(f) > maxSafeInteger {
+				return nil, invalid("%s is too large", fieldName(path))
+			}
 			n = json.Number(strconv.FormatFloat(f, 'f', -1, 64))
-		}
-		if s.Minimum != nil && f < *s.Minimum {
-			return nil, invalid("%s must be at least %v, got %s", fieldName(path), *s.Minimum, n)
-		}
-		if s.Maximum != nil && f > *s.Maximum {
-			return nil, invalid("%s must be at most %v, got %s", fieldName(path), *s.Maximum, n)
 		}
 		v = n
 	case "boolean":
@@ -321,6 +378,25 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 		return nil, invalid("%s must be one of %s, got %s", fieldName(path), strings.Join(opts, ", "), quote(v))
 	}
 	return v, nil
+}
+
+// plain formats a bound without an exponent.
+func plain(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// maxSafeInteger is the largest integer a float64 (and so a JSON number) carries exactly.
+const maxSafeInteger = 1 << 53
+
+// isUUIDField reports whether a property path names uuids by Chorus's naming ("projectUuid",
+// "inputUuids[0]", "criteria[1].uuid").
+func isUUIDField(path string) bool {
+	name := path
+	if i := strings.LastIndexAny(name, ".]"); i >= 0 && name[i] == '.' {
+		name = name[i+1:]
+	}
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
+	return name == "uuid" || strings.HasSuffix(name, "Uuid") || strings.HasSuffix(name, "Uuids")
 }
 
 func checkString(path string, s *jsonschema.Schema, str string) error {

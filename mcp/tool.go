@@ -200,7 +200,13 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	}
 	var in In
 	if err := json.Unmarshal(args, &in); err != nil {
-		return nil, invalid("%v", err)
+		// normalizeArgs has checked every field against the schema, so this is a value the schema
+		// allows but Go cannot hold; name the field without Go's vocabulary.
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field != "" {
+			return nil, invalid("%s has a value out of range", ute.Field)
+		}
+		return nil, invalid("arguments could not be read")
 	}
 	timeout := d.CallTimeout
 	if timeout == 0 {
@@ -262,12 +268,20 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 	sum := sha256.Sum256(append([]byte(toolName+"\x00"), args...))
 	hash := hex.EncodeToString(sum[:])
 	prior, err := d.Store.BeginToolRequest(ctx, call.Who.Caller.AgentUUID, call.RequestID, toolName, hash)
+	// A twin call with the same requestId is still running: wait for its result rather than
+	// send the agent away; the deadline bounds the wait.
+	for errors.Is(err, store.ErrRequestRunning) {
+		select {
+		case <-ctx.Done():
+			return nil, refuse("A call with requestId %q is still running; retry with the same requestId to get its result.", call.RequestID)
+		case <-time.After(100 * time.Millisecond):
+		}
+		prior, err = d.Store.BeginToolRequest(ctx, call.Who.Caller.AgentUUID, call.RequestID, toolName, hash)
+	}
 	switch {
 	case errors.Is(err, store.ErrRequestMismatch):
 		return nil, invalid("requestId %q was already used for a different call (%s); use a new requestId for new work",
 			call.RequestID, prior.Tool)
-	case errors.Is(err, store.ErrRequestRunning):
-		return nil, refuse("A call with requestId %q is still running; wait a moment and retry with the same requestId to get its result.", call.RequestID)
 	case err != nil:
 		return nil, err
 	case prior != nil:

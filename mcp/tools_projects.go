@@ -247,6 +247,10 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 		if strings.TrimSpace(in.Name) == "" {
 			return CreatedProject{}, invalid("name must not be blank")
 		}
+		if in.Visibility == "private" && call.Who.Caller.OwnerUUID == "" {
+			return CreatedProject{}, refuse("An agent without an owner cannot create a private project: its members are users, " +
+				"and no user would be one. Create it public, or give the agent an owner (chorus agent create --owner-email).")
+		}
 		p, err := d.Store.CreateProject(ctx, call.Who.Caller, store.NewProject{
 			Name: in.Name, Description: in.Description, GroupUUID: in.GroupUUID, Visibility: in.Visibility})
 		if err != nil {

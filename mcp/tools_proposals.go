@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,7 +236,10 @@ func (c CreatedProposal) Note() string { return c.note }
 // checkInputs gates a proposal's inputs (SPEC 2.3): each resolves to an idea or document the
 // caller can see; idea inputs must be claimed by the caller and not be themes.
 func checkInputs(ctx context.Context, d *Deps, who Principal, inputType string, uuids []string) error {
-	for _, u := range uuids {
+	for i, u := range uuids {
+		if slices.Contains(uuids[:i], u) {
+			return invalid("inputUuids lists %s twice", u)
+		}
 		if inputType == "document" {
 			if _, _, err := d.Store.DocumentAccess(ctx, who.Caller, u, store.AccessViewer); err != nil {
 				return err
@@ -437,7 +441,7 @@ type AddTaskDraftIn struct {
 	ProposalUUID            string        `json:"proposalUuid" jsonschema:"the proposal's uuid"`
 	Title                   string        `json:"title" jsonschema:"task title" chorus:"minLength=1"`
 	Description             *string       `json:"description,omitempty" jsonschema:"what to do"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed" chorus:"min=0"`
 	Priority                *string       `json:"priority,omitempty" jsonschema:"low, medium or high" chorus:"enum=low|medium|high"`
 	Kind                    *string       `json:"kind,omitempty" jsonschema:"implementation, verification, docs or other" chorus:"enum=implementation|verification|docs|other"`
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems" jsonschema:"at least one criterion with a non-blank description"`
@@ -462,7 +466,7 @@ type UpdateTaskDraftIn struct {
 	DraftUUID               string        `json:"draftUuid" jsonschema:"the task draft's uuid"`
 	Title                   *string       `json:"title,omitempty" jsonschema:"new title"`
 	Description             *string       `json:"description,omitempty" jsonschema:"new description"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate" chorus:"min=0"`
 	Priority                *string       `json:"priority,omitempty" jsonschema:"new priority" chorus:"enum=low|medium|high"`
 	Kind                    *string       `json:"kind,omitempty" jsonschema:"new kind" chorus:"enum=implementation|verification|docs|other"`
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces all criteria; must keep at least one"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -328,12 +329,44 @@ type MyAssignments struct {
 	TaskTracker map[string]TaskTrackerEntry `json:"taskTracker"`
 }
 
+// scopeHeaders reads SPEC 5.4's scoping headers: nil means no scoping; a non-nil slice is the
+// projects to keep (empty: keep none). A group wins over a project list, and a group that is
+// unknown or has no projects scopes to nothing (SPEC D8).
+func scopeHeaders(ctx context.Context, d *Deps, c store.Caller, h http.Header) ([]string, error) {
+	if h == nil {
+		return nil, nil
+	}
+	if g := strings.TrimSpace(h.Get("X-Chorus-Project-Group")); g != "" {
+		ids, err := d.Store.GroupProjectUUIDs(ctx, c.CompanyUUID, strings.ToLower(g))
+		if ids == nil {
+			ids = []string{}
+		}
+		return ids, err
+	}
+	raw := strings.TrimSpace(h.Get("X-Chorus-Project"))
+	if raw == "" {
+		return nil, nil
+	}
+	ids := []string{}
+	for p := range strings.SplitSeq(raw, ",") {
+		if p = strings.ToLower(strings.TrimSpace(p)); p != "" {
+			ids = append(ids, p)
+		}
+	}
+	return ids, nil
+}
+
 var getMyAssignments = tool[NoInput, MyAssignments]{
 	Name: "chorus_get_my_assignments", Title: "My assignments", Perm: perm.Public, Effect: reads,
 	Desc: "Everything assigned to you (or your owner) that is not finished, by project: ideas with their derived " +
-		"status and proposal and task counts, and tasks with their acceptance progress (high priority first).",
+		"status and proposal and task counts, and tasks with their acceptance progress (high priority first). " +
+		"The X-Chorus-Project (comma-separated uuids) or X-Chorus-Project-Group HTTP header narrows it to those projects.",
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (MyAssignments, error) {
-		a, err := d.Store.MyAssignments(ctx, call.Who.Caller, nil)
+		only, err := scopeHeaders(ctx, d, call.Who.Caller, call.Header)
+		if err != nil {
+			return MyAssignments{}, err
+		}
+		a, err := d.Store.MyAssignments(ctx, call.Who.Caller, only)
 		if err != nil {
 			return MyAssignments{}, err
 		}
@@ -368,7 +401,7 @@ type NewTaskIn struct {
 	Title                   string        `json:"title" jsonschema:"task title" chorus:"minLength=1"`
 	Description             *string       `json:"description,omitempty" jsonschema:"what to do"`
 	Priority                *string       `json:"priority,omitempty" jsonschema:"low, medium (default) or high" chorus:"enum=low|medium|high"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed" chorus:"min=0"`
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems" jsonschema:"at least one criterion with a non-blank description"`
 	DraftUUID               *string       `json:"draftUuid,omitempty" jsonschema:"your own id for this task, for dependsOnDraftUuids of other tasks in the same call"`
 	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"draftUuids of tasks in this call that must be done first"`
@@ -415,6 +448,15 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 		if call.RequestID != "" {
 			batch.BatchUUID = workflows.DerivedUUID("create-tasks", call.Who.Caller.AgentUUID, call.RequestID)
 		}
+		drafts := map[string]bool{}
+		for _, t := range in.Tasks {
+			if t.DraftUUID != nil {
+				if drafts[*t.DraftUUID] {
+					return CreatedTasks{}, invalid("tasks: draftUuid %q is used by two tasks; give each task its own", *t.DraftUUID)
+				}
+				drafts[*t.DraftUUID] = true
+			}
+		}
 		for _, t := range in.Tasks {
 			cs := criteria(t.AcceptanceCriteriaItems)
 			if len(workflows.NormalizeCriteria(cs)) == 0 {
@@ -447,7 +489,7 @@ type UpdateTaskIn struct {
 	Title                   *string       `json:"title,omitempty" jsonschema:"new title"`
 	Description             *string       `json:"description,omitempty" jsonschema:"new description"`
 	Priority                *string       `json:"priority,omitempty" jsonschema:"new priority" chorus:"enum=low|medium|high"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate" chorus:"min=0"`
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces every criterion (all marks are discarded); must keep at least one"`
 	AddDependsOn            []string      `json:"addDependsOn,omitempty" jsonschema:"tasks of the same project this task now depends on"`
 	RemoveDependsOn         []string      `json:"removeDependsOn,omitempty" jsonschema:"dependencies to drop"`
@@ -474,6 +516,10 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 		}
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return TaskView{}, invalid("title must not be blank")
+		}
+		if in.Title == nil && in.Description == nil && in.Priority == nil && in.StoryPoints == nil &&
+			in.AcceptanceCriteriaItems == nil && in.AddDependsOn == nil && in.RemoveDependsOn == nil && in.Status == nil {
+			return taskView(ctx, d, call.Who, in.TaskUUID) // nothing asked, nothing changed
 		}
 		cmd := workflows.UpdateTaskInput{Actor: actor(call.Who), Title: in.Title, Description: in.Description,
 			DescriptionSet: in.Description != nil, Priority: in.Priority, StoryPoints: in.StoryPoints,
@@ -524,7 +570,8 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 	Name: "chorus_pm_assign_task", Title: "Assign a task", Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Assign an open or assigned task to an agent of your company that holds task:write (replacing the current assignee).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignTaskIn) (TaskView, error) {
-		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, in.TaskUUID, store.AccessEditor); err != nil {
+		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, in.TaskUUID, store.AccessEditor)
+		if err != nil {
 			return TaskView{}, err
 		}
 		target, err := d.Store.GetAgent(ctx, call.Who.Caller.CompanyUUID, in.AgentUUID)
@@ -533,6 +580,13 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 		}
 		if !perm.Effective(target.Roles, target.Permissions).Has(perm.TaskWrite) {
 			return TaskView{}, refuse("Agent %q does not have task:write permission", target.Name)
+		}
+		// The assignee must be able to work the task: editor on its project (SPEC 5.3). Saying so
+		// reveals nothing the caller cannot see: the caller can see the task.
+		targetCaller := store.Caller{CompanyUUID: target.CompanyUUID, AgentUUID: target.UUID, OwnerUUID: deref(target.OwnerUUID)}
+		if _, err := d.Store.RequireProject(ctx, targetCaller, task.ProjectUUID, store.AccessEditor); err != nil {
+			return TaskView{}, refuse("Agent %q cannot work in this task's project (it needs editor access there); "+
+				"add its owner to the project or pick another agent", target.Name)
 		}
 		if in.InstanceUUID.Value != nil {
 			return TaskView{}, refuse("Agent instance not found")

@@ -241,3 +241,14 @@ func (s *Store) MyAssignments(ctx context.Context, c Caller, onlyProjects []stri
 	}
 	return out, nil
 }
+
+// GroupProjectUUIDs lists the projects of a group of the company (none for an unknown group).
+func (s *Store) GroupProjectUUIDs(ctx context.Context, companyUUID, groupUUID string) ([]string, error) {
+	if !IsUUID(groupUUID) {
+		return nil, nil
+	}
+	var ids []string
+	err := s.DB.NewSelect().Table("projects").Column("uuid").Where("company_uuid = ?", companyUUID).
+		Where("group_uuid = ?", groupUUID).Scan(ctx, &ids)
+	return ids, err
+}

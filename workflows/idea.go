@@ -182,6 +182,8 @@ type IdeaResult struct {
 type ideaWorkflow struct {
 	state IdeaState
 	mu    workflow.Mutex
+	// abandoned: the create update failed, so this run holds no idea and ends.
+	abandoned bool
 }
 
 // IdeaWorkflow is the long-lived workflow of one idea (id "idea/<uuid>"): it owns the idea's
@@ -198,7 +200,7 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 	if w.state.Created {
 		w.publish(ctx)
 	}
-	again, err := awaitContinueAsNew(ctx, func() bool { return w.state.Deleted })
+	again, err := awaitContinueAsNew(ctx, func() bool { return w.state.Deleted || w.abandoned })
 	if err != nil || !again {
 		return err
 	}
@@ -348,6 +350,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	}
 	if in.ParentUUID != nil {
 		if err := w.checkParent(ctx, in.Actor, in.UUID, in.ProjectUUID, *in.ParentUUID); err != nil {
+			w.abandoned = true
 			return IdeaResult{}, err
 		}
 	}
@@ -358,6 +361,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 		CreatedAt: now, UpdatedAt: now}}
 	row := n.Idea
 	if err := w.commit(ctx, n, activities.IdeaChange{At: now, Insert: &row}); err != nil {
+		w.abandoned = true // nothing was created: end rather than linger as an empty workflow
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
@@ -556,6 +560,9 @@ func (w *ideaWorkflow) validateStart(in StartElaborationInput) error {
 	}
 	seen := map[string]bool{}
 	for _, q := range in.Questions {
+		if strings.TrimSpace(q.ID) == "" {
+			return fail(KindInvalid, "Every question needs a non-empty id (answers refer to it)")
+		}
 		if strings.TrimSpace(q.Text) == "" {
 			return fail(KindInvalid, "Question '%s' has empty text", q.ID)
 		}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -142,6 +143,8 @@ type MaterializedItem struct {
 type proposalWorkflow struct {
 	state ProposalState
 	mu    workflow.Mutex
+	// abandoned: the create update failed, so this run holds no proposal and ends.
+	abandoned bool
 }
 
 // ProposalWorkflow is the long-lived workflow of one proposal (id "proposal/<uuid>"): it owns
@@ -167,7 +170,8 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 			w.taskFinished(ctx, sig)
 		}
 	})
-	if _, err := awaitContinueAsNew(ctx, func() bool { return false }); err != nil {
+	again, err := awaitContinueAsNew(ctx, func() bool { return w.abandoned })
+	if err != nil || !again {
 		return err
 	}
 	var sig TaskFinished
@@ -223,9 +227,36 @@ func (w *proposalWorkflow) next(ctx workflow.Context) (ProposalState, time.Time)
 	return n, now
 }
 
+// change is a write of the given columns. The drafts travel only when written: they are the
+// bulk of a proposal, and every activity input is a Temporal payload of bounded size.
 func (w *proposalWorkflow) change(n ProposalState, at time.Time, cols ...string) activities.ProposalChange {
+	row := n.Proposal
+	if !slices.Contains(cols, "document_drafts") {
+		row.DocumentDrafts = nil
+	}
+	if !slices.Contains(cols, "task_drafts") {
+		row.TaskDrafts = nil
+	}
 	return activities.ProposalChange{UUID: n.Proposal.UUID, CompanyUUID: n.Proposal.CompanyUUID, Version: n.Proposal.Version,
-		At: at, Row: n.Proposal, Columns: cols}
+		At: at, Row: row, Columns: cols}
+}
+
+// maxDraftBytes bounds a proposal's drafts (as JSON): they live in the workflow's state and
+// travel in activity inputs, which Temporal refuses above 2 MB and warns about above 512 KB.
+const maxDraftBytes = 500_000
+
+// checkDraftSize refuses a draft edit that would grow the drafts past maxDraftBytes.
+func checkDraftSize(verb, kind string, docs []store.DocumentDraft, tasks []store.TaskDraft) error {
+	//workflowcheck:ignore (marshalling structs and slices is deterministic)
+	b, _ := json.Marshal(struct {
+		D []store.DocumentDraft
+		T []store.TaskDraft
+	}{docs, tasks})
+	if len(b) > maxDraftBytes {
+		return Refuse(KindInvalid, "Failed to %s %s draft: the proposal's drafts would take %d bytes, more than the %d a proposal holds. "+
+			"Keep long material in documents (chorus_pm_create_document) and shorten the drafts.", verb, kind, len(b), maxDraftBytes)
+	}
+	return nil
 }
 
 func (w *proposalWorkflow) activity(n ProposalState, at time.Time, a Actor, action string, value any) activities.ActivityRecord {
@@ -300,6 +331,7 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 		Version: 1, CreatedAt: now, UpdatedAt: now}}
 	row := n.Proposal
 	if err := w.persist(ctx, n, activities.ProposalChange{UUID: row.UUID, CompanyUUID: row.CompanyUUID, Version: 1, At: now, Insert: &row}); err != nil {
+		w.abandoned = true // nothing was created: end rather than linger as an empty workflow
 		return ProposalResult{}, err
 	}
 	return w.result(), nil
@@ -346,7 +378,16 @@ func (w *proposalWorkflow) draftGuard(verb, kind string, existing bool) func(Doc
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return Refuse(KindInvalid, "Failed to %s document draft: title must not be blank", verb)
 		}
-		return nil
+		docs := slices.Clone(w.state.Proposal.DocumentDrafts)
+		if existing {
+			i := slices.IndexFunc(docs, func(d store.DocumentDraft) bool { return d.UUID == in.DraftUUID })
+			if in.Content != nil {
+				docs[i].Content = *in.Content
+			}
+		} else {
+			docs = append(docs, store.DocumentDraft{Type: deref(in.Type), Title: deref(in.Title), Content: deref(in.Content)})
+		}
+		return checkDraftSize(verb, "document", docs, w.state.Proposal.TaskDrafts)
 	}
 }
 
@@ -398,7 +439,9 @@ func (w *proposalWorkflow) validateAddTaskDraft(in TaskDraftInput) error {
 	if len(NormalizeCriteria(in.Criteria)) == 0 {
 		return Refuse(KindInvalid, "Failed to add task draft: "+criteriaRequired)
 	}
-	return nil
+	tasks := append(slices.Clone(w.state.Proposal.TaskDrafts), store.TaskDraft{Title: *in.Title, Description: in.Description,
+		AcceptanceCriteriaItems: in.Criteria, DependsOnDraftUUIDs: in.DependsOn})
+	return checkDraftSize("add", "task", w.state.Proposal.DocumentDrafts, tasks)
 }
 
 func (w *proposalWorkflow) addTaskDraft(ctx workflow.Context, in TaskDraftInput) (ProposalResult, error) {
@@ -426,7 +469,8 @@ func (w *proposalWorkflow) validateUpdateTaskDraft(in TaskDraftInput) error {
 	if in.SetCriteria && len(NormalizeCriteria(in.Criteria)) == 0 {
 		return Refuse(KindInvalid, "Failed to update task draft: "+criteriaRequired)
 	}
-	return nil
+	extra := store.TaskDraft{Description: in.Description, AcceptanceCriteriaItems: in.Criteria, DependsOnDraftUUIDs: in.DependsOn}
+	return checkDraftSize("update", "task", w.state.Proposal.DocumentDrafts, append(slices.Clone(w.state.Proposal.TaskDrafts), extra))
 }
 
 func (w *proposalWorkflow) updateTaskDraft(ctx workflow.Context, in TaskDraftInput) (ProposalResult, error) {

@@ -198,3 +198,15 @@ func TestTaskWorkflowVerifyNeedsRequiredCriteria(t *testing.T) {
 	require.NoError(t, done.rejected)
 	require.Equal(t, "done", state.Task.Status)
 }
+
+func TestIdeaWorkflowEndsWhenCreateFails(t *testing.T) {
+	env, s := newEnv(t)
+	var a *activities.Activities
+	env.OnActivity(a.PersistIdea, mock.Anything, mock.Anything).Return(
+		temporal.NewNonRetryableApplicationError("constraint", "StoreDown", nil))
+	create := s.send(time.Second, UpdateCreateIdea, CreateIdeaInput{Actor: pm, UUID: "idea-1", ProjectUUID: "p", Title: "Idea"})
+	env.ExecuteWorkflow(IdeaWorkflow, IdeaRun{})
+	require.Error(t, create.failed)
+	require.True(t, env.IsWorkflowCompleted(), "a workflow whose idea was never created does not linger")
+	require.NoError(t, env.GetWorkflowError())
+}

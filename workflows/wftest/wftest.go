@@ -12,6 +12,7 @@ package wftest
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -106,4 +107,13 @@ func Binary() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// serverLog is where the dev server's own log goes: nowhere, unless CHORUS_TEST_TEMPORAL_LOG=1
+// (it logs every aborted update of the race tests as an error, which is expected there).
+func serverLog() io.Writer {
+	if os.Getenv("CHORUS_TEST_TEMPORAL_LOG") == "1" {
+		return os.Stderr
+	}
+	return io.Discard
 }

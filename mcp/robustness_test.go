@@ -1,0 +1,233 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Inputs found by trying the product the way users (and careless agents) do. Each used to end
+// in an internal error, a stuck entity or a leak; each must now get a clear answer that changes
+// nothing.
+
+func TestHostileStringsAreRefusedByName(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"chorus_pm_create_idea", map[string]any{"projectUuid": project, "title": "a\x00b"}, "Input validation error: title must not contain NUL characters"},
+		{"chorus_pm_create_idea", map[string]any{"projectUuid": project, "title": "t", "content": strings.Repeat("x", maxLongText+1)},
+			fmt.Sprintf("Input validation error: content must be at most %d characters long, got %d", maxLongText, maxLongText+1)},
+		{"chorus_pm_create_idea", map[string]any{"projectUuid": project, "title": strings.Repeat("t", maxShortText+1)},
+			fmt.Sprintf("Input validation error: title must be at most %d characters long", maxShortText)},
+		{"chorus_admin_create_project", map[string]any{"name": "x\x00y"}, "Input validation error: name must not contain NUL characters"},
+		{"chorus_list_tasks", map[string]any{"projectUuid": project, "page": 99999999999999999999.0}, "Input validation error: page must be at most 1000000"},
+		{"chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{{"title": "t", "storyPoints": -3,
+			"acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, "Input validation error: tasks[0].storyPoints must be at least 0"},
+		{"chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+			{"title": "a", "draftUuid": "d", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+			{"title": "b", "draftUuid": "d", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}},
+			`Input validation error: tasks: draftUuid "d" is used by two tasks`},
+	}
+	for _, c := range cases {
+		msg := fails(t, admin, c.tool, c.args)
+		require.True(t, strings.HasPrefix(msg, c.want), "%s: got %q, want prefix %q", c.tool, msg, c.want)
+	}
+	var list IdeaList
+	ok(t, admin, "chorus_get_ideas", map[string]any{"projectUuid": project}, &list)
+	require.Equal(t, 0, list.Total)
+	var tasks TaskList
+	ok(t, admin, "chorus_list_tasks", map[string]any{"projectUuid": project}, &tasks)
+	require.Equal(t, 0, tasks.Total)
+}
+
+func TestLenientNumbersAndUUIDCase(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	var created CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": strings.ToUpper(project), "tasks": []map[string]any{
+		{"title": "t", "storyPoints": "+3", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+	var v TaskView
+	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": strings.ToUpper(created.Tasks[0].UUID)}, &v)
+	require.InDelta(t, 3.0, *v.StoryPoints, 0.0001)
+	require.Equal(t, created.Tasks[0].UUID, v.UUID)
+	ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": strings.ToUpper(created.Tasks[0].UUID)}, &v)
+	require.Equal(t, "assigned", v.Status)
+
+	// Nothing asked of chorus_update_task changes nothing.
+	var again TaskView
+	ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": v.UUID}, &again)
+	require.Equal(t, v.UpdatedAt, again.UpdatedAt)
+}
+
+func TestQuestionIDsMustNotBeEmpty(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	idea := createIdea(t, admin, project, "Idea", nil)
+	ok(t, admin, "chorus_claim_idea", map[string]any{"ideaUuid": idea}, nil)
+	qs := twoQuestions()
+	qs[1]["id"] = " "
+	require.Equal(t, "Failed to start elaboration: Every question needs a non-empty id (answers refer to it)",
+		fails(t, admin, "chorus_pm_start_elaboration", map[string]any{"ideaUuid": idea, "depth": "standard", "questions": qs}))
+}
+
+func TestProposalDraftsStayWithinTheirBudget(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	pm := e.pmWithIdeaAdmin("PM")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	idea := elaboratedIdea(t, pm, admin, project, "Idea")
+	proposal, _ := fullProposal(t, pm, project, idea)
+	big := strings.Repeat("z", maxLongText-10)
+	var refused string
+	for i := range 12 {
+		res := call(t, pm, "chorus_pm_add_document_draft", map[string]any{"proposalUuid": proposal, "type": "spec",
+			"title": fmt.Sprintf("Spec %d", i), "content": big})
+		if res.IsError {
+			refused = text(res)
+			break
+		}
+	}
+	require.Contains(t, refused, "Failed to add document draft: the proposal's drafts would take")
+	// The proposal still works: remove a draft, submit, approve.
+	var pv ProposalView
+	ok(t, pm, "chorus_get_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+	ok(t, pm, "chorus_pm_remove_document_draft", map[string]any{"proposalUuid": proposal, "draftUuid": pv.DocumentDraftIndex[2].UUID}, nil)
+	ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+	ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+	require.Equal(t, "approved", pv.Status)
+}
+
+func TestAssigningIntoAPrivateProjectNeedsAccess(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	ctx := context.Background()
+	admin := e.client(e.adminKey)
+	var p CreatedProject
+	ok(t, admin, "chorus_admin_create_project", map[string]any{"name": "Secret", "visibility": "private"}, &p)
+	var created CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": p.UUID, "tasks": []map[string]any{
+		{"title": "Hidden work", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+
+	stranger, err := e.st.EnsureUser(ctx, e.company, "stranger@example.com", "Stranger")
+	require.NoError(t, err)
+	outsider, key, err := e.st.CreateAgent(ctx, store.NewAgent{CompanyUUID: e.company, Name: "Outsider",
+		Roles: []string{perm.DeveloperAgent}, OwnerUUID: &stranger.UUID})
+	require.NoError(t, err)
+	msg := fails(t, admin, "chorus_pm_assign_task", map[string]any{"taskUuid": created.Tasks[0].UUID, "agentUuid": outsider.UUID})
+	require.Contains(t, msg, `Agent "Outsider" cannot work in this task's project`)
+
+	var ci CheckinOut
+	ok(t, e.client(key), "chorus_checkin", nil, &ci)
+	require.Empty(t, ci.Notifications.Recent, "nothing about the private project reached the outsider")
+	n, err := e.st.DB.NewSelect().Model((*store.Notification)(nil)).Where("recipient_uuid = ?", outsider.UUID).Count(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// An ownerless agent may not make a private project no one could reach.
+	_, noOwnerKey, err := e.st.CreateAgent(ctx, store.NewAgent{CompanyUUID: e.company, Name: "Orphan", Roles: []string{perm.AdminAgent}})
+	require.NoError(t, err)
+	require.Contains(t, fails(t, e.client(noOwnerKey), "chorus_admin_create_project", map[string]any{"name": "x", "visibility": "private"}),
+		"An agent without an owner cannot create a private project")
+}
+
+func TestParallelRetriesWithOneRequestID(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	results := make([]string, 12)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := call(t, admin, "chorus_pm_create_idea", map[string]any{"projectUuid": project, "title": "Once", "requestId": "same"})
+			if res.IsError {
+				results[i] = "error: " + text(res)
+				return
+			}
+			results[i] = decode[CreatedIdea](t, res).UUID
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		require.Equal(t, results[0], r)
+	}
+	var list IdeaList
+	ok(t, admin, "chorus_get_ideas", map[string]any{"projectUuid": project}, &list)
+	require.Equal(t, 1, list.Total)
+}
+
+func TestScopingHeadersOnMyAssignments(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	a, b := createProject(t, admin, "A"), createProject(t, admin, "B")
+	for _, p := range []string{a, b} {
+		var c CreatedTasks
+		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": p, "tasks": []map[string]any{
+			{"title": "t", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &c)
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": c.Tasks[0].UUID}, nil)
+	}
+	tracker := func(headers map[string]string) map[string]TaskTrackerEntry {
+		req, _ := http.NewRequest(http.MethodPost, e.url, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"chorus_get_my_assignments","arguments":{}}}`))
+		req.Header.Set("Authorization", "Bearer "+e.adminKey)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body struct {
+			Result struct {
+				StructuredContent MyAssignments `json:"structuredContent"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return body.Result.StructuredContent.TaskTracker
+	}
+	require.Len(t, tracker(nil), 2)
+	require.Len(t, tracker(map[string]string{"X-Chorus-Project": " " + strings.ToUpper(a) + " ,"}), 1)
+	require.Contains(t, tracker(map[string]string{"X-Chorus-Project": a}), a)
+	require.Empty(t, tracker(map[string]string{"X-Chorus-Project": store.NewUUID()}))
+	require.Empty(t, tracker(map[string]string{"X-Chorus-Project-Group": store.NewUUID()}), "SPEC D8: an unknown group scopes to nothing")
+	require.Empty(t, tracker(map[string]string{"X-Chorus-Project-Group": store.NewUUID(), "X-Chorus-Project": a}), "the group wins")
+}
+
+func TestMalformedBodiesGetJSONRPCErrors(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	auth := "Bearer " + e.adminKey
+	for body, want := range map[string]int{
+		`{"jsonrpc":"2.0","id":1,`: -32700,
+		`"x"`:                      -32600,
+		`{"jsonrpc":"1.0","id":1,"method":"ping"}`: -32600,
+		`{"jsonrpc":"2.0","id":1}`:                 -32600,
+		`[]`:                                       -32600,
+	} {
+		resp, got := e.rawPost(auth, body)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+		require.Contains(t, resp.Header.Get("Content-Type"), "application/json", body)
+		var m struct {
+			Error struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(got), &m), got)
+		require.Equal(t, want, m.Error.Code, body)
+	}
+}
