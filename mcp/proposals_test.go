@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -242,6 +243,15 @@ func TestIllegalProposalTransitions(t *testing.T) {
 	ok(t, pm, "chorus_get_proposal", map[string]any{"proposalUuid": p.UUID, "section": "tasks"}, &pv)
 	require.Len(t, *pv.TaskDrafts, 1)
 	require.Equal(t, []string{a.DraftUUID, "nope"}, (*pv.TaskDrafts)[0].DependsOnDraftUUIDs)
+
+	// A second proposal on the same idea is told about the first (SPEC C22): JSON, then a note.
+	res := call(t, pm, "chorus_pm_create_proposal", map[string]any{"projectUuid": project, "title": "Second",
+		"inputType": "idea", "inputUuids": []string{idea}})
+	require.False(t, res.IsError, text(res))
+	jsonPart, note, found := strings.Cut(text(res), "\nNote: ")
+	require.True(t, found, text(res))
+	require.True(t, json.Valid([]byte(jsonPart)), jsonPart)
+	require.Equal(t, `Idea is also referenced by existing Proposal(s): "Empty"`, note)
 
 	// Approved proposals refuse draft edits; another PM cannot revoke it.
 	proposal, _ := fullProposal(t, pm, project, idea)
