@@ -1,8 +1,9 @@
+//go:build record
+
 package mcp
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,18 +18,13 @@ import (
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
 
-var recordHistories = flag.Bool("record-histories", false,
-	"drive an idea to done and write each workflow's history to ../workflows/testdata/histories, for the replay tests")
-
-// TestRecordWorkflowHistories refreshes the histories that workflows' replay tests replay, so a
-// change to workflow code that alters its commands fails `make test`. Run it only when a
-// workflow change is deliberate (and versioned with workflow.GetVersion):
+// TestRecordWorkflowHistories drives an idea to done and writes each workflow's history to
+// ../workflows/testdata/histories, which the replay tests replay so that a change to workflow
+// code that alters its commands fails `make test`. It is built only with the "record" tag; run
+// it when a workflow change is deliberate (and versioned with workflow.GetVersion):
 //
-//	go test ./mcp -run TestRecordWorkflowHistories -record-histories
+//	go test -tags record ./mcp -run TestRecordWorkflowHistories
 func TestRecordWorkflowHistories(t *testing.T) {
-	if !*recordHistories {
-		t.Skip("pass -record-histories to rewrite workflows/testdata/histories")
-	}
 	e := newFlowEnv(t, "sqlite")
 	admin := e.client(e.adminKey)
 	pm := e.pmWithIdeaAdmin("PM")

@@ -13,7 +13,7 @@ import (
 // TestReplayRecordedHistories replays every history under testdata/histories against the
 // current workflow code. A change that alters the commands a workflow issues for an existing
 // history fails here: guard it with workflow.GetVersion, then re-record the histories
-// (go test ./mcp -run TestRecordWorkflowHistories -record-histories).
+// (go test -tags record ./mcp -run TestRecordWorkflowHistories).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)
