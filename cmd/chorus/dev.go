@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/workflows/devserver"
 )
 
 type devOptions struct {
@@ -67,7 +68,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	}
 	if os.Getenv("TEMPORAL_ADDRESS") == "" {
 		for _, p := range []int{o.temporalPort, o.uiPort} {
-			if err := portFree(p); err != nil {
+			if err := devserver.PortFree(p); err != nil {
 				return err
 			}
 		}
@@ -100,29 +101,30 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	cfg := serverConfig{role: roleAll, addr: o.addr, namespace: envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
 		temporalAddress: os.Getenv("TEMPORAL_ADDRESS"), temporalWait: 30 * time.Second}
 	uiURL := ""
-	var dev *temporalDev
 	if cfg.temporalAddress == "" {
-		bin, err := findTemporalCLI(ctx, out)
+		bin, err := devserver.FindCLI(ctx, out)
 		if err != nil {
 			return err
 		}
-		dev, err = startTemporalDev(bin, g.dataDir, o.temporalPort, o.uiPort)
+		dev, err := devserver.Start(devserver.Options{Bin: bin, Port: o.temporalPort, UIPort: o.uiPort,
+			DBFile: filepath.Join(g.dataDir, "temporal.db"), LogPath: filepath.Join(g.dataDir, "temporal.log"),
+			Namespace: cfg.namespace})
 		if err != nil {
 			return err
 		}
 		defer func() {
 			fmt.Fprintln(out, "chorus: stopping the Temporal dev server...")
-			if err := dev.stop(20 * time.Second); err != nil {
+			if err := dev.Stop(20 * time.Second); err != nil {
 				log.Warn("temporal dev server", "err", err)
 			}
 		}()
-		cfg.temporalAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.temporalPort))
-		if err := dev.waitReady(ctx, cfg.temporalAddress, 90*time.Second); err != nil {
+		cfg.temporalAddress = dev.Address()
+		if err := dev.WaitReady(ctx, 90*time.Second); err != nil {
 			return err
 		}
 		uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.namespace)
 		fmt.Fprintf(out, "chorus: Temporal dev server on %s (data %s, log %s)\n", cfg.temporalAddress,
-			filepath.Join(g.dataDir, "temporal.db"), dev.logPath)
+			filepath.Join(g.dataDir, "temporal.db"), dev.LogPath())
 	} else {
 		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporalAddress)
 	}

@@ -1,4 +1,8 @@
-package main
+// Package devserver runs the official Temporal dev server (the CLI's `server start-dev`) as a
+// child process: for `chorus dev` (persistent, with its web UI) and for integration tests
+// (in memory, headless). The child runs in its own process group and, on Linux, is killed when
+// its parent dies, so neither a Ctrl-C nor a crashed test leaves a server behind.
+package devserver
 
 import (
 	"bufio"
@@ -18,18 +22,29 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// temporalDev is the official Temporal dev server (the CLI's `server start-dev`) run as a child
-// process, persisting to a SQLite file in the data dir, with its web UI.
-type temporalDev struct {
+// Server is a running dev server.
+type Server struct {
 	cmd     *exec.Cmd
+	addr    string
 	logPath string
 	exited  chan error
 }
 
-// findTemporalCLI returns the path of the Temporal CLI: $CHORUS_TEMPORAL_BIN, else the binary
+// Options configure a dev server.
+type Options struct {
+	Bin       string // the Temporal CLI
+	Port      int    // frontend gRPC port on 127.0.0.1
+	UIPort    int    // web UI port; 0 runs headless
+	DBFile    string // SQLite file to persist to; "" keeps everything in memory
+	LogPath   string // file for the server's output; "" discards it
+	Namespace string
+	LogLevel  string // default "warn"
+}
+
+// FindCLI returns the path of the Temporal CLI: $CHORUS_TEMPORAL_BIN, else the binary
 // pinned by the tools/ module (built through the Go module proxy on first use, which takes a few
 // minutes), else `temporal` on PATH.
-func findTemporalCLI(ctx context.Context, progress io.Writer) (string, error) {
+func FindCLI(ctx context.Context, progress io.Writer) (string, error) {
 	if p := os.Getenv("CHORUS_TEMPORAL_BIN"); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("CHORUS_TEMPORAL_BIN=%s: %w", p, err)
@@ -101,47 +116,72 @@ func findToolsModule() (string, bool) {
 	}
 }
 
-// startTemporalDev launches the dev server on 127.0.0.1:port with its UI on uiPort, persisting
-// to dataDir/temporal.db and logging to dataDir/temporal.log, with Chorus's search attributes
-// pre-registered. The child runs in its own process group so that Ctrl-C reaches chorus, which
-// then stops it in order; on Linux it is also killed if chorus dies.
-func startTemporalDev(bin, dataDir string, port, uiPort int) (*temporalDev, error) {
-	for _, p := range []int{port, uiPort} {
-		if err := portFree(p); err != nil {
+// Start launches a dev server with Chorus's search attributes pre-registered. Call WaitReady
+// before using it and Stop when done.
+func Start(o Options) (*Server, error) {
+	ports := []int{o.Port}
+	if o.UIPort != 0 {
+		ports = append(ports, o.UIPort)
+	}
+	for _, p := range ports {
+		if err := PortFree(p); err != nil {
 			return nil, err
 		}
 	}
-	logPath := filepath.Join(dataDir, "temporal.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
+	var out io.Writer = io.Discard
+	var logFile *os.File
+	if o.LogPath != "" {
+		f, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		logFile, out = f, f
 	}
-	args := []string{"server", "start-dev",
-		"--ip", "127.0.0.1",
-		"--port", strconv.Itoa(port),
-		"--ui-port", strconv.Itoa(uiPort),
-		"--db-filename", filepath.Join(dataDir, "temporal.db"),
-		"--namespace", workflows.Namespace,
-		"--log-level", "warn",
+	if o.LogLevel == "" {
+		o.LogLevel = "warn"
+	}
+	if o.Namespace == "" {
+		o.Namespace = workflows.Namespace
+	}
+	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(o.Port),
+		"--namespace", o.Namespace, "--log-level", o.LogLevel}
+	if o.UIPort != 0 {
+		args = append(args, "--ui-port", strconv.Itoa(o.UIPort))
+	} else {
+		args = append(args, "--headless")
+	}
+	if o.DBFile != "" {
+		args = append(args, "--db-filename", o.DBFile)
 	}
 	args = append(args, workflows.SearchAttributeFlags()...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd := exec.Command(o.Bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("start Temporal dev server: %w", err)
+		if logFile != nil {
+			_ = logFile.Close()
+		}
+		return nil, fmt.Errorf("start the Temporal dev server: %w", err)
 	}
-	t := &temporalDev{cmd: cmd, logPath: logPath, exited: make(chan error, 1)}
+	s := &Server{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Port)), logPath: o.LogPath, exited: make(chan error, 1)}
 	go func() {
-		t.exited <- cmd.Wait()
-		_ = logFile.Close()
+		s.exited <- cmd.Wait()
+		if logFile != nil {
+			_ = logFile.Close()
+		}
 	}()
-	return t, nil
+	return s, nil
 }
 
-// waitReady blocks until the frontend accepts connections, the child exits, or timeout passes.
-func (t *temporalDev) waitReady(ctx context.Context, addr string, timeout time.Duration) error {
+// Address is the frontend's host:port.
+func (s *Server) Address() string { return s.addr }
+
+// LogPath is where the server logs ("" when discarded).
+func (s *Server) LogPath() string { return s.logPath }
+
+// WaitReady blocks until the frontend accepts connections, the child exits, or timeout passes.
+func (t *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
+	addr := t.addr
 	deadline := time.Now().Add(timeout)
 	for {
 		conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
@@ -163,9 +203,9 @@ func (t *temporalDev) waitReady(ctx context.Context, addr string, timeout time.D
 	}
 }
 
-// stop asks the dev server to shut down (SIGINT, so it closes its database cleanly) and kills
+// Stop asks the dev server to shut down (SIGINT, so it closes its database cleanly) and kills
 // it if it has not exited within grace.
-func (t *temporalDev) stop(grace time.Duration) error {
+func (t *Server) Stop(grace time.Duration) error {
 	select {
 	case err := <-t.exited:
 		t.exited <- err
@@ -183,7 +223,7 @@ func (t *temporalDev) stop(grace time.Duration) error {
 	}
 }
 
-func portFree(port int) error {
+func PortFree(port int) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("port %d is in use (another chorus dev or Temporal server?); stop it or pick other ports "+
@@ -192,7 +232,20 @@ func portFree(port int) error {
 	return ln.Close()
 }
 
+// FreePort returns a port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
 func tail(path string, n int) string {
+	if path == "" {
+		return "(no log kept)"
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
