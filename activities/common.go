@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -95,10 +94,4 @@ func MarshalValue(v any) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// isGone reports whether err is errGone.
-func isGone(err error) bool {
-	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == "chorus.NotFound"
 }

@@ -164,12 +164,12 @@ func (a *Activities) RevokeCascade(ctx context.Context, r Revoke) (Revoked, erro
 			return nil // an earlier attempt committed; out still lists what it did
 		}
 		if len(ids) > 0 {
-			if _, err := tx.NewDelete().Table("task_dependencies").Where("depends_on_uuid IN (?)", bun.In(ids)).
-				Where("task_uuid NOT IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			if _, err := tx.NewDelete().Table("task_dependencies").Where("depends_on_uuid IN (?)", bun.List(ids)).
+				Where("task_uuid NOT IN (?)", bun.List(ids)).Exec(ctx); err != nil {
 				return err
 			}
 			if _, err := tx.NewUpdate().Table("tasks").Set("status = 'closed'").Set("updated_at = ?", c.At).
-				Where("uuid IN (?)", bun.In(ids)).Where("status <> 'closed'").Exec(ctx); err != nil {
+				Where("uuid IN (?)", bun.List(ids)).Where("status <> 'closed'").Exec(ctx); err != nil {
 				return err
 			}
 		}
@@ -179,10 +179,10 @@ func (a *Activities) RevokeCascade(ctx context.Context, r Revoke) (Revoked, erro
 				docIDs = append(docIDs, d.UUID)
 			}
 			if _, err := tx.NewDelete().Table("comments").Where("target_type = 'document'").
-				Where("target_uuid IN (?)", bun.In(docIDs)).Exec(ctx); err != nil {
+				Where("target_uuid IN (?)", bun.List(docIDs)).Exec(ctx); err != nil {
 				return err
 			}
-			if _, err := tx.NewDelete().Table("documents").Where("uuid IN (?)", bun.In(docIDs)).Exec(ctx); err != nil {
+			if _, err := tx.NewDelete().Table("documents").Where("uuid IN (?)", bun.List(docIDs)).Exec(ctx); err != nil {
 				return err
 			}
 		}

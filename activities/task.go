@@ -144,7 +144,7 @@ func (a *Activities) PersistTask(ctx context.Context, c TaskChange) (TaskOutcome
 		}
 		if len(c.RemoveDeps) > 0 {
 			if _, err := tx.NewDelete().Table("task_dependencies").Where("task_uuid = ?", c.UUID).
-				Where("depends_on_uuid IN (?)", bun.In(c.RemoveDeps)).Exec(ctx); err != nil {
+				Where("depends_on_uuid IN (?)", bun.List(c.RemoveDeps)).Exec(ctx); err != nil {
 				return err
 			}
 		}

@@ -115,9 +115,9 @@ func TestApprovalSurvivesAWorkerCrash(t *testing.T) {
 			require.EqualValues(t, 3*2+37, n)
 			require.Equal(t, 1, activityCount(t, e.st, proposal, "approved"))
 			for _, m := range r.pv.MaterializedTasks {
-				desc, err := wftest.Server(t).Client().DescribeWorkflowExecution(ctx, workflows.TaskID(m.TaskUUID), "")
+				desc, err := wftest.Server(t).Client().DescribeWorkflow(ctx, workflows.TaskID(m.TaskUUID), "")
 				require.NoError(t, err)
-				require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.WorkflowExecutionInfo.Status)
+				require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.RawResponse.WorkflowExecutionInfo.Status)
 			}
 		})
 	}

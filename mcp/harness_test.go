@@ -207,4 +207,4 @@ func requireEventually(t testing.TB, cond func() bool, msg string, args ...any) 
 	}
 }
 
-func bunInSlice(ids []string) any { return bun.In(ids) }
+func bunInSlice(ids []string) any { return bun.List(ids) }

@@ -253,14 +253,6 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 // content stays pure JSON.
 type noter interface{ Note() string }
 
-func (t tool[In, Out]) runEncoded(ctx context.Context, d *Deps, call *Call, in In) (json.RawMessage, error) {
-	out, err := t.Run(ctx, d, call, in)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(out)
-}
-
 // runOnce applies SPEC D5 for a call carrying a requestId: the first call runs and its result is
 // kept; a retry with the same arguments gets that result without running again; a retry with
 // other arguments is refused. A call that failed leaves nothing behind, so it can be retried.

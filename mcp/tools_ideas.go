@@ -212,14 +212,31 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 	},
 }
 
-// ideaCommand gates an idea (editor), sends one update and returns the updated Idea JSON.
+// ideaUpdate gates an idea (editor on its project, SPEC 5.3) and sends one update to its workflow.
+func ideaUpdate(ctx context.Context, d *Deps, call *Call, ideaUUID, update string, in any) (workflows.IdeaResult, error) {
+	if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, ideaUUID, store.AccessEditor); err != nil {
+		return workflows.IdeaResult{}, err
+	}
+	return d.Flows.IdeaUpdate(ctx, flowCall(call), ideaUUID, update, actor(call.Who), in)
+}
+
+// roundUpdate is ideaUpdate for the elaboration updates, returning the round they touched.
+func roundUpdate(ctx context.Context, d *Deps, call *Call, ideaUUID, update string, in any) (RoundView, error) {
+	res, err := ideaUpdate(ctx, d, call, ideaUUID, update, in)
+	if err != nil {
+		return RoundView{}, err
+	}
+	r, err := d.Store.Round(ctx, res.RoundUUID)
+	if err != nil {
+		return RoundView{}, err
+	}
+	return roundView(*r), nil
+}
+
+// ideaCommand is a tool that sends one actor-only update and returns the updated Idea JSON.
 func ideaCommand(update string) func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
 	return func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
-		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
-			return IdeaView{}, err
-		}
-		a := actor(call.Who)
-		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, update, a, workflows.IdeaCommand{Actor: a}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, update, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return IdeaView{}, err
 		}
 		return ideaDetail(ctx, d, call.Who, in.IdeaUUID)
@@ -302,11 +319,7 @@ var adminDeleteIdea = tool[IdeaIn, textResult]{
 	Desc: "Delete an idea and its elaboration. Its direct children become top-level ideas; proposals that used it " +
 		"as an input are left as they are.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (textResult, error) {
-		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
-			return "", err
-		}
-		a := actor(call.Who)
-		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateDeleteIdea, a, workflows.IdeaCommand{Actor: a}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateDeleteIdea, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Idea %s deleted", in.IdeaUUID)), nil
@@ -344,11 +357,7 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 		"options each). The idea must be elaborating or elaborated (claim it first); at most 10 rounds per idea. A " +
 		"round started after elaboration was resolved is appended and does not reopen it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in StartElaborationIn) (RoundView, error) {
-		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
-			return RoundView{}, err
-		}
-		a := actor(call.Who)
-		cmd := workflows.StartElaborationInput{Actor: a, Depth: in.Depth}
+		cmd := workflows.StartElaborationInput{Actor: actor(call.Who), Depth: in.Depth}
 		for _, q := range in.Questions {
 			qi := workflows.QuestionInput{ID: q.ID, Text: q.Text, Category: q.Category, Required: q.Required}
 			for _, o := range q.Options {
@@ -356,15 +365,7 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 			}
 			cmd.Questions = append(cmd.Questions, qi)
 		}
-		res, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateStartElaboration, a, cmd)
-		if err != nil {
-			return RoundView{}, err
-		}
-		r, err := d.Store.Round(ctx, res.RoundUUID)
-		if err != nil {
-			return RoundView{}, err
-		}
-		return roundView(*r), nil
+		return roundUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateStartElaboration, cmd)
 	},
 }
 
@@ -388,23 +389,11 @@ var answerElaboration = tool[AnswerElaborationIn, RoundView]{
 		"answers are checked before any is saved. When every required question is answered the round completes " +
 		"and the idea's elaboration waits for validation.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AnswerElaborationIn) (RoundView, error) {
-		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
-			return RoundView{}, err
-		}
-		a := actor(call.Who)
-		cmd := workflows.AnswerElaborationInput{Actor: a, RoundUUID: in.RoundUUID}
+		cmd := workflows.AnswerElaborationInput{Actor: actor(call.Who), RoundUUID: in.RoundUUID}
 		for _, x := range in.Answers {
 			cmd.Answers = append(cmd.Answers, workflows.AnswerInput{QuestionID: x.QuestionID, SelectedOptionID: x.SelectedOptionID, CustomText: x.CustomText})
 		}
-		res, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateAnswerElaboration, a, cmd)
-		if err != nil {
-			return RoundView{}, err
-		}
-		r, err := d.Store.Round(ctx, res.RoundUUID)
-		if err != nil {
-			return RoundView{}, err
-		}
-		return roundView(*r), nil
+		return roundUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateAnswerElaboration, cmd)
 	},
 }
 
@@ -413,11 +402,7 @@ var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
 	Desc: "Resolve an idea's elaboration once every round is answered: the idea becomes elaborated and ready for a " +
 		"proposal. Only the idea's assignee can resolve.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
-		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
-			return ElaborationView{}, err
-		}
-		a := actor(call.Who)
-		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateValidateElaboration, a, workflows.IdeaCommand{Actor: a}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return ElaborationView{}, err
 		}
 		return elaborationOf(ctx, d, call.Who, in.IdeaUUID)
@@ -442,12 +427,8 @@ var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
 	Desc: "Mark an idea you hold as clear enough without questions: elaboration is resolved at minimal depth and " +
 		"the idea becomes elaborated. Only from elaborating.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SkipElaborationIn) (SkippedElaboration, error) {
-		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor); err != nil {
-			return SkippedElaboration{}, err
-		}
-		a := actor(call.Who)
-		if _, err := d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateSkipElaboration, a,
-			workflows.SkipElaborationInput{Actor: a, Reason: in.Reason}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateSkipElaboration,
+			workflows.SkipElaborationInput{Actor: actor(call.Who), Reason: in.Reason}); err != nil {
 			return SkippedElaboration{}, err
 		}
 		return SkippedElaboration{IdeaUUID: in.IdeaUUID, Action: "elaboration_skipped", Reason: in.Reason}, nil

@@ -126,7 +126,7 @@ func (s *Store) MyAssignments(ctx context.Context, c Caller, onlyProjects []stri
 	}
 
 	var ideas []Idea
-	if err := mine(s.DB.NewSelect().Model(&ideas).Where("idea.project_uuid IN (?)", bun.In(ids)), "idea").
+	if err := mine(s.DB.NewSelect().Model(&ideas).Where("idea.project_uuid IN (?)", bun.List(ids)), "idea").
 		Order("idea.updated_at DESC", "idea.uuid DESC").Scan(ctx); err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (s *Store) MyAssignments(ctx context.Context, c Caller, onlyProjects []stri
 		}
 		var props []Proposal
 		if err := s.DB.NewSelect().Model(&props).Column("uuid", "input_uuids", "status", "created_at").
-			Where("project_uuid IN (?)", bun.In(ids)).Where("input_type = 'idea'").Where("status IN ('pending', 'approved')").
+			Where("project_uuid IN (?)", bun.List(ids)).Where("input_type = 'idea'").Where("status IN ('pending', 'approved')").
 			Scan(ctx); err != nil {
 			return nil, err
 		}
@@ -154,7 +154,7 @@ func (s *Store) MyAssignments(ctx context.Context, c Caller, onlyProjects []stri
 				N            int    `bun:"n"`
 			}
 			if err := s.DB.NewSelect().Table("tasks").ColumnExpr("proposal_uuid, count(*) AS n").
-				Where("proposal_uuid IN (?)", bun.In(approved)).Group("proposal_uuid").Scan(ctx, &rows); err != nil {
+				Where("proposal_uuid IN (?)", bun.List(approved)).Group("proposal_uuid").Scan(ctx, &rows); err != nil {
 				return nil, err
 			}
 			for _, r := range rows {
@@ -187,7 +187,7 @@ func (s *Store) MyAssignments(ctx context.Context, c Caller, onlyProjects []stri
 	}
 
 	var tasks []Task
-	if err := mine(s.DB.NewSelect().Model(&tasks).Where("task.project_uuid IN (?)", bun.In(ids)), "task").
+	if err := mine(s.DB.NewSelect().Model(&tasks).Where("task.project_uuid IN (?)", bun.List(ids)), "task").
 		Where("task.status NOT IN ('done', 'closed')").
 		OrderExpr(priorityRank+" DESC").Order("task.assigned_at DESC", "task.uuid DESC").Scan(ctx); err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (s *Store) MyAssignments(ctx context.Context, c Caller, onlyProjects []stri
 		}
 		if err := s.DB.NewSelect().Table("acceptance_criteria").
 			ColumnExpr("task_uuid, count(*) AS total, sum(CASE WHEN status = 'passed' THEN 1 ELSE 0 END) AS passed").
-			Where("task_uuid IN (?)", bun.In(tids)).Group("task_uuid").Scan(ctx, &counts); err != nil {
+			Where("task_uuid IN (?)", bun.List(tids)).Group("task_uuid").Scan(ctx, &counts); err != nil {
 			return nil, err
 		}
 		for _, t := range tasks {

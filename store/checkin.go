@@ -66,7 +66,7 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 			}
 			_, err := tx.NewUpdate().Model((*Notification)(nil)).
 				Set("read_at = ?", res.At).Set("updated_at = ?", res.At).
-				Where("uuid IN (?)", bun.In(ids)).Exec(ctx)
+				Where("uuid IN (?)", bun.List(ids)).Exec(ctx)
 			if err != nil {
 				return err
 			}

@@ -58,13 +58,13 @@ func deriveStatuses(ctx context.Context, db bun.IDB, projectUUIDs []string) (map
 	}
 	var ideas []ideaFacts
 	err := db.NewSelect().Table("ideas").Column("uuid", "project_uuid", "status", "elaboration_status", "is_container", "parent_uuid").
-		Where("project_uuid IN (?)", bun.In(projectUUIDs)).Scan(ctx, &ideas)
+		Where("project_uuid IN (?)", bun.List(projectUUIDs)).Scan(ctx, &ideas)
 	if err != nil {
 		return nil, err
 	}
 	var props []proposalFacts
 	err = db.NewSelect().Table("proposals").Column("uuid", "input_uuids", "status", "created_at").
-		Where("project_uuid IN (?)", bun.In(projectUUIDs)).
+		Where("project_uuid IN (?)", bun.List(projectUUIDs)).
 		Where("input_type = 'idea'").Where("status IN ('pending', 'approved')").
 		Scan(ctx, &props)
 	if err != nil {
@@ -83,7 +83,7 @@ func deriveStatuses(ctx context.Context, db bun.IDB, projectUUIDs []string) (map
 			Status       string `bun:"status"`
 		}
 		err = db.NewSelect().Table("tasks").Column("proposal_uuid", "status").
-			Where("proposal_uuid IN (?)", bun.In(approved)).Scan(ctx, &rows)
+			Where("proposal_uuid IN (?)", bun.List(approved)).Scan(ctx, &rows)
 		if err != nil {
 			return nil, err
 		}

@@ -56,7 +56,7 @@ func reportCounts(ctx context.Context, db bun.IDB, projectUUID string) (map[stri
 	}
 	var docs []Document
 	err = db.NewSelect().Model(&docs).Column("proposal_uuid").Where("type = 'report'").
-		Where("proposal_uuid IN (?)", bun.In(ids)).Scan(ctx)
+		Where("proposal_uuid IN (?)", bun.List(ids)).Scan(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (s *Store) ListIdeas(ctx context.Context, projectUUID, status string, limit
 		N          int    `bun:"n"`
 	}
 	err = s.DB.NewSelect().Table("ideas").ColumnExpr("parent_uuid, count(*) AS n").
-		Where("parent_uuid IN (?)", bun.In(ids)).Group("parent_uuid").Scan(ctx, &kids)
+		Where("parent_uuid IN (?)", bun.List(ids)).Group("parent_uuid").Scan(ctx, &kids)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -193,7 +193,7 @@ func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*Id
 		}
 	}
 	if len(pids) > 0 {
-		err = s.DB.NewSelect().Model(&d.Reports).Where("type = 'report'").Where("proposal_uuid IN (?)", bun.In(pids)).
+		err = s.DB.NewSelect().Model(&d.Reports).Where("type = 'report'").Where("proposal_uuid IN (?)", bun.List(pids)).
 			Order("created_at DESC", "uuid DESC").Scan(ctx)
 		if err != nil {
 			return nil, err

@@ -42,14 +42,14 @@ func (n *Namer) Prefetch(ctx context.Context, refs ...ActorRef) {
 	}
 	if len(agents) > 0 {
 		var rows []Agent
-		_ = n.db.NewSelect().Model(&rows).Column("uuid", "name").Where("uuid IN (?)", bun.In(agents)).Scan(ctx)
+		_ = n.db.NewSelect().Model(&rows).Column("uuid", "name").Where("uuid IN (?)", bun.List(agents)).Scan(ctx)
 		for _, a := range rows {
 			n.agents[a.UUID] = a.Name
 		}
 	}
 	if len(users) > 0 {
 		var rows []User
-		_ = n.db.NewSelect().Model(&rows).Column("uuid", "name", "email").Where("uuid IN (?)", bun.In(users)).Scan(ctx)
+		_ = n.db.NewSelect().Model(&rows).Column("uuid", "name", "email").Where("uuid IN (?)", bun.List(users)).Scan(ctx)
 		for _, u := range rows {
 			n.users[u.UUID] = u.DisplayName()
 		}

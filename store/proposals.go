@@ -259,7 +259,7 @@ func (s *Store) LoadIdeaFacts(ctx context.Context, companyUUID string, uuids []s
 		}
 	}
 	if len(valid) > 0 {
-		err := s.DB.NewSelect().Model(&ideas).Where("company_uuid = ?", companyUUID).Where("uuid IN (?)", bun.In(valid)).Scan(ctx)
+		err := s.DB.NewSelect().Model(&ideas).Where("company_uuid = ?", companyUUID).Where("uuid IN (?)", bun.List(valid)).Scan(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -50,7 +50,7 @@ func (f TaskFilter) apply(q *bun.SelectQuery) *bun.SelectQuery {
 		q = q.Where("task.priority = ?", f.Priority)
 	}
 	if len(f.ProposalUUIDs) > 0 {
-		q = q.Where("task.proposal_uuid IN (?)", bun.In(f.ProposalUUIDs))
+		q = q.Where("task.proposal_uuid IN (?)", bun.List(f.ProposalUUIDs))
 	}
 	return q
 }
@@ -149,7 +149,7 @@ func AddDependency(ctx context.Context, db bun.IDB, companyUUID, taskUUID, depen
 	}
 	var pair []Task
 	err := db.NewSelect().Model(&pair).Column("uuid", "project_uuid").Where("company_uuid = ?", companyUUID).
-		Where("uuid IN (?)", bun.In([]string{taskUUID, dependsOnUUID})).Scan(ctx)
+		Where("uuid IN (?)", bun.List([]string{taskUUID, dependsOnUUID})).Scan(ctx)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func AddDependency(ctx context.Context, db bun.IDB, companyUUID, taskUUID, depen
 		}
 		var next []string
 		err := db.NewSelect().Table("task_dependencies").Column("depends_on_uuid").
-			Where("task_uuid IN (?)", bun.In(frontier)).Scan(ctx, &next)
+			Where("task_uuid IN (?)", bun.List(frontier)).Scan(ctx, &next)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // What every entity workflow shares: the caller of a command, deterministic ids, update
-// registration with a mutex, and the options of the persisting local activities.
+// registration with a mutex, and how activities that write or read the store are run.
 
 // Actor is who sends a command: an agent of a company, with its owner (for project access and
 // "assignee is my owner" checks) and the admin bits that change a guard's outcome.
@@ -28,6 +28,9 @@ type Actor struct {
 
 // DerivedUUID returns a uuid determined by parts (see activities.DerivedUUID).
 func DerivedUUID(parts ...string) string { return activities.DerivedUUID(parts...) }
+
+// stamp is the workflow's clock for rows: UTC, in microseconds (what both databases keep).
+func stamp(ctx workflow.Context) time.Time { return workflow.Now(ctx).UTC().Truncate(time.Microsecond) }
 
 // QueryState is the name of every workflow's read-only state query, for operators and tests.
 const QueryState = "state"

@@ -188,7 +188,7 @@ type ideaWorkflow struct {
 
 // IdeaWorkflow is the long-lived workflow of one idea (id "idea/<uuid>"): it owns the idea's
 // status, assignee and elaboration rounds, accepts one update per idea tool, and persists each
-// accepted change (rows, activity, notifications) through a local activity before returning.
+// accepted change (rows, activity, notifications) through an activity before returning.
 func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 	w := &ideaWorkflow{mu: workflow.NewMutex(ctx)}
 	if in.State != nil {
@@ -262,7 +262,7 @@ func (w *ideaWorkflow) commit(ctx workflow.Context, next IdeaState, change activ
 // next starts a change: a copy of the state with the version bumped and updatedAt set.
 func (w *ideaWorkflow) next(ctx workflow.Context) (IdeaState, time.Time) {
 	n := w.state.clone()
-	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	now := stamp(ctx)
 	n.Idea.Version++
 	n.Idea.UpdatedAt = now
 	return n, now
@@ -354,7 +354,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 			return IdeaResult{}, err
 		}
 	}
-	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	now := stamp(ctx)
 	n := IdeaState{Created: true, Idea: store.Idea{UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
 		Title: strings.TrimSpace(in.Title), Content: emptyToNil(in.Content), Status: string(IdeaOpen), IsContainer: in.IsContainer,
 		ParentUUID: in.ParentUUID, CreatedByType: in.Actor.Type, CreatedByUUID: in.Actor.UUID, Version: 1,

@@ -221,7 +221,7 @@ func (w *proposalWorkflow) exists() error {
 
 func (w *proposalWorkflow) next(ctx workflow.Context) (ProposalState, time.Time) {
 	n := w.state.clone()
-	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	now := stamp(ctx)
 	n.Proposal.Version++
 	n.Proposal.UpdatedAt = now
 	return n, now
@@ -320,7 +320,7 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 	if w.state.Created {
 		return w.result(), nil
 	}
-	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	now := stamp(ctx)
 	inputs := in.InputUUIDs
 	if inputs == nil {
 		inputs = []string{}

@@ -255,7 +255,7 @@ func (w *taskWorkflow) exists() error {
 
 func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, time.Time) {
 	n := w.state.clone()
-	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	now := stamp(ctx)
 	n.Task.Version++
 	n.Task.UpdatedAt = now
 	return n, now

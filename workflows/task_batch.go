@@ -50,7 +50,7 @@ type CreateTasksResult struct {
 // a TaskWorkflow for each, and returns. Its id derives from the batch, so a retried call cannot
 // create the batch twice.
 func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasksResult, error) {
-	now := workflow.Now(ctx).UTC().Truncate(time.Microsecond)
+	now := stamp(ctx)
 	out := CreateTasksResult{Tasks: []MaterializedItem{}}
 	batch := activities.TaskBatch{CompanyUUID: in.Actor.CompanyUUID, At: now}
 	byDraft := map[string]string{}
