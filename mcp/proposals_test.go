@@ -226,8 +226,9 @@ func TestIllegalProposalTransitions(t *testing.T) {
 		"acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}, &a)
 	ok(t, pm, "chorus_pm_add_task_draft", map[string]any{"proposalUuid": p.UUID, "title": "B", "dependsOnDraftUuids": []string{a.DraftUUID},
 		"acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}, &b)
+	unknown := store.NewUUID()
 	ok(t, pm, "chorus_pm_update_task_draft", map[string]any{"proposalUuid": p.UUID, "draftUuid": a.DraftUUID,
-		"dependsOnDraftUuids": []string{b.DraftUUID, a.DraftUUID, "nope"}}, nil)
+		"dependsOnDraftUuids": []string{b.DraftUUID, a.DraftUUID, unknown}}, nil)
 	var v ValidationOut
 	ok(t, pm, "chorus_pm_validate_proposal", map[string]any{"proposalUuid": p.UUID}, &v)
 	ids := []string{}
@@ -242,7 +243,7 @@ func TestIllegalProposalTransitions(t *testing.T) {
 	var pv ProposalView
 	ok(t, pm, "chorus_get_proposal", map[string]any{"proposalUuid": p.UUID, "section": "tasks"}, &pv)
 	require.Len(t, *pv.TaskDrafts, 1)
-	require.Equal(t, []string{a.DraftUUID, "nope"}, (*pv.TaskDrafts)[0].DependsOnDraftUUIDs)
+	require.Equal(t, []string{a.DraftUUID, unknown}, (*pv.TaskDrafts)[0].DependsOnDraftUUIDs)
 
 	// A second proposal on the same idea is told about the first (SPEC C22): JSON, then a note.
 	res := call(t, pm, "chorus_pm_create_proposal", map[string]any{"projectUuid": project, "title": "Second",

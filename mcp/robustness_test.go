@@ -231,3 +231,81 @@ func TestMalformedBodiesGetJSONRPCErrors(t *testing.T) {
 		require.Equal(t, want, m.Error.Code, body)
 	}
 }
+
+// cases/03: a uuid is accepted in any case wherever it appears, at the top level or inside
+// arrays and objects, whatever the field is called; a value that is not a uuid is refused by
+// name and changes nothing.
+func TestUUIDsAreCaseInsensitiveAtAnyDepth(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	pm := e.pmWithIdeaAdmin("PM")
+	project := createProject(t, admin, "Apollo")
+	up := strings.ToUpper
+
+	var created CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": up(project), "tasks": []map[string]any{
+		{"title": "T0", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+		{"title": "T1", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+		{"title": "T2", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+	t0, t1, t2 := created.Tasks[0].UUID, created.Tasks[1].UUID, created.Tasks[2].UUID
+
+	// The case as filed: addDependsOn with an upper-case uuid.
+	var v TaskView
+	ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": t2, "addDependsOn": []string{up(t0), up(t1)}}, &v)
+	require.Empty(t, v.Warnings)
+	require.Len(t, v.DependsOn, 2)
+	ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": up(t2), "removeDependsOn": []string{up(t1)}}, &v)
+	require.Len(t, v.DependsOn, 1)
+	require.Equal(t, t0, v.DependsOn[0].UUID)
+
+	// Inside objects in arrays: criterion uuids of a self-check.
+	ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": up(t0)}, nil)
+	ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": t0, "status": "in_progress"}, nil)
+	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": t0}, &v)
+	var checked CriteriaOut
+	ok(t, admin, "chorus_report_criteria_self_check", map[string]any{"taskUuid": up(t0), "criteria": []map[string]any{
+		{"uuid": up(v.AcceptanceCriteriaItems[0].UUID), "devStatus": "passed"}}}, &checked)
+	require.Equal(t, "passed", checked.Items[0].DevStatus)
+
+	// Proposal inputs and draft dependencies.
+	idea := elaboratedIdea(t, pm, admin, project, "Idea")
+	var p CreatedProposal
+	ok(t, pm, "chorus_pm_create_proposal", map[string]any{"projectUuid": project, "title": "P", "inputType": "idea",
+		"inputUuids": []string{up(idea)}}, &p)
+	var a, b DraftOut
+	ok(t, pm, "chorus_pm_add_task_draft", map[string]any{"proposalUuid": up(p.UUID), "title": "A",
+		"acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}, &a)
+	ok(t, pm, "chorus_pm_add_task_draft", map[string]any{"proposalUuid": p.UUID, "title": "B",
+		"dependsOnDraftUuids": []string{up(a.DraftUUID)}, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}, &b)
+	var pv ProposalView
+	ok(t, pm, "chorus_get_proposal", map[string]any{"proposalUuid": p.UUID, "section": "tasks"}, &pv)
+	require.Equal(t, []string{a.DraftUUID}, (*pv.TaskDrafts)[1].DependsOnDraftUUIDs)
+
+	// create_tasks labels that are uuids match in any case too.
+	label := store.NewUUID()
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+		{"title": "L0", "draftUuid": label, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+		{"title": "L1", "dependsOnDraftUuids": []string{up(label)}, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+	require.Empty(t, created.Warnings)
+	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": created.Tasks[1].UUID}, &v)
+	require.Len(t, v.DependsOn, 1)
+
+	// Not a uuid, at any depth: refused by name, nothing changes.
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"chorus_update_task", map[string]any{"taskUuid": t2, "addDependsOn": []string{t1, "T0"}}, `addDependsOn[1] must be a uuid`},
+		{"chorus_report_criteria_self_check", map[string]any{"taskUuid": t0, "criteria": []map[string]any{
+			{"uuid": "first", "devStatus": "passed"}}}, `criteria[0].uuid must be a uuid`},
+		{"chorus_pm_create_proposal", map[string]any{"projectUuid": project, "title": "P", "inputType": "idea",
+			"inputUuids": []string{idea + "x"}}, `inputUuids[0] must be a uuid`},
+		{"chorus_get_task", map[string]any{"taskUuid": ""}, `taskUuid must be a uuid`},
+	} {
+		msg := fails(t, admin, c.tool, c.args)
+		require.True(t, strings.HasPrefix(msg, "Input validation error: "+c.want), "%s: %s", c.tool, msg)
+	}
+	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": t2}, &v)
+	require.Len(t, v.DependsOn, 1)
+}

@@ -22,13 +22,16 @@ import (
 //
 // Keys: enum=a|b|c, min=N, max=N (numbers), minLength=N, maxLength=N (strings, in characters),
 // minItems=N, maxItems=N (arrays), nullable (an explicit null is meaningful for this field and
-// reaches the handler instead of meaning "absent").
+// reaches the handler instead of meaning "absent"). Fields of type UUID get format "uuid".
+//
+// Every schema is then rewritten into the subset Chorus publishes (publishable, below), which
+// the TypeScript SDK client, the MCP Inspector and the major model providers' function calling
+// all accept.
 
-var schemaTypeOverrides = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage](): {},
-}
+var schemaTypeOverrides = map[reflect.Type]*jsonschema.Schema{}
 
-// inputSchema infers and tightens the input schema of T, which must be a struct.
+// inputSchema infers and tightens the input schema of T, which must be a struct. The caller
+// makes it publishable once it has added the common properties.
 func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypeOverrides})
 	if err != nil {
@@ -40,9 +43,76 @@ func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-// outputSchema infers the schema of a tool's structured result.
+// outputSchema infers the publishable schema of a tool's structured result.
 func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
-	return jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypeOverrides})
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypeOverrides})
+	if err != nil {
+		return nil, err
+	}
+	publishable(s)
+	return s, nil
+}
+
+// The published subset of JSON Schema (held for every tool by TestPublishedSchemasStayInSubset):
+//
+//   - every schema is an object: no boolean schema (true or false) at any depth;
+//   - every schema has a "type" that is one string, or is a nullable value written
+//     {"anyOf": [<schema of the value>, {"type": "null"}]} with an optional "description";
+//   - keywords are limited to type, description, properties, required, items,
+//     additionalProperties (an object schema, for maps), enum (strings), minimum, maximum,
+//     minLength, maxLength, minItems, maxItems, format ("uuid") and anyOf (the nullable form).
+//
+// Optional fields are simply not required; in inputs, null for an optional field means absent
+// (SPEC D2), so only fields where null means something are nullable. Objects are open: inputs
+// ignore unknown properties (SPEC 3.0) and outputs may gain fields.
+
+// publishable rewrites an inferred schema, in place, into the published subset: type arrays
+// ["null", T] become the anyOf form, and "additionalProperties": false is dropped.
+func publishable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if isFalseSchema(s.AdditionalProperties) {
+		s.AdditionalProperties = nil
+	}
+	for _, p := range s.Properties {
+		publishable(p)
+	}
+	publishable(s.Items)
+	publishable(s.AdditionalProperties)
+	for _, b := range s.AnyOf {
+		publishable(b)
+	}
+	if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+		value := *s
+		value.Types, value.Description = nil, ""
+		value.Type = s.Types[0]
+		if value.Type == "null" {
+			value.Type = s.Types[1]
+		}
+		*s = jsonschema.Schema{Description: s.Description,
+			AnyOf: []*jsonschema.Schema{&value, {Type: "null"}}}
+	}
+}
+
+// isFalseSchema reports whether s is the schema that matches nothing, which jsonschema-go
+// writes as false.
+func isFalseSchema(s *jsonschema.Schema) bool {
+	if s == nil || s.Not == nil || !reflect.ValueOf(*s.Not).IsZero() {
+		return false
+	}
+	rest := *s
+	rest.Not = nil
+	return reflect.ValueOf(rest).IsZero()
+}
+
+// nullableValue returns the schema of the value of a nullable schema (the anyOf form) and true,
+// or s itself and false.
+func nullableValue(s *jsonschema.Schema) (*jsonschema.Schema, bool) {
+	if len(s.AnyOf) == 2 && s.AnyOf[1].Type == "null" {
+		return s.AnyOf[0], true
+	}
+	return s, false
 }
 
 // tighten walks the Go type beside its inferred schema: it removes the implicit null that
@@ -74,7 +144,7 @@ func tighten(t reflect.Type, s *jsonschema.Schema) error {
 			if ps == nil {
 				continue
 			}
-			nullable := f.Type == reflect.TypeFor[NullableString]()
+			nullable := f.Type == reflect.TypeFor[NullableUUID]()
 			for kv := range strings.SplitSeq(f.Tag.Get("chorus"), ";") {
 				k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
 				if err := applyConstraint(ps, k, v); err != nil {
@@ -111,13 +181,13 @@ func applyDefaultBounds(name string, s *jsonschema.Schema) {
 	typ, _ := schemaType(s)
 	switch typ {
 	case "string":
-		if s.MaxLength != nil || len(s.Enum) > 0 {
+		if s.MaxLength != nil || len(s.Enum) > 0 || s.Format == formatUUID {
 			return
 		}
 		n := maxOtherText
 		switch {
 		case name == "title" || name == "name" || name == "label" || name == "id" || name == "questionId" ||
-			name == "selectedOptionId" || name == "draftUuid" || isUUIDField(name):
+			name == "selectedOptionId" || strings.HasSuffix(name, "Uuid") || strings.HasSuffix(name, "Uuids"):
 			n = maxShortText
 		case name == "content" || name == "description" || name == "report" || name == "text" ||
 			name == "customText" || name == "reviewNote" || name == "reason" || name == "summary" ||
@@ -200,6 +270,8 @@ func normalizeArgs(s *jsonschema.Schema, raw json.RawMessage) (json.RawMessage, 
 	return json.Marshal(out)
 }
 
+// schemaType is the JSON type of an inferred schema and whether it admits null, before
+// publishable rewrites type arrays.
 func schemaType(s *jsonschema.Schema) (main string, nullable bool) {
 	if s.Type != "" {
 		return s.Type, false
@@ -222,7 +294,8 @@ func fieldName(path string) string {
 }
 
 func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
-	typ, nullable := schemaType(s)
+	s, nullable := nullableValue(s)
+	typ := s.Type
 	if v == nil {
 		if nullable || typ == "" {
 			return nil, nil
@@ -245,10 +318,13 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 		if strings.ContainsRune(str, 0) {
 			return nil, invalid("%s must not contain NUL characters", fieldName(path))
 		}
-		if isUUIDField(path) && len(str) == 36 {
-			if u, err := uuid.Parse(str); err == nil {
-				str = u.String() // uuids are case-insensitive; stored and compared in lower case
+		if s.Format == formatUUID {
+			u, err := uuid.Parse(strings.TrimSpace(str))
+			if err != nil {
+				return nil, invalid("%s must be a uuid (32 hex digits as 8-4-4-4-12), got %s",
+					fieldName(path), quote(clipped(str)))
 			}
+			str = u.String() // uuids are case-insensitive: handlers get the stored, lower-case form
 		}
 		if err := checkString(path, s, str); err != nil {
 			return nil, err
@@ -354,7 +430,7 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 			}
 			required := slices.Contains(s.Required, name)
 			if present && val == nil {
-				if _, nullable := schemaType(ps); !nullable {
+				if _, nullable := nullableValue(ps); !nullable {
 					present = false // D2: null for an optional field means absent
 				}
 			}
@@ -386,17 +462,12 @@ func plain(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // maxSafeInteger is the largest integer a float64 (and so a JSON number) carries exactly.
 const maxSafeInteger = 1 << 53
 
-// isUUIDField reports whether a property path names uuids by Chorus's naming ("projectUuid",
-// "inputUuids[0]", "criteria[1].uuid").
-func isUUIDField(path string) bool {
-	name := path
-	if i := strings.LastIndexAny(name, ".]"); i >= 0 && name[i] == '.' {
-		name = name[i+1:]
+// clipped shortens a value quoted in an error message.
+func clipped(s string) string {
+	if r := []rune(s); len(r) > 60 {
+		return string(r[:57]) + "..."
 	}
-	if i := strings.IndexByte(name, '['); i >= 0 {
-		name = name[:i]
-	}
-	return name == "uuid" || strings.HasSuffix(name, "Uuid") || strings.HasSuffix(name, "Uuids")
+	return s
 }
 
 func checkString(path string, s *jsonschema.Schema, str string) error {

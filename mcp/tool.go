@@ -120,6 +120,7 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 				"the first result and changes nothing; reusing it with different arguments is an error."}
 		in.PropertyOrder = append(in.PropertyOrder, requestIDField)
 	}
+	publishable(in)
 	mt := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Desc, InputSchema: in, Annotations: annotations(t.spec())}
 	isText := reflect.TypeFor[Out]() == reflect.TypeFor[textResult]()
 	if !isText {

@@ -16,12 +16,12 @@ import (
 
 // DocumentIn names a document.
 type DocumentIn struct {
-	DocumentUUID string `json:"documentUuid" jsonschema:"the document's uuid"`
+	DocumentUUID UUID `json:"documentUuid" jsonschema:"the document's uuid"`
 }
 
 // GetDocumentsIn is chorus_get_documents' input.
 type GetDocumentsIn struct {
-	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
 	Type        string `json:"type,omitempty" jsonschema:"only documents of this type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
 	PageIn
 }
@@ -47,11 +47,11 @@ var getDocuments = tool[GetDocumentsIn, DocumentList]{
 	Name: "chorus_get_documents", Title: "List documents", Perm: perm.Public, Effect: reads,
 	Desc: "List a project's documents (PRDs, tech designs, ADRs, specs, guides, reports), most recently updated first, optionally of one type. Paged.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetDocumentsIn) (DocumentList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return DocumentList{}, err
 		}
 		page, size, offset := in.window(20)
-		docs, total, err := d.Store.ListDocuments(ctx, in.ProjectUUID, in.Type, size, offset)
+		docs, total, err := d.Store.ListDocuments(ctx, string(in.ProjectUUID), in.Type, size, offset)
 		if err != nil {
 			return DocumentList{}, err
 		}
@@ -71,7 +71,7 @@ var getDocument = tool[DocumentIn, DocumentView]{
 	Name: "chorus_get_document", Title: "Get a document", Perm: perm.Public, Effect: reads,
 	Desc: "Get one document with its full content and version.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (DocumentView, error) {
-		doc, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, in.DocumentUUID, store.AccessViewer)
+		doc, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessViewer)
 		if err != nil {
 			return DocumentView{}, err
 		}
@@ -81,11 +81,11 @@ var getDocument = tool[DocumentIn, DocumentView]{
 
 // CreateDocumentIn is chorus_pm_create_document's input.
 type CreateDocumentIn struct {
-	ProjectUUID  string  `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID  UUID    `json:"projectUuid" jsonschema:"the project's uuid"`
 	Type         string  `json:"type" jsonschema:"document type (reports are written with chorus_create_report)" chorus:"enum=prd|tech_design|adr|spec|guide"`
 	Title        string  `json:"title" jsonschema:"document title" chorus:"minLength=1"`
 	Content      *string `json:"content,omitempty" jsonschema:"markdown content"`
-	ProposalUUID *string `json:"proposalUuid,omitempty" jsonschema:"a proposal of the same project this document belongs to"`
+	ProposalUUID *UUID   `json:"proposalUuid,omitempty" jsonschema:"a proposal of the same project this document belongs to"`
 }
 
 var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
@@ -95,20 +95,20 @@ var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
 		if strings.TrimSpace(in.Title) == "" {
 			return DocumentView{}, invalid("title must not be blank")
 		}
-		pv, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessEditor)
+		pv, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
 		if err != nil {
 			return DocumentView{}, err
 		}
 		if in.ProposalUUID != nil {
-			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, *in.ProposalUUID, store.AccessViewer)
-			if err != nil || p.ProjectUUID != in.ProjectUUID {
+			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(*in.ProposalUUID), store.AccessViewer)
+			if err != nil || p.ProjectUUID != string(in.ProjectUUID) {
 				return DocumentView{}, store.NotFound("Proposal")
 			}
 		}
 		now := store.Now()
-		doc := store.Document{UUID: store.NewUUID(), CompanyUUID: call.Who.Caller.CompanyUUID, ProjectUUID: in.ProjectUUID,
+		doc := store.Document{UUID: store.NewUUID(), CompanyUUID: call.Who.Caller.CompanyUUID, ProjectUUID: string(in.ProjectUUID),
 			Type: in.Type, Title: strings.TrimSpace(in.Title), Content: nonEmpty(in.Content), Version: 1,
-			ProposalUUID: in.ProposalUUID, CreatedByType: "agent", CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
+			ProposalUUID: (*string)(in.ProposalUUID), CreatedByType: "agent", CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
 		if err := d.Store.CreateDocument(ctx, &doc); err != nil {
 			return DocumentView{}, err
 		}
@@ -125,7 +125,7 @@ func nonEmpty(s *string) *string {
 
 // UpdateDocumentIn is chorus_pm_update_document's input.
 type UpdateDocumentIn struct {
-	DocumentUUID string  `json:"documentUuid" jsonschema:"the document's uuid"`
+	DocumentUUID UUID    `json:"documentUuid" jsonschema:"the document's uuid"`
 	Title        *string `json:"title,omitempty" jsonschema:"new title"`
 	Content      *string `json:"content,omitempty" jsonschema:"new content"`
 }
@@ -137,11 +137,11 @@ var pmUpdateDocument = tool[UpdateDocumentIn, DocumentView]{
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return DocumentView{}, invalid("title must not be blank")
 		}
-		_, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, in.DocumentUUID, store.AccessEditor)
+		_, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessEditor)
 		if err != nil {
 			return DocumentView{}, err
 		}
-		doc, err := d.Store.UpdateDocument(ctx, in.DocumentUUID, in.Title, in.Content)
+		doc, err := d.Store.UpdateDocument(ctx, string(in.DocumentUUID), in.Title, in.Content)
 		if err != nil {
 			return DocumentView{}, err
 		}
@@ -153,10 +153,10 @@ var adminDeleteDocument = tool[DocumentIn, textResult]{
 	Name: "chorus_admin_delete_document", Title: "Delete a document", Perm: perm.DocumentAdmin, Effect: destroys,
 	Desc: "Delete a document and the comments on it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (textResult, error) {
-		if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, in.DocumentUUID, store.AccessEditor); err != nil {
+		if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessEditor); err != nil {
 			return "", err
 		}
-		if err := d.Store.DeleteDocument(ctx, in.DocumentUUID); err != nil {
+		if err := d.Store.DeleteDocument(ctx, string(in.DocumentUUID)); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Document %s deleted", in.DocumentUUID)), nil
@@ -165,7 +165,7 @@ var adminDeleteDocument = tool[DocumentIn, textResult]{
 
 // CreateReportIn is chorus_create_report's input.
 type CreateReportIn struct {
-	ProposalUUID string `json:"proposalUuid" jsonschema:"the approved proposal the report is about"`
+	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the approved proposal the report is about"`
 	Title        string `json:"title" jsonschema:"report title" chorus:"minLength=1;maxLength=200"`
 	Content      string `json:"content" jsonschema:"the report in markdown" chorus:"minLength=1"`
 	Force        bool   `json:"force,omitempty" jsonschema:"add another report even though the proposal has one"`
@@ -183,17 +183,17 @@ var createReport = tool[CreateReportIn, CreatedReport]{
 	Desc: "Write the completion report of an approved proposal: a report document attached to it (and announced " +
 		"on its first input idea). One report per proposal unless force is true; revise it with chorus_pm_update_document.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateReportIn) (CreatedReport, error) {
-		if !store.IsUUID(in.ProposalUUID) {
+		if !store.IsUUID(string(in.ProposalUUID)) {
 			return CreatedReport{}, invalid("proposalUuid must be a UUID")
 		}
-		if _, _, err := proposalAccess(ctx, d, call, in.ProposalUUID); err != nil {
+		if _, _, err := proposalAccess(ctx, d, call, string(in.ProposalUUID)); err != nil {
 			return CreatedReport{}, err
 		}
 		now := store.Now()
 		doc := store.Document{UUID: store.NewUUID(), CompanyUUID: call.Who.Caller.CompanyUUID, Type: "report",
-			Title: in.Title, Content: &in.Content, Version: 1, ProposalUUID: &in.ProposalUUID, CreatedByType: "agent",
+			Title: in.Title, Content: &in.Content, Version: 1, ProposalUUID: (*string)(&in.ProposalUUID), CreatedByType: "agent",
 			CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
-		err := d.Store.CreateReport(ctx, call.Who.Caller, in.ProposalUUID, &doc, in.Force)
+		err := d.Store.CreateReport(ctx, call.Who.Caller, string(in.ProposalUUID), &doc, in.Force)
 		var status *store.ReportStatusError
 		switch {
 		case errors.As(err, &status):

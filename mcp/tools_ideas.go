@@ -16,7 +16,7 @@ import (
 
 // IdeaIn names an idea.
 type IdeaIn struct {
-	IdeaUUID string `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	IdeaUUID UUID `json:"ideaUuid" jsonschema:"the idea's uuid"`
 }
 
 // ideaDetail reads the full Idea JSON after a change or for chorus_get_idea.
@@ -36,7 +36,7 @@ func ideaDetail(ctx context.Context, d *Deps, who Principal, ideaUUID string) (I
 
 // GetIdeasIn is chorus_get_ideas' input.
 type GetIdeasIn struct {
-	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
 	Status      string `json:"status,omitempty" jsonschema:"only ideas in this status: open, elaborating or elaborated" chorus:"enum=open|elaborating|elaborated|proposal_created|completed|closed"`
 	PageIn
 }
@@ -65,7 +65,7 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 	Desc: "List a project's ideas, newest first, with their status, parent, number of children and of completion " +
 		"reports. Filter by status (open, elaborating, elaborated). Paged.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetIdeasIn) (IdeaList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return IdeaList{}, err
 		}
 		page, size, offset := in.window(20)
@@ -75,7 +75,7 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 		default:
 			status = "legacy" // SPEC C7: legacy words are accepted and match nothing
 		}
-		rows, total, err := d.Store.ListIdeas(ctx, in.ProjectUUID, status, size, offset)
+		rows, total, err := d.Store.ListIdeas(ctx, string(in.ProjectUUID), status, size, offset)
 		if err != nil {
 			return IdeaList{}, err
 		}
@@ -96,13 +96,13 @@ var getIdea = tool[IdeaIn, IdeaView]{
 	Desc: "Get one idea: content, status and derived progress, assignee, elaboration state, parent, children " +
 		"(with their derived status), all descendants, and completion reports.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
-		return ideaDetail(ctx, d, call.Who, in.IdeaUUID)
+		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
 	},
 }
 
 // ProjectIn names a project.
 type ProjectIn struct {
-	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID UUID `json:"projectUuid" jsonschema:"the project's uuid"`
 }
 
 // AvailableIdeaRow is one row of chorus_get_available_ideas.
@@ -124,10 +124,10 @@ var getAvailableIdeas = tool[ProjectIn, AvailableIdeas]{
 	Name: "chorus_get_available_ideas", Title: "Ideas open to claim", Perm: perm.Public, Effect: reads,
 	Desc: "List up to 50 open (unclaimed) ideas of a project, newest first: the ones you can claim with chorus_claim_idea.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectIn) (AvailableIdeas, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return AvailableIdeas{}, err
 		}
-		ideas, err := d.Store.AvailableIdeas(ctx, in.ProjectUUID)
+		ideas, err := d.Store.AvailableIdeas(ctx, string(in.ProjectUUID))
 		if err != nil {
 			return AvailableIdeas{}, err
 		}
@@ -159,7 +159,7 @@ var getElaboration = tool[IdeaIn, ElaborationView]{
 	Desc: "Get an idea's elaboration: depth, status, every round with its questions and answers, and a summary " +
 		"(questions answered, rounds done, which round is pending).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
-		return elaborationOf(ctx, d, call.Who, in.IdeaUUID)
+		return elaborationOf(ctx, d, call.Who, string(in.IdeaUUID))
 	},
 }
 
@@ -167,10 +167,10 @@ var getElaboration = tool[IdeaIn, ElaborationView]{
 
 // CreateIdeaIn is chorus_pm_create_idea's input.
 type CreateIdeaIn struct {
-	ProjectUUID string  `json:"projectUuid" jsonschema:"the project to create the idea in"`
+	ProjectUUID UUID    `json:"projectUuid" jsonschema:"the project to create the idea in"`
 	Title       string  `json:"title" jsonschema:"a short title" chorus:"minLength=1"`
 	Content     *string `json:"content,omitempty" jsonschema:"the idea in markdown"`
-	ParentUUID  *string `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
+	ParentUUID  *UUID   `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
 	IsContainer bool    `json:"isContainer,omitempty" jsonschema:"true for a theme: it groups child ideas and cannot be a proposal input"`
 }
 
@@ -190,25 +190,25 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedIdea{}, invalid("title must not be blank")
 		}
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessEditor); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor); err != nil {
 			return CreatedIdea{}, err
 		}
 		if in.ParentUUID != nil {
-			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, *in.ParentUUID, store.AccessViewer)
+			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID), store.AccessViewer)
 			if err != nil {
 				return CreatedIdea{}, err
 			}
-			if parent.ProjectUUID != in.ProjectUUID {
+			if parent.ProjectUUID != string(in.ProjectUUID) {
 				return CreatedIdea{}, store.NotFound("Idea")
 			}
 		}
 		res, err := d.Flows.CreateIdea(ctx, flowCall(call), workflows.CreateIdeaInput{Actor: actor(call.Who),
-			UUID: store.NewUUID(), ProjectUUID: in.ProjectUUID, Title: in.Title, Content: in.Content,
-			ParentUUID: in.ParentUUID, IsContainer: in.IsContainer})
+			UUID: store.NewUUID(), ProjectUUID: string(in.ProjectUUID), Title: in.Title, Content: in.Content,
+			ParentUUID: (*string)(in.ParentUUID), IsContainer: in.IsContainer})
 		if err != nil {
 			return CreatedIdea{}, err
 		}
-		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: in.ParentUUID, Status: res.Status}, nil
+		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: (*string)(in.ParentUUID), Status: res.Status}, nil
 	},
 }
 
@@ -236,10 +236,10 @@ func roundUpdate(ctx context.Context, d *Deps, call *Call, ideaUUID, update stri
 // ideaCommand is a tool that sends one actor-only update and returns the updated Idea JSON.
 func ideaCommand(update string) func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
 	return func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
-		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, update, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), update, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return IdeaView{}, err
 		}
-		return ideaDetail(ctx, d, call.Who, in.IdeaUUID)
+		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
 	}
 }
 
@@ -259,11 +259,11 @@ var releaseIdea = tool[IdeaIn, IdeaView]{
 
 // EditIdeaIn is chorus_edit_idea's input.
 type EditIdeaIn struct {
-	IdeaUUID    string         `json:"ideaUuid" jsonschema:"the idea's uuid"`
-	Title       *string        `json:"title,omitempty" jsonschema:"new title"`
-	Content     *string        `json:"content,omitempty" jsonschema:"new content (markdown); an empty string clears it"`
-	ParentUUID  NullableString `json:"parentUuid,omitzero" jsonschema:"new parent idea in the same project, or null to detach"`
-	IsContainer *bool          `json:"isContainer,omitempty" jsonschema:"mark or unmark the idea as a theme"`
+	IdeaUUID    UUID         `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	Title       *string      `json:"title,omitempty" jsonschema:"new title"`
+	Content     *string      `json:"content,omitempty" jsonschema:"new content (markdown); an empty string clears it"`
+	ParentUUID  NullableUUID `json:"parentUuid,omitzero" jsonschema:"new parent idea in the same project, or null to detach"`
+	IsContainer *bool        `json:"isContainer,omitempty" jsonschema:"mark or unmark the idea as a theme"`
 }
 
 // EditedIdea is chorus_edit_idea's result.
@@ -278,12 +278,12 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 	Desc: "Change an idea's title, content, parent (null detaches) or theme flag. Its status never changes. The " +
 		"new parent must be in the same project and must not be one of the idea's descendants.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in EditIdeaIn) (EditedIdea, error) {
-		i, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessEditor)
+		i, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
 		if err != nil {
 			return EditedIdea{}, err
 		}
 		if in.ParentUUID.Value != nil {
-			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, *in.ParentUUID.Value, store.AccessViewer)
+			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID.Value), store.AccessViewer)
 			if err != nil {
 				return EditedIdea{}, refuse("Failed to edit Idea: %s", mustMessage(err))
 			}
@@ -292,13 +292,13 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 			}
 		}
 		a := actor(call.Who)
-		_, err = d.Flows.IdeaUpdate(ctx, flowCall(call), in.IdeaUUID, workflows.UpdateEditIdea, a, workflows.EditIdeaInput{
-			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID.Set, ParentUUID: in.ParentUUID.Value,
+		_, err = d.Flows.IdeaUpdate(ctx, flowCall(call), string(in.IdeaUUID), workflows.UpdateEditIdea, a, workflows.EditIdeaInput{
+			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID.Set, ParentUUID: (*string)(in.ParentUUID.Value),
 			IsContainer: in.IsContainer})
 		if err != nil {
 			return EditedIdea{}, err
 		}
-		i, _, err = d.Store.IdeaAccess(ctx, call.Who.Caller, in.IdeaUUID, store.AccessViewer)
+		i, _, err = d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessViewer)
 		if err != nil {
 			return EditedIdea{}, err
 		}
@@ -319,7 +319,7 @@ var adminDeleteIdea = tool[IdeaIn, textResult]{
 	Desc: "Delete an idea and its elaboration. Its direct children become top-level ideas; proposals that used it " +
 		"as an input are left as they are.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (textResult, error) {
-		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateDeleteIdea, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateDeleteIdea, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Idea %s deleted", in.IdeaUUID)), nil
@@ -346,7 +346,7 @@ type QuestionIn struct {
 
 // StartElaborationIn is chorus_pm_start_elaboration's input.
 type StartElaborationIn struct {
-	IdeaUUID  string       `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	IdeaUUID  UUID         `json:"ideaUuid" jsonschema:"the idea's uuid"`
 	Depth     string       `json:"depth" jsonschema:"how deep to elaborate" chorus:"enum=minimal|standard|comprehensive"`
 	Questions []QuestionIn `json:"questions" jsonschema:"1 to 15 questions"`
 }
@@ -365,7 +365,7 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 			}
 			cmd.Questions = append(cmd.Questions, qi)
 		}
-		return roundUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateStartElaboration, cmd)
+		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateStartElaboration, cmd)
 	},
 }
 
@@ -378,8 +378,8 @@ type AnswerIn struct {
 
 // AnswerElaborationIn is chorus_answer_elaboration's input.
 type AnswerElaborationIn struct {
-	IdeaUUID  string     `json:"ideaUuid" jsonschema:"the idea's uuid"`
-	RoundUUID *string    `json:"roundUuid,omitempty" jsonschema:"the round to answer; default: the idea's one pending round"`
+	IdeaUUID  UUID       `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	RoundUUID *UUID      `json:"roundUuid,omitempty" jsonschema:"the round to answer; default: the idea's one pending round"`
 	Answers   []AnswerIn `json:"answers" jsonschema:"answers; re-answering a question of a pending round replaces its answer"`
 }
 
@@ -389,11 +389,11 @@ var answerElaboration = tool[AnswerElaborationIn, RoundView]{
 		"answers are checked before any is saved. When every required question is answered the round completes " +
 		"and the idea's elaboration waits for validation.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AnswerElaborationIn) (RoundView, error) {
-		cmd := workflows.AnswerElaborationInput{Actor: actor(call.Who), RoundUUID: in.RoundUUID}
+		cmd := workflows.AnswerElaborationInput{Actor: actor(call.Who), RoundUUID: (*string)(in.RoundUUID)}
 		for _, x := range in.Answers {
 			cmd.Answers = append(cmd.Answers, workflows.AnswerInput{QuestionID: x.QuestionID, SelectedOptionID: x.SelectedOptionID, CustomText: x.CustomText})
 		}
-		return roundUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateAnswerElaboration, cmd)
+		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateAnswerElaboration, cmd)
 	},
 }
 
@@ -402,16 +402,16 @@ var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
 	Desc: "Resolve an idea's elaboration once every round is answered: the idea becomes elaborated and ready for a " +
 		"proposal. Only the idea's assignee can resolve.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
-		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return ElaborationView{}, err
 		}
-		return elaborationOf(ctx, d, call.Who, in.IdeaUUID)
+		return elaborationOf(ctx, d, call.Who, string(in.IdeaUUID))
 	},
 }
 
 // SkipElaborationIn is chorus_pm_skip_elaboration's input.
 type SkipElaborationIn struct {
-	IdeaUUID string `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	IdeaUUID UUID   `json:"ideaUuid" jsonschema:"the idea's uuid"`
 	Reason   string `json:"reason" jsonschema:"why no elaboration is needed"`
 }
 
@@ -427,10 +427,10 @@ var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
 	Desc: "Mark an idea you hold as clear enough without questions: elaboration is resolved at minimal depth and " +
 		"the idea becomes elaborated. Only from elaborating.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SkipElaborationIn) (SkippedElaboration, error) {
-		if _, err := ideaUpdate(ctx, d, call, in.IdeaUUID, workflows.UpdateSkipElaboration,
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateSkipElaboration,
 			workflows.SkipElaborationInput{Actor: actor(call.Who), Reason: in.Reason}); err != nil {
 			return SkippedElaboration{}, err
 		}
-		return SkippedElaboration{IdeaUUID: in.IdeaUUID, Action: "elaboration_skipped", Reason: in.Reason}, nil
+		return SkippedElaboration{IdeaUUID: string(in.IdeaUUID), Action: "elaboration_skipped", Reason: in.Reason}, nil
 	},
 }

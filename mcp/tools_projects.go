@@ -197,7 +197,7 @@ var listProjects = tool[PageIn, ProjectList]{
 
 // GetProjectIn is chorus_get_project's input.
 type GetProjectIn struct {
-	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID UUID `json:"projectUuid" jsonschema:"the project's uuid"`
 }
 
 var getProject = tool[GetProjectIn, ProjectDetail]{
@@ -207,7 +207,7 @@ var getProject = tool[GetProjectIn, ProjectDetail]{
 	Effect: reads,
 	Desc:   "Get one project you can see: its details, your access level on it, and counts of its ideas, documents, tasks, proposals and activities.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProjectIn) (ProjectDetail, error) {
-		v, err := d.Store.GetProject(ctx, call.Who.Caller, in.ProjectUUID)
+		v, err := d.Store.GetProject(ctx, call.Who.Caller, string(in.ProjectUUID))
 		if err != nil {
 			return ProjectDetail{}, err
 		}
@@ -221,7 +221,7 @@ var getProject = tool[GetProjectIn, ProjectDetail]{
 type CreateProjectIn struct {
 	Name        string  `json:"name" jsonschema:"project name" chorus:"minLength=1;maxLength=200"`
 	Description *string `json:"description,omitempty" jsonschema:"what the project is about"`
-	GroupUUID   *string `json:"groupUuid,omitempty" jsonschema:"put the project in this project group; a private group makes the project private"`
+	GroupUUID   *UUID   `json:"groupUuid,omitempty" jsonschema:"put the project in this project group; a private group makes the project private"`
 	Visibility  string  `json:"visibility,omitempty" jsonschema:"public (default: everyone in the company can edit) or private (members only)" chorus:"enum=public|private"`
 }
 
@@ -252,7 +252,7 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 				"and no user would be one. Create it public, or give the agent an owner (chorus agent create --owner-email).")
 		}
 		p, err := d.Store.CreateProject(ctx, call.Who.Caller, store.NewProject{
-			Name: in.Name, Description: in.Description, GroupUUID: in.GroupUUID, Visibility: in.Visibility})
+			Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility})
 		if err != nil {
 			return CreatedProject{}, err
 		}

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ import (
 
 // ProposalIn names a proposal.
 type ProposalIn struct {
-	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ProposalUUID UUID `json:"proposalUuid" jsonschema:"the proposal's uuid"`
 }
 
 // ReviewView is a proposal's last review.
@@ -64,20 +63,20 @@ type MaterializedDocument struct {
 // ProposalView is the proposal JSON of chorus_get_proposal (and approve): common meta plus the
 // parts the section asks for.
 type ProposalView struct {
-	UUID          string            `json:"uuid"`
-	Title         string            `json:"title"`
-	Description   *string           `json:"description"`
-	InputType     string            `json:"inputType"`
-	InputUUIDs    []string          `json:"inputUuids"`
-	Status        string            `json:"status"`
-	Project       ProjectRef        `json:"project"`
-	CreatedBy     *store.ActorRef   `json:"createdBy"`
-	CreatedByType string            `json:"createdByType"`
-	Review        *ReviewView       `json:"review"`
-	CreatedAt     time.Time         `json:"createdAt"`
-	UpdatedAt     time.Time         `json:"updatedAt"`
-	Section       string            `json:"section"`
-	References    []json.RawMessage `json:"references"`
+	UUID          string          `json:"uuid"`
+	Title         string          `json:"title"`
+	Description   *string         `json:"description"`
+	InputType     string          `json:"inputType"`
+	InputUUIDs    []string        `json:"inputUuids"`
+	Status        string          `json:"status"`
+	Project       ProjectRef      `json:"project"`
+	CreatedBy     *store.ActorRef `json:"createdBy"`
+	CreatedByType string          `json:"createdByType"`
+	Review        *ReviewView     `json:"review"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	UpdatedAt     time.Time       `json:"updatedAt"`
+	Section       string          `json:"section"`
+	References    []ReferenceView `json:"references"`
 
 	DocumentDraftCount *int                 `json:"documentDraftCount,omitempty"`
 	TaskDraftCount     *int                 `json:"taskDraftCount,omitempty"`
@@ -95,7 +94,7 @@ func proposalView(ctx context.Context, n *store.Namer, p *store.Proposal, projec
 	v := ProposalView{UUID: p.UUID, Title: p.Title, Description: p.Description, InputType: p.InputType,
 		InputUUIDs: p.InputUUIDs, Status: p.Status, Project: ProjectRef{UUID: p.ProjectUUID, Name: projectName},
 		CreatedBy: n.Ref(ctx, p.CreatedByType, &p.CreatedByUUID), CreatedByType: p.CreatedByType,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Section: section, References: []json.RawMessage{}}
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Section: section, References: []ReferenceView{}}
 	if v.InputUUIDs == nil {
 		v.InputUUIDs = []string{}
 	}
@@ -135,7 +134,7 @@ func proposalAccess(ctx context.Context, d *Deps, call *Call, uuid string) (*sto
 
 // GetProposalsIn is chorus_get_proposals' input.
 type GetProposalsIn struct {
-	ProjectUUID string `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
 	Status      string `json:"status,omitempty" jsonschema:"only proposals in this status" chorus:"enum=draft|pending|approved|closed|rejected|revised"`
 	PageIn
 }
@@ -161,7 +160,7 @@ var getProposals = tool[GetProposalsIn, ProposalList]{
 	Name: "chorus_get_proposals", Title: "List proposals", Perm: perm.Public, Effect: reads,
 	Desc: "List a project's proposals, newest first, optionally of one status (draft, pending, approved, closed). Paged.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalsIn) (ProposalList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return ProposalList{}, err
 		}
 		status := in.Status
@@ -169,7 +168,7 @@ var getProposals = tool[GetProposalsIn, ProposalList]{
 			status = "legacy" // SPEC C8: accepted, matches nothing
 		}
 		page, size, offset := in.window(20)
-		rows, total, err := d.Store.ListProposals(ctx, in.ProjectUUID, status, size, offset)
+		rows, total, err := d.Store.ListProposals(ctx, string(in.ProjectUUID), status, size, offset)
 		if err != nil {
 			return ProposalList{}, err
 		}
@@ -190,7 +189,7 @@ var getProposals = tool[GetProposalsIn, ProposalList]{
 
 // GetProposalIn is chorus_get_proposal's input.
 type GetProposalIn struct {
-	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the proposal's uuid"`
 	Section      string `json:"section,omitempty" jsonschema:"basic (default: counts and an index of the drafts), documents, tasks, or full" chorus:"enum=basic|documents|tasks|full"`
 }
 
@@ -199,7 +198,7 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 	Desc: "Get a proposal. section=basic (default) gives its details with an index of its drafts; documents, " +
 		"tasks or full add the complete document drafts, task drafts, or both.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalIn) (ProposalView, error) {
-		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, in.ProposalUUID, store.AccessViewer)
+		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(in.ProposalUUID), store.AccessViewer)
 		if err != nil {
 			return ProposalView{}, err
 		}
@@ -215,11 +214,11 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 
 // CreateProposalIn is chorus_pm_create_proposal's input.
 type CreateProposalIn struct {
-	ProjectUUID string   `json:"projectUuid" jsonschema:"the project the proposal belongs to"`
-	Title       string   `json:"title" jsonschema:"the proposal's title" chorus:"minLength=1"`
-	Description *string  `json:"description,omitempty" jsonschema:"what the proposal delivers and why"`
-	InputType   string   `json:"inputType" jsonschema:"what the proposal is based on: ideas you hold, or documents" chorus:"enum=idea|document"`
-	InputUUIDs  []string `json:"inputUuids" jsonschema:"the input ideas (or documents)"`
+	ProjectUUID UUID    `json:"projectUuid" jsonschema:"the project the proposal belongs to"`
+	Title       string  `json:"title" jsonschema:"the proposal's title" chorus:"minLength=1"`
+	Description *string `json:"description,omitempty" jsonschema:"what the proposal delivers and why"`
+	InputType   string  `json:"inputType" jsonschema:"what the proposal is based on: ideas you hold, or documents" chorus:"enum=idea|document"`
+	InputUUIDs  []UUID  `json:"inputUuids" jsonschema:"the input ideas (or documents)"`
 }
 
 // CreatedProposal is chorus_pm_create_proposal's result.
@@ -269,21 +268,21 @@ var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedProposal{}, invalid("title must not be blank")
 		}
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessEditor); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor); err != nil {
 			return CreatedProposal{}, err
 		}
-		if err := checkInputs(ctx, d, call.Who, in.InputType, in.InputUUIDs); err != nil {
+		if err := checkInputs(ctx, d, call.Who, in.InputType, uuidStrings(in.InputUUIDs)); err != nil {
 			return CreatedProposal{}, err
 		}
 		uuid := store.NewUUID()
 		res, err := d.Flows.CreateProposal(ctx, flowCall(call), workflows.CreateProposalInput{Actor: actor(call.Who), UUID: uuid,
-			ProjectUUID: in.ProjectUUID, Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: in.InputUUIDs})
+			ProjectUUID: string(in.ProjectUUID), Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: uuidStrings(in.InputUUIDs)})
 		if err != nil {
 			return CreatedProposal{}, err
 		}
 		out := CreatedProposal{UUID: res.UUID, Title: strings.TrimSpace(in.Title), Status: res.Status}
 		if in.InputType == "idea" && len(in.InputUUIDs) > 0 {
-			titles, err := d.Store.ProposalsUsingIdeas(ctx, call.Who.Caller, in.InputUUIDs, res.UUID)
+			titles, err := d.Store.ProposalsUsingIdeas(ctx, call.Who.Caller, uuidStrings(in.InputUUIDs), res.UUID)
 			if err != nil {
 				return CreatedProposal{}, err
 			}
@@ -337,7 +336,7 @@ var pmValidateProposal = tool[ProposalIn, ValidationOut]{
 		"task draft are required, document drafts need 100+ characters, input ideas must have resolved elaboration, " +
 		"task dependencies must be known and acyclic); warnings and infos are advice.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (ValidationOut, error) {
-		_, v, err := validationOf(ctx, d, call, in.ProposalUUID)
+		_, v, err := validationOf(ctx, d, call, string(in.ProposalUUID))
 		return ValidationOut{Valid: v.Valid, Issues: v.Issues}, err
 	},
 }
@@ -353,11 +352,11 @@ var pmSubmitProposal = tool[ProposalIn, StatusOut]{
 	Desc: "Submit a draft proposal for review. It is validated first; any error-level issue refuses the submission " +
 		"and lists every issue. On success it is pending until an admin approves, rejects or closes it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (StatusOut, error) {
-		if _, _, err := validationOf(ctx, d, call, in.ProposalUUID); err != nil {
+		if _, _, err := validationOf(ctx, d, call, string(in.ProposalUUID)); err != nil {
 			return StatusOut{}, err
 		}
 		a := actor(call.Who)
-		res, err := d.Flows.ProposalUpdate(ctx, flowCall(call), in.ProposalUUID, workflows.UpdateSubmitProposal, a, workflows.ProposalCommand{Actor: a})
+		res, err := d.Flows.ProposalUpdate(ctx, flowCall(call), string(in.ProposalUUID), workflows.UpdateSubmitProposal, a, workflows.ProposalCommand{Actor: a})
 		if err != nil {
 			return StatusOut{}, err
 		}
@@ -377,7 +376,7 @@ type DraftOut struct {
 
 // AddDocumentDraftIn is chorus_pm_add_document_draft's input.
 type AddDocumentDraftIn struct {
-	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the proposal's uuid"`
 	Type         string `json:"type" jsonschema:"document type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
 	Title        string `json:"title" jsonschema:"document title" chorus:"minLength=1"`
 	Content      string `json:"content" jsonschema:"document content in markdown (validation wants 100+ characters)"`
@@ -399,15 +398,15 @@ var pmAddDocumentDraft = tool[AddDocumentDraftIn, DraftOut]{
 	Name: "chorus_pm_add_document_draft", Title: "Add a document draft", Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Add a document draft (prd, tech_design, adr, spec, guide or report) to a draft proposal. Approval turns it into a document.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddDocumentDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateAddDocumentDraft, "document_draft_added",
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateAddDocumentDraft, "document_draft_added",
 			workflows.DocumentDraftInput{Actor: actor(call.Who), Type: &in.Type, Title: &in.Title, Content: &in.Content})
 	},
 }
 
 // UpdateDocumentDraftIn is chorus_pm_update_document_draft's input.
 type UpdateDocumentDraftIn struct {
-	ProposalUUID string  `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	DraftUUID    string  `json:"draftUuid" jsonschema:"the document draft's uuid"`
+	ProposalUUID UUID    `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	DraftUUID    UUID    `json:"draftUuid" jsonschema:"the document draft's uuid"`
 	Type         *string `json:"type,omitempty" jsonschema:"new type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
 	Title        *string `json:"title,omitempty" jsonschema:"new title"`
 	Content      *string `json:"content,omitempty" jsonschema:"new content"`
@@ -417,8 +416,8 @@ var pmUpdateDocumentDraft = tool[UpdateDocumentDraftIn, DraftOut]{
 	Name: "chorus_pm_update_document_draft", Title: "Update a document draft", Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
 	Desc: "Change a document draft of a draft proposal; fields you leave out keep their value.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateUpdateDocumentDraft, "document_draft_updated",
-			workflows.DocumentDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID, Type: in.Type, Title: in.Title, Content: in.Content})
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateUpdateDocumentDraft, "document_draft_updated",
+			workflows.DocumentDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Type: in.Type, Title: in.Title, Content: in.Content})
 	},
 }
 
@@ -438,14 +437,14 @@ func criteria(items []CriterionIn) []store.CriterionDraft {
 
 // AddTaskDraftIn is chorus_pm_add_task_draft's input.
 type AddTaskDraftIn struct {
-	ProposalUUID            string        `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ProposalUUID            UUID          `json:"proposalUuid" jsonschema:"the proposal's uuid"`
 	Title                   string        `json:"title" jsonschema:"task title" chorus:"minLength=1"`
 	Description             *string       `json:"description,omitempty" jsonschema:"what to do"`
 	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed" chorus:"min=0"`
 	Priority                *string       `json:"priority,omitempty" jsonschema:"low, medium or high" chorus:"enum=low|medium|high"`
 	Kind                    *string       `json:"kind,omitempty" jsonschema:"implementation, verification, docs or other" chorus:"enum=implementation|verification|docs|other"`
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems" jsonschema:"at least one criterion with a non-blank description"`
-	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"task drafts of this proposal that must be done first"`
+	DependsOnDraftUUIDs     []UUID        `json:"dependsOnDraftUuids,omitempty" jsonschema:"task drafts of this proposal that must be done first"`
 }
 
 var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
@@ -453,24 +452,24 @@ var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
 	Desc: "Add a task draft to a draft proposal, with at least one acceptance criterion and, optionally, the task " +
 		"drafts it depends on. Approval turns it into a task with the same criteria and dependencies.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddTaskDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateAddTaskDraft, "task_draft_added",
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateAddTaskDraft, "task_draft_added",
 			workflows.TaskDraftInput{Actor: actor(call.Who), Title: &in.Title, Description: in.Description,
 				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind, SetCriteria: true,
-				Criteria: criteria(in.AcceptanceCriteriaItems), SetDependsOn: true, DependsOn: in.DependsOnDraftUUIDs})
+				Criteria: criteria(in.AcceptanceCriteriaItems), SetDependsOn: true, DependsOn: uuidStrings(in.DependsOnDraftUUIDs)})
 	},
 }
 
 // UpdateTaskDraftIn is chorus_pm_update_task_draft's input.
 type UpdateTaskDraftIn struct {
-	ProposalUUID            string        `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	DraftUUID               string        `json:"draftUuid" jsonschema:"the task draft's uuid"`
+	ProposalUUID            UUID          `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	DraftUUID               UUID          `json:"draftUuid" jsonschema:"the task draft's uuid"`
 	Title                   *string       `json:"title,omitempty" jsonschema:"new title"`
 	Description             *string       `json:"description,omitempty" jsonschema:"new description"`
 	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate" chorus:"min=0"`
 	Priority                *string       `json:"priority,omitempty" jsonschema:"new priority" chorus:"enum=low|medium|high"`
 	Kind                    *string       `json:"kind,omitempty" jsonschema:"new kind" chorus:"enum=implementation|verification|docs|other"`
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces all criteria; must keep at least one"`
-	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"replaces the dependencies"`
+	DependsOnDraftUUIDs     []UUID        `json:"dependsOnDraftUuids,omitempty" jsonschema:"replaces the dependencies"`
 }
 
 var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
@@ -478,26 +477,26 @@ var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
 	Desc: "Change a task draft of a draft proposal; fields you leave out keep their value, and acceptance " +
 		"criteria or dependencies you give replace the old ones.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateUpdateTaskDraft, "task_draft_updated",
-			workflows.TaskDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID, Title: in.Title, Description: in.Description,
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateUpdateTaskDraft, "task_draft_updated",
+			workflows.TaskDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Title: in.Title, Description: in.Description,
 				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind,
 				SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
-				SetDependsOn: in.DependsOnDraftUUIDs != nil, DependsOn: in.DependsOnDraftUUIDs})
+				SetDependsOn: in.DependsOnDraftUUIDs != nil, DependsOn: uuidStrings(in.DependsOnDraftUUIDs)})
 	},
 }
 
 // RemoveDraftIn names a draft of a proposal.
 type RemoveDraftIn struct {
-	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	DraftUUID    string `json:"draftUuid" jsonschema:"the draft's uuid"`
+	ProposalUUID UUID `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	DraftUUID    UUID `json:"draftUuid" jsonschema:"the draft's uuid"`
 }
 
 var pmRemoveDocumentDraft = tool[RemoveDraftIn, DraftOut]{
 	Name: "chorus_pm_remove_document_draft", Title: "Remove a document draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
 	Desc: "Remove a document draft from a draft proposal (an unknown draft is a no-op).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
-		out, err := draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateRemoveDocumentDraft, "document_draft_removed",
-			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID})
+		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRemoveDocumentDraft, "document_draft_removed",
+			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
 		out.DraftTitle = ""
 		return out, err
 	},
@@ -507,8 +506,8 @@ var pmRemoveTaskDraft = tool[RemoveDraftIn, DraftOut]{
 	Name: "chorus_pm_remove_task_draft", Title: "Remove a task draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
 	Desc: "Remove a task draft from a draft proposal and from every other draft's dependencies (an unknown draft is a no-op).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
-		out, err := draftUpdate(ctx, d, call, in.ProposalUUID, workflows.UpdateRemoveTaskDraft, "task_draft_removed",
-			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: in.DraftUUID})
+		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRemoveTaskDraft, "task_draft_removed",
+			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
 		out.DraftTitle = ""
 		return out, err
 	},
@@ -518,13 +517,13 @@ var pmRemoveTaskDraft = tool[RemoveDraftIn, DraftOut]{
 
 // ReviewIn is a proposal with a required review note.
 type ReviewIn struct {
-	ProposalUUID string `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the proposal's uuid"`
 	ReviewNote   string `json:"reviewNote" jsonschema:"why (shown to the proposal's author)" chorus:"minLength=1"`
 }
 
 // OptionalReviewIn is a proposal with an optional review note.
 type OptionalReviewIn struct {
-	ProposalUUID string  `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ProposalUUID UUID    `json:"proposalUuid" jsonschema:"the proposal's uuid"`
 	ReviewNote   *string `json:"reviewNote,omitempty" jsonschema:"a note for the proposal's author"`
 }
 
@@ -541,7 +540,7 @@ var pmRejectProposal = tool[ReviewIn, StatusOut]{
 	Name: "chorus_pm_reject_proposal", Title: "Reject a proposal", Perm: perm.ProposalWrite, Effect: destroys,
 	Desc: "Send a pending proposal back to draft with a review note. Only its author can, unless you hold proposal:admin.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
-		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateRejectProposal, &in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRejectProposal, &in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
 	},
 }
@@ -550,7 +549,7 @@ var adminCloseProposal = tool[ReviewIn, StatusOut]{
 	Name: "chorus_admin_close_proposal", Title: "Close a proposal", Perm: perm.ProposalAdmin, Effect: destroys,
 	Desc: "Close a pending proposal for good, with a review note. A closed proposal cannot change again.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
-		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateCloseProposal, &in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateCloseProposal, &in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
 	},
 }
@@ -560,11 +559,11 @@ var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
 	Desc: "Approve a pending proposal: in one transaction its document drafts become documents and its task drafts " +
 		"become open tasks with their acceptance criteria and dependencies. Returns what was created.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (ProposalView, error) {
-		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateApproveProposal, in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateApproveProposal, in.ReviewNote)
 		if err != nil {
 			return ProposalView{}, err
 		}
-		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, in.ProposalUUID, store.AccessViewer)
+		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(in.ProposalUUID), store.AccessViewer)
 		if err != nil {
 			return ProposalView{}, err
 		}
@@ -601,7 +600,7 @@ var pmRevokeProposal = tool[OptionalReviewIn, Revoked]{
 		"returns to draft with its drafts intact, ready to be changed and submitted again. Only its author can, " +
 		"unless you hold proposal:admin.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (Revoked, error) {
-		res, err := reviewCommand(ctx, d, call, in.ProposalUUID, workflows.UpdateRevokeProposal, in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRevokeProposal, in.ReviewNote)
 		if err != nil {
 			return Revoked{}, err
 		}

@@ -2,11 +2,12 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
@@ -19,7 +20,7 @@ import (
 
 // TaskIn names a task.
 type TaskIn struct {
-	TaskUUID string `json:"taskUuid" jsonschema:"the task's uuid"`
+	TaskUUID UUID `json:"taskUuid" jsonschema:"the task's uuid"`
 }
 
 // CriterionView is one acceptance criterion with both marks.
@@ -79,7 +80,7 @@ type TaskView struct {
 	CommentCount            int                     `json:"commentCount"`
 	CreatedAt               time.Time               `json:"createdAt"`
 	UpdatedAt               time.Time               `json:"updatedAt"`
-	References              []json.RawMessage       `json:"references"`
+	References              []ReferenceView         `json:"references"`
 	Warnings                []string                `json:"warnings,omitempty"`
 	Hints                   []string                `json:"_hints,omitempty"`
 }
@@ -122,7 +123,7 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		Assignee:     assigneeView(ctx, n, t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID),
 		ProposalUUID: t.ProposalUUID, Project: ProjectRef{UUID: pv.UUID, Name: pv.Name},
 		CreatedBy: n.Ref(ctx, t.CreatedByType, &t.CreatedByUUID), DependsOn: links(dependsOn), DependedBy: links(dependedBy),
-		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: []json.RawMessage{}}, nil
+		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: []ReferenceView{}}, nil
 }
 
 // taskHints are the _hints of claim and assign (SPEC 3.5, 3.7): what blocks the task and who
@@ -175,10 +176,10 @@ func statusOut(r workflows.TaskResult, err error) (StatusOut, error) {
 
 // ListTasksIn is chorus_list_tasks' input.
 type ListTasksIn struct {
-	ProjectUUID   string   `json:"projectUuid" jsonschema:"the project's uuid"`
-	Status        string   `json:"status,omitempty" jsonschema:"only tasks in this status" chorus:"enum=open|assigned|in_progress|to_verify|done|closed"`
-	Priority      string   `json:"priority,omitempty" jsonschema:"only tasks of this priority" chorus:"enum=low|medium|high"`
-	ProposalUUIDs []string `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals (empty: all)"`
+	ProjectUUID   UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
+	Status        string `json:"status,omitempty" jsonschema:"only tasks in this status" chorus:"enum=open|assigned|in_progress|to_verify|done|closed"`
+	Priority      string `json:"priority,omitempty" jsonschema:"only tasks of this priority" chorus:"enum=low|medium|high"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals (empty: all)"`
 	PageIn
 }
 
@@ -217,12 +218,12 @@ var listTasks = tool[ListTasksIn, TaskList]{
 	Name: "chorus_list_tasks", Title: "List tasks", Perm: perm.Public, Effect: reads,
 	Desc: "List a project's tasks, high priority first, then newest. Filter by status, priority or proposals. Paged.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ListTasksIn) (TaskList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
 		}
 		page, size, offset := in.window(20)
-		ts, total, err := d.Store.ListTasks(ctx, in.ProjectUUID, store.TaskFilter{Status: in.Status, Priority: in.Priority,
-			ProposalUUIDs: in.ProposalUUIDs}, size, offset)
+		ts, total, err := d.Store.ListTasks(ctx, string(in.ProjectUUID), store.TaskFilter{Status: in.Status, Priority: in.Priority,
+			ProposalUUIDs: uuidStrings(in.ProposalUUIDs)}, size, offset)
 		if err != nil {
 			return TaskList{}, err
 		}
@@ -235,24 +236,24 @@ var getTask = tool[TaskIn, TaskView]{
 	Desc: "Get one task: description, status, assignee, acceptance criteria with both the self-check and the " +
 		"verification marks, acceptance status and summary, and the tasks it depends on and that depend on it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
-		return taskView(ctx, d, call.Who, in.TaskUUID)
+		return taskView(ctx, d, call.Who, string(in.TaskUUID))
 	},
 }
 
 // AvailableTasksIn is chorus_get_available_tasks' input.
 type AvailableTasksIn struct {
-	ProjectUUID   string   `json:"projectUuid" jsonschema:"the project's uuid"`
-	ProposalUUIDs []string `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
+	ProjectUUID   UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
 }
 
 var getAvailableTasks = tool[AvailableTasksIn, TaskList]{
 	Name: "chorus_get_available_tasks", Title: "Tasks open to claim", Perm: perm.Public, Effect: reads,
 	Desc: "List up to 50 open (unclaimed) tasks of a project, high priority first. Some may still be blocked by dependencies; see chorus_get_unblocked_tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AvailableTasksIn) (TaskList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
 		}
-		ts, err := d.Store.AvailableTasks(ctx, in.ProjectUUID, in.ProposalUUIDs)
+		ts, err := d.Store.AvailableTasks(ctx, string(in.ProjectUUID), uuidStrings(in.ProposalUUIDs))
 		if err != nil {
 			return TaskList{}, err
 		}
@@ -262,8 +263,8 @@ var getAvailableTasks = tool[AvailableTasksIn, TaskList]{
 
 // UnblockedTasksIn is chorus_get_unblocked_tasks' input.
 type UnblockedTasksIn struct {
-	ProjectUUID   string   `json:"projectUuid" jsonschema:"the project's uuid"`
-	ProposalUUIDs []string `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
+	ProjectUUID   UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
 	PageIn
 }
 
@@ -272,11 +273,11 @@ var getUnblockedTasks = tool[UnblockedTasksIn, TaskList]{
 	Desc: "List open or assigned tasks whose every dependency is done or closed: the work that can start now. " +
 		"A dependency waiting for verification (to_verify) still blocks. Paged.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UnblockedTasksIn) (TaskList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessViewer); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
 		}
 		page, size, offset := in.window(20)
-		ts, total, err := d.Store.UnblockedTasks(ctx, in.ProjectUUID, in.ProposalUUIDs, size, offset)
+		ts, total, err := d.Store.UnblockedTasks(ctx, string(in.ProjectUUID), uuidStrings(in.ProposalUUIDs), size, offset)
 		if err != nil {
 			return TaskList{}, err
 		}
@@ -405,13 +406,13 @@ type NewTaskIn struct {
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems" jsonschema:"at least one criterion with a non-blank description"`
 	DraftUUID               *string       `json:"draftUuid,omitempty" jsonschema:"your own id for this task, for dependsOnDraftUuids of other tasks in the same call"`
 	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"draftUuids of tasks in this call that must be done first"`
-	DependsOnTaskUUIDs      []string      `json:"dependsOnTaskUuids,omitempty" jsonschema:"existing tasks that must be done first"`
+	DependsOnTaskUUIDs      []UUID        `json:"dependsOnTaskUuids,omitempty" jsonschema:"existing tasks that must be done first"`
 }
 
 // CreateTasksIn is chorus_create_tasks' input.
 type CreateTasksIn struct {
-	ProjectUUID  string      `json:"projectUuid" jsonschema:"the project's uuid"`
-	ProposalUUID *string     `json:"proposalUuid,omitempty" jsonschema:"attach the tasks to this proposal of the project (default: quick tasks)"`
+	ProjectUUID  UUID        `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProposalUUID *UUID       `json:"proposalUuid,omitempty" jsonschema:"attach the tasks to this proposal of the project (default: quick tasks)"`
 	Tasks        []NewTaskIn `json:"tasks" jsonschema:"the tasks to create" chorus:"minItems=1;maxItems=100"`
 }
 
@@ -427,28 +428,38 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 		"criterion. All are created or none. Tasks may depend on each other (draftUuid / dependsOnDraftUuids) and on " +
 		"existing tasks; a dependency that cannot be added is reported as a warning.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateTasksIn) (CreatedTasks, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, in.ProjectUUID, store.AccessEditor); err != nil {
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor); err != nil {
 			return CreatedTasks{}, err
 		}
 		if in.ProposalUUID != nil {
-			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, *in.ProposalUUID, store.AccessViewer)
-			if err != nil || p.ProjectUUID != in.ProjectUUID {
+			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(*in.ProposalUUID), store.AccessViewer)
+			if err != nil || p.ProjectUUID != string(in.ProjectUUID) {
 				return CreatedTasks{}, store.NotFound("Proposal")
 			}
 		}
 		for _, t := range in.Tasks {
 			for _, u := range t.DependsOnTaskUUIDs {
-				if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, u, store.AccessViewer); err != nil {
+				if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(u), store.AccessViewer); err != nil {
 					return CreatedTasks{}, err
 				}
 			}
 		}
-		batch := workflows.CreateTasksInput{Actor: actor(call.Who), BatchUUID: store.NewUUID(), ProjectUUID: in.ProjectUUID,
-			ProposalUUID: in.ProposalUUID}
+		batch := workflows.CreateTasksInput{Actor: actor(call.Who), BatchUUID: store.NewUUID(), ProjectUUID: string(in.ProjectUUID),
+			ProposalUUID: (*string)(in.ProposalUUID)}
 		if call.RequestID != "" {
 			batch.BatchUUID = workflows.DerivedUUID("create-tasks", call.Who.Caller.AgentUUID, call.RequestID)
 		}
 		drafts := map[string]bool{}
+		for i := range in.Tasks {
+			t := &in.Tasks[i]
+			if t.DraftUUID != nil {
+				k := draftKey(*t.DraftUUID)
+				t.DraftUUID = &k
+			}
+			for j, dep := range t.DependsOnDraftUUIDs {
+				t.DependsOnDraftUUIDs[j] = draftKey(dep)
+			}
+		}
 		for _, t := range in.Tasks {
 			if t.DraftUUID != nil {
 				if drafts[*t.DraftUUID] {
@@ -467,7 +478,7 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 			}
 			batch.Tasks = append(batch.Tasks, workflows.NewTaskSpec{Title: t.Title, Description: t.Description, Priority: t.Priority,
 				StoryPoints: t.StoryPoints, Criteria: cs, DraftUUID: t.DraftUUID, DependsOnDraftUUIDs: t.DependsOnDraftUUIDs,
-				DependsOnTaskUUIDs: t.DependsOnTaskUUIDs})
+				DependsOnTaskUUIDs: uuidStrings(t.DependsOnTaskUUIDs)})
 		}
 		res, err := d.Flows.CreateTasks(ctx, batch)
 		if err != nil {
@@ -481,20 +492,29 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 	},
 }
 
+// draftKey is a chorus_create_tasks draftUuid as it is matched: the caller's own label, exactly,
+// except that a label that is a uuid matches in any case, like every uuid.
+func draftKey(label string) string {
+	if u, err := uuid.Parse(label); err == nil && len(label) == 36 {
+		return u.String()
+	}
+	return label
+}
+
 const criteriaRequiredText = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"
 
 // UpdateTaskIn is chorus_update_task's input.
 type UpdateTaskIn struct {
-	TaskUUID                string        `json:"taskUuid" jsonschema:"the task's uuid"`
+	TaskUUID                UUID          `json:"taskUuid" jsonschema:"the task's uuid"`
 	Title                   *string       `json:"title,omitempty" jsonschema:"new title"`
 	Description             *string       `json:"description,omitempty" jsonschema:"new description"`
 	Priority                *string       `json:"priority,omitempty" jsonschema:"new priority" chorus:"enum=low|medium|high"`
 	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate" chorus:"min=0"`
 	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces every criterion (all marks are discarded); must keep at least one"`
-	AddDependsOn            []string      `json:"addDependsOn,omitempty" jsonschema:"tasks of the same project this task now depends on"`
-	RemoveDependsOn         []string      `json:"removeDependsOn,omitempty" jsonschema:"dependencies to drop"`
+	AddDependsOn            []UUID        `json:"addDependsOn,omitempty" jsonschema:"tasks of the same project this task now depends on"`
+	RemoveDependsOn         []UUID        `json:"removeDependsOn,omitempty" jsonschema:"dependencies to drop"`
 	Status                  *string       `json:"status,omitempty" jsonschema:"assignee only: in_progress (every dependency must be done or closed) or to_verify" chorus:"enum=in_progress|to_verify"`
-	SessionUUID             *string       `json:"sessionUuid,omitempty" jsonschema:"your work session, recorded with the change"`
+	SessionUUID             *UUID         `json:"sessionUuid,omitempty" jsonschema:"your work session, recorded with the change"`
 }
 
 var updateTask = tool[UpdateTaskIn, TaskView]{
@@ -503,10 +523,10 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 		"dependencies; as its assignee, move it to in_progress (only when every dependency is done or closed) or " +
 		"to_verify. A dependency that cannot be added is reported in warnings; anything else wrong changes nothing.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskIn) (TaskView, error) {
-		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, in.TaskUUID, store.AccessEditor); err != nil {
+		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor); err != nil {
 			return TaskView{}, err
 		}
-		for _, u := range append(append([]string{}, in.AddDependsOn...), in.RemoveDependsOn...) {
+		for _, u := range append(append([]string{}, uuidStrings(in.AddDependsOn)...), uuidStrings(in.RemoveDependsOn)...) {
 			if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, u, store.AccessViewer); err != nil {
 				return TaskView{}, err
 			}
@@ -519,17 +539,17 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 		}
 		if in.Title == nil && in.Description == nil && in.Priority == nil && in.StoryPoints == nil &&
 			in.AcceptanceCriteriaItems == nil && in.AddDependsOn == nil && in.RemoveDependsOn == nil && in.Status == nil {
-			return taskView(ctx, d, call.Who, in.TaskUUID) // nothing asked, nothing changed
+			return taskView(ctx, d, call.Who, string(in.TaskUUID)) // nothing asked, nothing changed
 		}
 		cmd := workflows.UpdateTaskInput{Actor: actor(call.Who), Title: in.Title, Description: in.Description,
 			DescriptionSet: in.Description != nil, Priority: in.Priority, StoryPoints: in.StoryPoints,
 			SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
-			AddDependsOn: in.AddDependsOn, RemoveDepends: in.RemoveDependsOn, Status: in.Status}
-		res, err := d.Flows.TaskUpdate(ctx, flowCall(call), in.TaskUUID, workflows.UpdateUpdateTask, cmd.Actor, cmd)
+			AddDependsOn: uuidStrings(in.AddDependsOn), RemoveDepends: uuidStrings(in.RemoveDependsOn), Status: in.Status}
+		res, err := d.Flows.TaskUpdate(ctx, flowCall(call), string(in.TaskUUID), workflows.UpdateUpdateTask, cmd.Actor, cmd)
 		if err != nil {
 			return TaskView{}, err
 		}
-		v, err := taskView(ctx, d, call.Who, in.TaskUUID)
+		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
 		v.Warnings = res.Warnings
 		return v, err
 	},
@@ -542,10 +562,10 @@ var claimTask = tool[TaskIn, TaskView]{
 	Desc: "Claim an open task: you become its assignee. Refused when another agent holds it (ask an admin to " +
 		"reassign); claiming a task you already hold changes nothing. _hints say what blocks it and who waits for it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
-		if _, err := taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateClaimTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateClaimTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
 			return TaskView{}, err
 		}
-		v, err := taskView(ctx, d, call.Who, in.TaskUUID)
+		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
 		v.Hints = taskHints(v, true)
 		return v, err
 	},
@@ -555,26 +575,26 @@ var releaseTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_release_task", Title: "Release a task", Perm: perm.TaskWrite, Effect: writes,
 	Desc: "Give up a task you hold that has not started (status assigned): it returns to open with no assignee.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateReleaseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateReleaseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
 }
 
 // AssignTaskIn is chorus_pm_assign_task's input.
 type AssignTaskIn struct {
-	TaskUUID     string         `json:"taskUuid" jsonschema:"the task's uuid"`
-	AgentUUID    string         `json:"agentUuid" jsonschema:"the agent to assign"`
-	InstanceUUID NullableString `json:"instanceUuid,omitzero" jsonschema:"pin a specific agent instance (none exist yet)"`
+	TaskUUID     UUID         `json:"taskUuid" jsonschema:"the task's uuid"`
+	AgentUUID    UUID         `json:"agentUuid" jsonschema:"the agent to assign"`
+	InstanceUUID NullableUUID `json:"instanceUuid,omitzero" jsonschema:"pin a specific agent instance (none exist yet)"`
 }
 
 var pmAssignTask = tool[AssignTaskIn, TaskView]{
 	Name: "chorus_pm_assign_task", Title: "Assign a task", Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Assign an open or assigned task to an agent of your company that holds task:write (replacing the current assignee).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignTaskIn) (TaskView, error) {
-		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, in.TaskUUID, store.AccessEditor)
+		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
 			return TaskView{}, err
 		}
-		target, err := d.Store.GetAgent(ctx, call.Who.Caller.CompanyUUID, in.AgentUUID)
+		target, err := d.Store.GetAgent(ctx, call.Who.Caller.CompanyUUID, string(in.AgentUUID))
 		if err != nil {
 			return TaskView{}, refuse("Target Agent not found")
 		}
@@ -592,11 +612,11 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 			return TaskView{}, refuse("Agent instance not found")
 		}
 		a := actor(call.Who)
-		if _, err := d.Flows.TaskUpdate(ctx, flowCall(call), in.TaskUUID, workflows.UpdateAssignTask, a,
+		if _, err := d.Flows.TaskUpdate(ctx, flowCall(call), string(in.TaskUUID), workflows.UpdateAssignTask, a,
 			workflows.AssignTaskInput{Actor: a, TargetUUID: target.UUID, TargetName: target.Name}); err != nil {
 			return TaskView{}, err
 		}
-		v, err := taskView(ctx, d, call.Who, in.TaskUUID)
+		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
 		v.Hints = taskHints(v, false)
 		return v, err
 	},
@@ -606,10 +626,10 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 
 // ReportWorkIn is chorus_report_work's input.
 type ReportWorkIn struct {
-	TaskUUID    string  `json:"taskUuid" jsonschema:"the task's uuid"`
+	TaskUUID    UUID    `json:"taskUuid" jsonschema:"the task's uuid"`
 	Report      string  `json:"report" jsonschema:"what you did; saved as a comment on the task" chorus:"minLength=1"`
 	Status      *string `json:"status,omitempty" jsonschema:"also move the task: in_progress or to_verify" chorus:"enum=in_progress|to_verify"`
-	SessionUUID *string `json:"sessionUuid,omitempty" jsonschema:"your work session"`
+	SessionUUID *UUID   `json:"sessionUuid,omitempty" jsonschema:"your work session"`
 }
 
 var reportWork = tool[ReportWorkIn, textResult]{
@@ -620,7 +640,7 @@ var reportWork = tool[ReportWorkIn, textResult]{
 		if in.SessionUUID != nil {
 			return "", store.NotFound("Session")
 		}
-		if _, err := taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateReportWork,
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateReportWork,
 			workflows.ReportWorkInput{Actor: actor(call.Who), Report: in.Report, Status: in.Status}); err != nil {
 			return "", err
 		}
@@ -630,14 +650,14 @@ var reportWork = tool[ReportWorkIn, textResult]{
 
 // SelfCheckItem is one criterion of a self-check.
 type SelfCheckItem struct {
-	UUID        string  `json:"uuid" jsonschema:"the criterion's uuid"`
+	UUID        UUID    `json:"uuid" jsonschema:"the criterion's uuid"`
 	DevStatus   string  `json:"devStatus" jsonschema:"your verdict" chorus:"enum=passed|failed"`
 	DevEvidence *string `json:"devEvidence,omitempty" jsonschema:"how you know (tests run, links, output)"`
 }
 
 // SelfCheckIn is chorus_report_criteria_self_check's input.
 type SelfCheckIn struct {
-	TaskUUID string          `json:"taskUuid" jsonschema:"the task's uuid"`
+	TaskUUID UUID            `json:"taskUuid" jsonschema:"the task's uuid"`
 	Criteria []SelfCheckItem `json:"criteria" jsonschema:"criteria of this task and your verdicts" chorus:"minItems=1"`
 }
 
@@ -664,25 +684,25 @@ var reportCriteriaSelfCheck = tool[SelfCheckIn, CriteriaOut]{
 	Run: func(ctx context.Context, d *Deps, call *Call, in SelfCheckIn) (CriteriaOut, error) {
 		cmd := workflows.MarkCriteriaInput{Actor: actor(call.Who)}
 		for _, c := range in.Criteria {
-			cmd.Marks = append(cmd.Marks, workflows.CriterionMark{UUID: c.UUID, Status: c.DevStatus, Evidence: c.DevEvidence})
+			cmd.Marks = append(cmd.Marks, workflows.CriterionMark{UUID: string(c.UUID), Status: c.DevStatus, Evidence: c.DevEvidence})
 		}
-		if _, err := taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateSelfCheck, cmd); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateSelfCheck, cmd); err != nil {
 			return CriteriaOut{}, err
 		}
-		return criteriaOut(ctx, d, in.TaskUUID)
+		return criteriaOut(ctx, d, string(in.TaskUUID))
 	},
 }
 
 // MarkItem is one criterion of a verification.
 type MarkItem struct {
-	UUID     string  `json:"uuid" jsonschema:"the criterion's uuid"`
+	UUID     UUID    `json:"uuid" jsonschema:"the criterion's uuid"`
 	Status   string  `json:"status" jsonschema:"verdict" chorus:"enum=passed|failed"`
 	Evidence *string `json:"evidence,omitempty" jsonschema:"what you checked"`
 }
 
 // MarkCriteriaIn is chorus_mark_acceptance_criteria's input.
 type MarkCriteriaIn struct {
-	TaskUUID string     `json:"taskUuid" jsonschema:"the task's uuid"`
+	TaskUUID UUID       `json:"taskUuid" jsonschema:"the task's uuid"`
 	Criteria []MarkItem `json:"criteria" jsonschema:"criteria of this task and verdicts" chorus:"minItems=1"`
 }
 
@@ -692,18 +712,18 @@ var markAcceptanceCriteria = tool[MarkCriteriaIn, CriteriaOut]{
 	Run: func(ctx context.Context, d *Deps, call *Call, in MarkCriteriaIn) (CriteriaOut, error) {
 		cmd := workflows.MarkCriteriaInput{Actor: actor(call.Who)}
 		for _, c := range in.Criteria {
-			cmd.Marks = append(cmd.Marks, workflows.CriterionMark{UUID: c.UUID, Status: c.Status, Evidence: c.Evidence})
+			cmd.Marks = append(cmd.Marks, workflows.CriterionMark{UUID: string(c.UUID), Status: c.Status, Evidence: c.Evidence})
 		}
-		if _, err := taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateMarkCriteria, cmd); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateMarkCriteria, cmd); err != nil {
 			return CriteriaOut{}, err
 		}
-		return criteriaOut(ctx, d, in.TaskUUID)
+		return criteriaOut(ctx, d, string(in.TaskUUID))
 	},
 }
 
 // SubmitIn is chorus_submit_for_verify's input.
 type SubmitIn struct {
-	TaskUUID string  `json:"taskUuid" jsonschema:"the task's uuid"`
+	TaskUUID UUID    `json:"taskUuid" jsonschema:"the task's uuid"`
 	Summary  *string `json:"summary,omitempty" jsonschema:"what you delivered, for the reviewer"`
 }
 
@@ -711,7 +731,7 @@ var submitForVerify = tool[SubmitIn, StatusOut]{
 	Name: "chorus_submit_for_verify", Title: "Submit for verification", Perm: perm.TaskWrite, Effect: writes,
 	Desc: "As the assignee, hand an in_progress task to review: it becomes to_verify until an admin verifies or reopens it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SubmitIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateSubmitForVerify,
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateSubmitForVerify,
 			workflows.SubmitInput{Actor: actor(call.Who), Summary: in.Summary}))
 	},
 }
@@ -722,21 +742,21 @@ var adminVerifyTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_admin_verify_task", Title: "Verify a task", Perm: perm.TaskAdmin, Effect: writes,
 	Desc: "Accept a task waiting in to_verify: it becomes done, which unblocks the tasks that depend on it. Every required acceptance criterion must be marked passed first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateVerifyTask, workflows.TaskCommand{Actor: actor(call.Who)}))
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateVerifyTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
 }
 
 // ReopenIn is chorus_admin_reopen_task's input.
 type ReopenIn struct {
-	TaskUUID string `json:"taskUuid" jsonschema:"the task's uuid"`
-	Force    bool   `json:"force,omitempty" jsonschema:"reopen even though a dependency is unresolved"`
+	TaskUUID UUID `json:"taskUuid" jsonschema:"the task's uuid"`
+	Force    bool `json:"force,omitempty" jsonschema:"reopen even though a dependency is unresolved"`
 }
 
 var adminReopenTask = tool[ReopenIn, StatusOut]{
 	Name: "chorus_admin_reopen_task", Title: "Reopen a task", Perm: perm.TaskAdmin, Effect: writes,
 	Desc: "Send a task waiting in to_verify back to in_progress; all acceptance marks are reset. Refused while a dependency is unresolved unless force is true.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReopenIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateReopenTask,
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateReopenTask,
 			workflows.ReopenInput{Actor: actor(call.Who), Force: in.Force}))
 	},
 }
@@ -745,7 +765,7 @@ var adminCloseTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_admin_close_task", Title: "Close a task", Perm: perm.TaskAdmin, Effect: destroys,
 	Desc: "Close a task for good, from any status. A closed task no longer blocks the tasks that depend on it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateCloseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateCloseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
 }
 
@@ -753,7 +773,7 @@ var adminDeleteTask = tool[TaskIn, textResult]{
 	Name: "chorus_admin_delete_task", Title: "Delete a task", Perm: perm.TaskAdmin, Effect: destroys,
 	Desc: "Delete a task with its acceptance criteria and its dependency edges in both directions.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (textResult, error) {
-		if _, err := taskCommand(ctx, d, call, in.TaskUUID, workflows.UpdateDeleteTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateDeleteTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Task %s deleted", in.TaskUUID)), nil

@@ -10,21 +10,42 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// NullableString is an optional argument where null means something ("detach", "clear"): Set
-// tells absent from present, and Value is nil for an explicit null.
-type NullableString struct {
+// UUID is an argument that names an entity by its uuid. Its schema is a string with format
+// "uuid"; normalizeArgs refuses anything that is not a uuid, naming the field, and hands the
+// handler the canonical lower-case form, whatever case the caller sent and however deep the
+// field sits (cases/03: uuids are case-insensitive everywhere). Outputs use plain strings.
+type UUID string
+
+// String returns the uuid as stored: lower case.
+func (u UUID) String() string { return string(u) }
+
+// uuidStrings converts a list of uuid arguments for the store and the workflows.
+func uuidStrings(us []UUID) []string {
+	if us == nil {
+		return nil
+	}
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = string(u)
+	}
+	return out
+}
+
+// NullableUUID is an optional uuid argument where null means something ("detach", "clear"):
+// Set tells absent from present, and Value is nil for an explicit null.
+type NullableUUID struct {
 	Set   bool
-	Value *string
+	Value *UUID
 }
 
 // UnmarshalJSON records that the field was present.
-func (n *NullableString) UnmarshalJSON(b []byte) error {
+func (n *NullableUUID) UnmarshalJSON(b []byte) error {
 	n.Set = true
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		n.Value = nil
 		return nil
 	}
-	var s string
+	var s UUID
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
@@ -33,10 +54,17 @@ func (n *NullableString) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes the value or null.
-func (n NullableString) MarshalJSON() ([]byte, error) { return json.Marshal(n.Value) }
+func (n NullableUUID) MarshalJSON() ([]byte, error) { return json.Marshal(n.Value) }
+
+// Ptr returns the value as a *string, nil for null.
+func (n NullableUUID) Ptr() *string { return (*string)(n.Value) }
+
+// formatUUID is the JSON Schema format of uuid arguments.
+const formatUUID = "uuid"
 
 func init() {
-	schemaTypeOverrides[reflect.TypeFor[NullableString]()] = &jsonschema.Schema{Types: []string{"null", "string"}}
+	schemaTypeOverrides[reflect.TypeFor[UUID]()] = &jsonschema.Schema{Type: "string", Format: formatUUID}
+	schemaTypeOverrides[reflect.TypeFor[NullableUUID]()] = &jsonschema.Schema{Types: []string{"null", "string"}, Format: formatUUID}
 }
 
 // actor is the caller as workflows know it.

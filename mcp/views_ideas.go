@@ -45,7 +45,7 @@ type IdeaView struct {
 	UUID              string               `json:"uuid"`
 	Title             string               `json:"title"`
 	Content           *string              `json:"content"`
-	Attachments       json.RawMessage      `json:"attachments"`
+	Attachments       []AttachmentView     `json:"attachments"`
 	Status            string               `json:"status"`
 	DerivedStatus     string               `json:"derivedStatus"`
 	ChildProgress     *store.ChildProgress `json:"childProgress,omitempty"`
@@ -62,7 +62,7 @@ type IdeaView struct {
 	Children          []IdeaChildView      `json:"children"`
 	DescendantUUIDs   []string             `json:"descendantUuids"`
 	Reports           []DocumentView       `json:"reports"`
-	References        []json.RawMessage    `json:"references"`
+	References        []ReferenceView      `json:"references"`
 }
 
 // DocumentView is the Document JSON (SPEC 3.1 chorus_get_document).
@@ -95,15 +95,16 @@ func assigneeView(ctx context.Context, n *store.Namer, typ, uuid *string, at *ti
 
 func ideaView(ctx context.Context, n *store.Namer, d *store.IdeaDetail) IdeaView {
 	i := d.Idea
-	v := IdeaView{UUID: i.UUID, Title: i.Title, Content: i.Content, Attachments: i.Attachments, Status: i.Status,
+	v := IdeaView{UUID: i.UUID, Title: i.Title, Content: i.Content, Status: i.Status,
 		DerivedStatus: d.Derived.Status, ChildProgress: d.Derived.ChildProgress, IsContainer: i.IsContainer,
 		Assignee: assigneeView(ctx, n, i.AssigneeType, i.AssigneeUUID, i.AssignedAt, i.AssignedByUUID),
 		Project:  ProjectRef{UUID: d.Project.UUID, Name: d.Project.Name}, ElaborationStatus: i.ElaborationStatus,
 		ElaborationDepth: i.ElaborationDepth, CreatedBy: n.Ref(ctx, i.CreatedByType, &i.CreatedByUUID),
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ParentUUID: i.ParentUUID, Children: []IdeaChildView{},
-		DescendantUUIDs: d.DescendantUUIDs, Reports: []DocumentView{}, References: []json.RawMessage{}}
-	if v.Attachments == nil {
-		v.Attachments = json.RawMessage("null")
+		DescendantUUIDs: d.DescendantUUIDs, Reports: []DocumentView{}, References: []ReferenceView{}}
+	if len(i.Attachments) > 0 {
+		// Written only by operators; a value of another shape is shown as no attachments.
+		_ = json.Unmarshal(i.Attachments, &v.Attachments)
 	}
 	if d.Parent != nil {
 		v.Parent = &IdeaRefView{UUID: d.Parent.UUID, Title: d.Parent.Title, Status: d.Parent.Status}
