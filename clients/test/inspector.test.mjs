@@ -18,15 +18,17 @@ const TIMEOUT_MS = 60_000;
 /**
  * inspect runs the inspector CLI against the stack with the admin key and resolves to
  * {code, stdout, stderr} whatever the exit code; it rejects only when the process cannot run or
- * times out. MCP_STORAGE_DIR keeps the inspector's state out of the home directory.
+ * times out. The inspector keeps its state under MCP_STORAGE_DIR and the home directory: both
+ * point at storageDir, a temporary directory, so a run leaves nothing behind.
  * @param {string[]} args arguments after the URL and the transport flags
+ * @param {string} storageDir
  */
 function inspect(args, storageDir) {
   const argv = ['--cli', s.url, '--transport', 'http', '--header', `Authorization: Bearer ${s.key.admin.key}`, ...args];
   return new Promise((resolve, reject) => {
     execFile(BIN, argv, {
       timeout: TIMEOUT_MS, maxBuffer: 64 << 20,
-      env: { ...process.env, MCP_STORAGE_DIR: storageDir, NO_COLOR: '1' },
+      env: { ...process.env, MCP_STORAGE_DIR: storageDir, HOME: storageDir, USERPROFILE: storageDir, NO_COLOR: '1' },
     }, (err, stdout, stderr) => {
       if (err && typeof err.code !== 'number') {
         reject(new Error(`mcp-inspector ${args.join(' ')} did not run${err.killed ? ` (killed after ${TIMEOUT_MS} ms)` : ''}: ${err.message}\n${stderr}`));
