@@ -1,16 +1,11 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 
-	"github.com/labstack/echo/v4"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chorus-dev/chorus/perm"
@@ -32,7 +27,9 @@ type Endpoint struct {
 	version string
 	tools   []*builtTool
 	servers sync.Map // perm.Set -> *mcpsdk.Server
-	handler http.Handler
+	// jsonHandler answers in JSON; streamHandler in one server-sent event, for clients that
+	// accept only text/event-stream.
+	jsonHandler, streamHandler http.Handler
 }
 
 // NewEndpoint builds every tool of the table once. version is reported in serverInfo.
@@ -45,24 +42,23 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 		}
 		e.tools = append(e.tools, bt)
 	}
-	e.handler = mcpsdk.NewStreamableHTTPHandler(e.serverFor, &mcpsdk.StreamableHTTPOptions{
-		Stateless:    true,
-		JSONResponse: true,
-		Logger:       sdkLogger(d.Log),
-		// Every request carries a bearer key, so the DNS-rebinding guard for unauthenticated
-		// localhost servers does not apply; leaving it on would refuse proxied requests.
-		DisableLocalhostProtection: true,
-	})
+	for _, asJSON := range []bool{true, false} {
+		h := mcpsdk.NewStreamableHTTPHandler(e.serverFor, &mcpsdk.StreamableHTTPOptions{
+			Stateless:    true,
+			JSONResponse: asJSON,
+			Logger:       sdkLogger(d.Log),
+			// Every request carries a bearer key, so the DNS-rebinding guard for unauthenticated
+			// localhost servers does not apply; leaving it on would refuse proxied requests.
+			DisableLocalhostProtection: true,
+			MaxRequestBodyBytes:        MaxRequestBytes, // the edge (http.go) already holds bodies to this
+		})
+		if asJSON {
+			e.jsonHandler = h
+		} else {
+			e.streamHandler = h
+		}
+	}
 	return e, nil
-}
-
-// Mount adds the endpoint's routes to an echo server: POST (authenticated MCP), OPTIONS (CORS
-// preflight), and GET/DELETE answered 405 since a stateless server has no streams or sessions.
-func (e *Endpoint) Mount(ech *echo.Echo) {
-	ech.POST(Path, echo.WrapHandler(e.handler), cors, e.authenticate, jsonrpcGuard, defaultAccept)
-	ech.OPTIONS(Path, preflight)
-	ech.GET(Path, methodNotAllowed, cors)
-	ech.DELETE(Path, methodNotAllowed, cors)
 }
 
 // serverFor returns the MCP server for the request's permission set, building it on first use.
@@ -149,96 +145,4 @@ func hideUnlisted(allowed map[string]bool) mcpsdk.Middleware {
 			return next(ctx, method, req)
 		}
 	}
-}
-
-// defaultAccept lets clients that send no (or a narrow) Accept header in: the SDK requires both
-// application/json and text/event-stream, and answers JSON here either way.
-func defaultAccept(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Request().Header
-		acc := h.Get("Accept")
-		if !strings.Contains(acc, "application/json") || !strings.Contains(acc, "text/event-stream") {
-			h.Set("Accept", "application/json, text/event-stream")
-		}
-		if h.Get("Content-Type") == "" {
-			h.Set("Content-Type", "application/json")
-		}
-		return next(c)
-	}
-}
-
-// jsonrpcGuard answers bodies that are not JSON-RPC 2.0 with a JSON-RPC error object (the SDK
-// would answer plain text naming its Go types): -32700 for invalid JSON, -32600 for JSON that
-// is not a request, a notification or a batch of them.
-func jsonrpcGuard(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		body, err := io.ReadAll(c.Request().Body)
-		if err != nil {
-			return rpcError(c, http.StatusBadRequest, -32700, "Parse error: the request body could not be read")
-		}
-		c.Request().Body = io.NopCloser(bytes.NewReader(body))
-		trimmed := bytes.TrimSpace(body)
-		if !json.Valid(trimmed) {
-			return rpcError(c, http.StatusBadRequest, -32700, "Parse error: the request body is not valid JSON")
-		}
-		var msgs []map[string]json.RawMessage
-		if len(trimmed) > 0 && trimmed[0] == '[' {
-			if json.Unmarshal(trimmed, &msgs) != nil || len(msgs) == 0 {
-				return rpcError(c, http.StatusBadRequest, -32600, "Invalid Request: a batch must be a non-empty array of JSON-RPC objects")
-			}
-		} else {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(trimmed, &m) != nil {
-				return rpcError(c, http.StatusBadRequest, -32600, "Invalid Request: the body must be a JSON-RPC 2.0 object")
-			}
-			msgs = append(msgs, m)
-		}
-		for _, m := range msgs {
-			if string(bytes.TrimSpace(m["jsonrpc"])) != `"2.0"` {
-				return rpcError(c, http.StatusBadRequest, -32600, `Invalid Request: "jsonrpc" must be "2.0"`)
-			}
-			_, hasMethod := m["method"]
-			_, hasResult := m["result"]
-			_, hasError := m["error"]
-			if !hasMethod && !hasResult && !hasError {
-				return rpcError(c, http.StatusBadRequest, -32600, `Invalid Request: "method" is missing`)
-			}
-		}
-		return next(c)
-	}
-}
-
-func rpcError(c echo.Context, status, code int, msg string) error {
-	return c.JSON(status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-}
-
-const (
-	corsMethods = "POST, OPTIONS"
-	corsHeaders = "Content-Type, Authorization, mcp-protocol-version"
-)
-
-func cors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		c.Response().Header().Set("Access-Control-Allow-Origin", "*")
-		return next(c)
-	}
-}
-
-func preflight(c echo.Context) error {
-	h := c.Response().Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", corsMethods)
-	h.Set("Access-Control-Allow-Headers", corsHeaders)
-	h.Set("Access-Control-Max-Age", "86400")
-	return c.NoContent(http.StatusNoContent)
-}
-
-func methodNotAllowed(c echo.Context) error {
-	c.Response().Header().Set("Allow", corsMethods)
-	return c.JSON(http.StatusMethodNotAllowed, map[string]any{
-		"jsonrpc": "2.0",
-		"id":      nil,
-		"error": map[string]any{"code": -32601,
-			"message": "Method not allowed: stateless server has no sessions"},
-	})
 }

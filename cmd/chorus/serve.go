@@ -128,7 +128,8 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.Use(middleware.Recover(), middleware.RequestID(), middleware.BodyLimit("8M"), requestLogger(log))
+	// The MCP endpoint bounds its own bodies (mcp.MaxRequestBytes) and answers in JSON-RPC.
+	e.Use(middleware.Recover(), middleware.RequestID(), requestLogger(log))
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", readyz(st, tc))
 	if cfg.role != roleWorker {
