@@ -6,7 +6,7 @@ GO ?= go
 run: ## the whole stack on this machine (flags: make run ARGS="--temporal-port 17233 --ui-port 18233")
 	$(GO) run ./cmd/chorus dev $(ARGS)
 
-test: temporal-cli ## every test; PostgreSQL suites run when CHORUS_TEST_PG_DSN is set
+test: temporal-cli clients/node_modules/.package-lock.json ## every test; PostgreSQL suites run when CHORUS_TEST_PG_DSN is set
 	CHORUS_TEMPORAL_BIN="$$($(GO) -C tools tool -n temporal)" $(GO) test -count=1 -timeout 25m ./...
 
 test-short: ## unit tests only (no Temporal server, no PostgreSQL)
@@ -20,6 +20,12 @@ lint: ## vet and the Temporal workflow determinism check
 
 bench: ## benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# clients/package-lock.json has a hand-added entry for vite's optional, Windows-only
+# napi-windows-process-start-time, which the registry does not serve: npm 11 leaves it out of the
+# lock it writes and then refuses that lock in `npm ci` (npm/cli#9846). Keep it when re-locking.
+clients/node_modules/.package-lock.json: clients/package.json clients/package-lock.json ## npm packages of the TypeScript client suite (clients/)
+	@if command -v npm >/dev/null 2>&1; then npm --prefix clients ci --no-audit --no-fund; else echo "npm not found: clients/ not installed, so TestTypeScriptClients skips (under CI=true it fails); install Node 20+ and npm"; fi
 
 temporal-cli: ## build (first time: a few minutes) the Temporal CLI pinned in tools/
 	$(GO) -C tools tool -n temporal >/dev/null
