@@ -40,9 +40,10 @@ func principalFrom(ctx context.Context) (Principal, bool) {
 // and a WWW-Authenticate challenge; a database failure gets 500.
 func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		header := c.Request().Header.Get("Authorization")
+		headers := c.Request().Header.Values("Authorization")
+		header := strings.Join(headers, ", ")
 		key, ok := bearerKey(header)
-		if !ok {
+		if !ok || len(headers) > 1 { // two credentials are none: never guess which one was meant
 			return unauthorized(c, "Missing or invalid API key", strings.TrimSpace(header) != "")
 		}
 		ctx := c.Request().Context()

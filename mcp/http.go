@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,7 @@ const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
 	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
 	codeInternalError  = -32603
 )
 
@@ -89,103 +91,231 @@ func (e *Endpoint) serve(c echo.Context) error {
 		return rpcError(c, http.StatusMethodNotAllowed, codeMethodNotFound, nil,
 			"Method not allowed: stateless server has no sessions")
 	}
-	if msg, ok := checkContentType(req.Header.Get("Content-Type")); !ok {
+	if msg, ok := checkContentType(req.Header); !ok {
 		return rpcError(c, http.StatusUnsupportedMediaType, codeInvalidRequest, nil, msg)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	tooLarge := fmt.Sprintf("Request too large: the body is over %d bytes (4 MiB), the limit of this endpoint; "+
+		"send less in one call", MaxRequestBytes)
+	if req.ContentLength > MaxRequestBytes {
+		return rpcError(c, http.StatusRequestEntityTooLarge, codeInvalidRequest, nil, tooLarge)
+	}
+	jsonOK, streamOK := accepts(req.Header.Values("Accept"))
+	if !jsonOK && !streamOK {
+		return rpcError(c, http.StatusNotAcceptable, codeInvalidRequest, nil,
+			"Not acceptable: this endpoint answers application/json or text/event-stream; accept one of them")
+	}
+	asEvents := !jsonOK
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, MaxRequestBytes))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return rpcError(c, http.StatusRequestEntityTooLarge, codeInvalidRequest, nil, fmt.Sprintf(
-				"Request too large: the body is over %d bytes (4 MiB), the limit of this endpoint; send less in one call",
-				MaxRequestBytes))
+		var over *http.MaxBytesError
+		if errors.As(err, &over) {
+			return rpcError(c, http.StatusRequestEntityTooLarge, codeInvalidRequest, nil, tooLarge)
 		}
 		return rpcError(c, http.StatusBadRequest, codeParseError, nil, "Parse error: the request body could not be read")
 	}
-	status, code, id, msg := checkMessage(body)
-	if msg != "" {
-		return rpcError(c, status, code, id, msg)
+	msg, bad := readMessage(body)
+	if bad != nil {
+		if bad.status == http.StatusOK { // a request we can answer, with its id
+			return writeRPC(c.Response(), http.StatusOK, asEvents, bad.id, bad.code, bad.msg)
+		}
+		return rpcError(c, bad.status, bad.code, bad.id, bad.msg)
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 
-	jsonOK, streamOK := accepts(req.Header.Values("Accept"))
 	handler := e.jsonHandler
-	switch {
-	case jsonOK:
-	case streamOK:
+	if asEvents {
 		handler = e.streamHandler
-	default:
-		return rpcError(c, http.StatusNotAcceptable, codeInvalidRequest, nil,
-			"Not acceptable: this endpoint answers application/json or text/event-stream; accept one of them")
 	}
 	// The SDK insists on both; the handler chosen above decides what the answer is.
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	w := &rpcErrorWriter{ResponseWriter: c.Response(), id: id}
+	w := &rewriter{ResponseWriter: c.Response(), msg: msg, asEvents: asEvents}
 	handler.ServeHTTP(w, req)
 	w.finish()
 	return nil
 }
 
-// checkContentType accepts application/json in any case, with no charset or utf-8; a missing
-// header is taken as JSON. It returns the refusal text otherwise.
-func checkContentType(v string) (string, bool) {
-	if strings.TrimSpace(v) == "" {
+// checkContentType accepts one Content-Type of application/json in any case, with no charset or
+// utf-8 (a missing one is taken as JSON), and no Content-Encoding. It returns the refusal text
+// otherwise.
+func checkContentType(h http.Header) (string, bool) {
+	if enc := h.Values("Content-Encoding"); len(enc) > 0 && !(len(enc) == 1 && strings.EqualFold(strings.TrimSpace(enc[0]), "identity")) {
+		return fmt.Sprintf("Unsupported Content-Encoding %q: send the JSON-RPC message uncompressed", strings.Join(enc, ", ")), false
+	}
+	types := h.Values("Content-Type")
+	if len(types) > 1 {
+		return "Unsupported media type: the request has more than one Content-Type header; send one, application/json", false
+	}
+	if len(types) == 0 || strings.TrimSpace(types[0]) == "" {
 		return "", true
 	}
-	mt, params, err := mime.ParseMediaType(v)
+	mt, params, err := mime.ParseMediaType(types[0])
 	if err == nil && mt == "application/json" {
 		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8") {
 			return "", true
 		}
 	}
-	return fmt.Sprintf("Unsupported media type %q: send one JSON-RPC message as Content-Type: application/json (UTF-8)", v), false
+	return fmt.Sprintf("Unsupported media type %q: send one JSON-RPC message as Content-Type: application/json (UTF-8)", types[0]), false
 }
 
-// checkMessage accepts one JSON-RPC 2.0 request, notification or response. Otherwise it
-// returns the HTTP status, JSON-RPC code, the message's id when it has a usable one, and the
-// refusal text.
-func checkMessage(body []byte) (status, code int, id json.RawMessage, msg string) {
+// message is what the edge knows of the JSON-RPC message it passes on.
+type message struct {
+	id     json.RawMessage // nil for a notification or a response
+	method string
+}
+
+// refusal is an answer the edge gives itself. Status 200 means the message is a request whose
+// id is known, so the answer is a JSON-RPC error response to it.
+type refusal struct {
+	status, code int
+	id           json.RawMessage
+	msg          string
+}
+
+// maxSafeID bounds numeric ids to what every client (JavaScript's numbers included) and the SDK
+// (int64) carry exactly, so an id always comes back as sent.
+const maxSafeID = 1<<53 - 1
+
+var integerID = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// readMessage accepts one JSON-RPC 2.0 request, notification or response whose envelope the
+// methods served here can read (see checkParams); otherwise it says why not.
+func readMessage(body []byte) (message, *refusal) {
+	var m message
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
-		return http.StatusBadRequest, codeParseError, nil, "Parse error: the request body is not valid JSON"
+		return m, &refusal{http.StatusBadRequest, codeParseError, nil, "Parse error: the request body is not valid JSON"}
 	}
 	if trimmed[0] == '[' {
-		return http.StatusBadRequest, codeInvalidRequest, nil,
-			"Invalid Request: JSON-RPC batches are not supported (MCP removed them in 2025-06-18); send one message per POST"
+		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil,
+			"Invalid Request: JSON-RPC batches are not supported (MCP removed them in 2025-06-18); send one message per POST"}
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(trimmed, &m) != nil {
-		return http.StatusBadRequest, codeInvalidRequest, nil, "Invalid Request: the body must be a JSON-RPC 2.0 object"
+	var env map[string]json.RawMessage
+	if json.Unmarshal(trimmed, &env) != nil {
+		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil, "Invalid Request: the body must be a JSON-RPC 2.0 object"}
 	}
-	if raw, ok := m["id"]; ok {
+	if raw, ok := env["id"]; ok && string(bytes.TrimSpace(raw)) != "null" {
 		var v any
-		_ = json.Unmarshal(raw, &v)
-		switch v.(type) {
-		case string, float64:
-			id = raw
-		case nil:
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		_ = d.Decode(&v)
+		switch x := v.(type) {
+		case string:
+			m.id = raw
+		case json.Number:
+			n, err := x.Int64()
+			if !integerID.MatchString(x.String()) || err != nil || n > maxSafeID || n < -maxSafeID {
+				return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil, fmt.Sprintf(
+					`Invalid Request: "id" must be a string or a whole number of at most 15 digits, got %s`, clipped(x.String()))}
+			}
+			m.id = raw
 		default:
-			return http.StatusBadRequest, codeInvalidRequest, nil, `Invalid Request: "id" must be a string or a number`
+			return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil, `Invalid Request: "id" must be a string or a number`}
 		}
 	}
-	if string(bytes.TrimSpace(m["jsonrpc"])) != `"2.0"` {
-		return http.StatusBadRequest, codeInvalidRequest, id, `Invalid Request: "jsonrpc" must be "2.0"`
+	if string(bytes.TrimSpace(env["jsonrpc"])) != `"2.0"` {
+		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, m.id, `Invalid Request: "jsonrpc" must be "2.0"`}
 	}
-	_, hasMethod := m["method"]
-	_, hasResult := m["result"]
-	_, hasError := m["error"]
-	if !hasMethod && !hasResult && !hasError {
-		return http.StatusBadRequest, codeInvalidRequest, id, `Invalid Request: "method" is missing`
+	rawMethod, hasMethod := env["method"]
+	_, hasResult := env["result"]
+	_, hasError := env["error"]
+	switch {
+	case hasMethod:
+		if json.Unmarshal(rawMethod, &m.method) != nil || m.method == "" {
+			return m, &refusal{http.StatusBadRequest, codeInvalidRequest, m.id, `Invalid Request: "method" must be a non-empty string`}
+		}
+	case hasResult || hasError:
+		m.id = nil // a response from the client: nothing to answer
+		return m, nil
+	default:
+		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, m.id, `Invalid Request: "method" is missing`}
 	}
-	return 0, 0, id, ""
+	if msg := checkParams(m.method, env["params"]); msg != "" {
+		if m.id == nil {
+			return m, &refusal{http.StatusBadRequest, codeInvalidParams, nil, msg}
+		}
+		return m, &refusal{http.StatusOK, codeInvalidParams, m.id, msg}
+	}
+	return m, nil
+}
+
+// checkParams holds the params of the methods this server answers to the shapes MCP defines, so
+// that a malformed one is refused in plain words rather than by the SDK's decoder.
+func checkParams(method string, raw json.RawMessage) string {
+	var p map[string]json.RawMessage
+	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
+		if json.Unmarshal(raw, &p) != nil {
+			return fmt.Sprintf("Invalid params: the params of %s must be an object", method)
+		}
+	}
+	kind := func(name string) string { // "", "null", "string", "object", "other"
+		v, ok := p[name]
+		if !ok {
+			return ""
+		}
+		switch t := bytes.TrimSpace(v); {
+		case string(t) == "null":
+			return "null"
+		case len(t) > 0 && t[0] == '"':
+			return "string"
+		case len(t) > 0 && t[0] == '{':
+			return "object"
+		}
+		return "other"
+	}
+	if k := kind("_meta"); k != "" && k != "object" {
+		return fmt.Sprintf("Invalid params: params._meta of %s must be an object", method)
+	}
+	switch method {
+	case "tools/call":
+		if kind("name") != "string" || string(bytes.TrimSpace(p["name"])) == `""` {
+			return "Invalid params: tools/call needs params.name, the tool's name (a string)"
+		}
+		if k := kind("arguments"); k != "" && k != "null" && k != "object" {
+			return "Invalid params: params.arguments of tools/call must be an object of the tool's arguments"
+		}
+	case "tools/list":
+		if k := kind("cursor"); k != "" && k != "null" && k != "string" {
+			return "Invalid params: params.cursor of tools/list must be a string (the nextCursor of the previous page)"
+		}
+	case "initialize":
+		if kind("protocolVersion") != "string" {
+			return "Invalid params: initialize needs params.protocolVersion, a string such as \"2025-06-18\""
+		}
+		if kind("capabilities") != "object" {
+			return "Invalid params: initialize needs params.capabilities, an object (it may be empty)"
+		}
+		var info map[string]json.RawMessage
+		if kind("clientInfo") != "object" || json.Unmarshal(p["clientInfo"], &info) != nil ||
+			!isJSONString(info["name"]) || !isJSONString(info["version"]) {
+			return "Invalid params: initialize needs params.clientInfo, an object with name and version strings"
+		}
+	}
+	return ""
+}
+
+func isJSONString(raw json.RawMessage) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil
 }
 
 // accepts reads Accept headers: whether application/json and whether text/event-stream is
-// acceptable (media ranges and q=0 understood). No Accept header accepts anything.
+// acceptable. For each, the most specific media range that matches decides (so
+// "application/json;q=0, */*" refuses JSON); no Accept header accepts anything.
 func accepts(values []string) (jsonOK, streamOK bool) {
+	// q of the most specific range matching each type: exact 2, type/* 1, */* 0.
+	type best struct {
+		rank int
+		q    float64
+	}
+	js, sse := best{-1, 0}, best{-1, 0}
 	seen := false
+	consider := func(b *best, rank int, q float64) {
+		if rank > b.rank {
+			*b = best{rank, q}
+		}
+	}
 	for _, v := range values {
 		for _, item := range strings.Split(v, ",") {
 			if strings.TrimSpace(item) == "" {
@@ -196,87 +326,189 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 			if err != nil {
 				continue
 			}
-			if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q <= 0 {
-				continue
+			q := 1.0
+			if s, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(s, 64); err == nil {
+					q = f
+				}
 			}
 			switch mt {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
+			case "application/json":
+				consider(&js, 2, q)
+			case "application/*":
+				consider(&js, 1, q)
+			case "text/event-stream":
+				consider(&sse, 2, q)
+			case "text/*":
+				consider(&sse, 1, q)
 			case "*/*":
-				jsonOK, streamOK = true, true
+				consider(&js, 0, q)
+				consider(&sse, 0, q)
 			}
 		}
 	}
 	if !seen {
 		return true, true
 	}
-	return jsonOK, streamOK
+	return js.rank >= 0 && js.q > 0, sse.rank >= 0 && sse.q > 0
 }
 
-// rpcError answers with a JSON-RPC error object.
+// rpcError answers with a JSON-RPC error object in a JSON body.
 func rpcError(c echo.Context, status, code int, id json.RawMessage, msg string) error {
+	return writeRPC(c.Response(), status, false, id, code, msg)
+}
+
+// writeRPC writes a JSON-RPC error object as JSON, or as one server-sent event for a client
+// that takes only those.
+func writeRPC(w http.ResponseWriter, status int, asEvent bool, id json.RawMessage, code int, msg string) error {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	return c.JSON(status, map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
-}
-
-// rpcErrorWriter turns the SDK's plain-text error answers (an unknown method, an unsupported
-// protocol version) into JSON-RPC error objects, so every refusal reads the same to every
-// client. A request for a method the server does not have is answered like any JSON-RPC
-// error to a request: HTTP 200, code -32601, the request's id.
-type rpcErrorWriter struct {
-	http.ResponseWriter
-	id     json.RawMessage // of the request being served; nil for a notification
-	status int
-	plain  bytes.Buffer
-}
-
-func (w *rpcErrorWriter) WriteHeader(status int) {
-	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
-		w.status = status
-		return // written as JSON when the body is complete
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	if err != nil {
+		return err
 	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *rpcErrorWriter) Write(b []byte) (int, error) {
-	if w.status != 0 {
-		return w.plain.Write(b)
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// finish writes the held-back error, if any, as a JSON-RPC error object.
-func (w *rpcErrorWriter) finish() {
-	if w.status == 0 {
-		return
-	}
-	status, code, id := w.status, codeInvalidRequest, json.RawMessage("null")
-	msg := strings.TrimSpace(w.plain.String())
-	switch {
-	case strings.HasPrefix(msg, "JSON RPC not handled") && w.id != nil:
-		status, code, id = http.StatusOK, codeMethodNotFound, w.id
-		msg = "Method not found" + strings.TrimPrefix(msg, "JSON RPC not handled")
-	case status >= 500:
-		code = codeInternalError
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Del("Content-Length")
 	h.Del("X-Content-Type-Options")
+	if asEvent && status == http.StatusOK {
+		h.Set("Content-Type", "text/event-stream")
+		w.WriteHeader(status)
+		_, err = fmt.Fprintf(w, "event: message\ndata: %s\n\n", body)
+		return err
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(append(body, '\n'))
+	return err
+}
+
+// rewriter holds back the SDK's answer to one message and makes every refusal in it read the
+// same to every client:
+//
+//   - plain-text errors (an unknown method, an unsupported protocol version) become JSON-RPC
+//     error objects; one that answers a request with an id is a JSON-RPC error response to it,
+//     with HTTP 200 (an unknown method is -32601);
+//   - a JSON-RPC error whose text shows the SDK's Go internals, or whose code is not a JSON-RPC
+//     code, is reworded.
+//
+// Answers are small (one message; tool results are bounded), so holding one back costs little.
+type rewriter struct {
+	http.ResponseWriter
+	msg      message
+	asEvents bool
+	status   int
+	body     bytes.Buffer
+}
+
+func (w *rewriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *rewriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+
+// Flush is a no-op: the answer is written whole by finish.
+func (w *rewriter) Flush() {}
+
+// finish writes the answer, reworded where needed.
+func (w *rewriter) finish() {
+	status := w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	ct := w.Header().Get("Content-Type")
+	body := w.body.Bytes()
+	switch {
+	case status >= 400 && strings.HasPrefix(ct, "text/plain"):
+		text := strings.TrimSpace(string(body))
+		code := codeInvalidRequest
+		if status >= 500 {
+			code = codeInternalError
+		}
+		switch {
+		case strings.HasPrefix(text, "JSON RPC not handled") && w.msg.id != nil:
+			_ = writeRPC(w.ResponseWriter, http.StatusOK, w.asEvents, w.msg.id, codeMethodNotFound,
+				fmt.Sprintf("Method not found: this server does not answer %q", w.msg.method))
+		case strings.HasPrefix(text, "JSON RPC not handled"):
+			_ = writeRPC(w.ResponseWriter, http.StatusBadRequest, false, nil, codeMethodNotFound,
+				fmt.Sprintf("Method not found: this server does not take the notification %q", w.msg.method))
+		case strings.Contains(text, "invalid request") && w.msg.id != nil:
+			_ = writeRPC(w.ResponseWriter, http.StatusOK, w.asEvents, w.msg.id, codeInvalidRequest,
+				"Invalid Request: "+sdkWording(strings.TrimPrefix(text, "invalid request: "), w.msg.method))
+		default:
+			_ = writeRPC(w.ResponseWriter, status, false, nil, code, sdkWording(text, w.msg.method))
+		}
+		return
+	case strings.HasPrefix(ct, "application/json"):
+		body = rewordErrors(body, w.msg.method)
+	case strings.HasPrefix(ct, "text/event-stream"):
+		var out bytes.Buffer
+		for line := range bytes.SplitAfterSeq(body, []byte("\n")) {
+			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+				out.WriteString("data: ")
+				out.Write(rewordErrors(bytes.TrimRight(data, "\n"), w.msg.method))
+				out.WriteString("\n")
+				continue
+			}
+			out.Write(line)
+		}
+		body = out.Bytes()
+	}
+	w.Header().Del("Content-Length")
 	w.ResponseWriter.WriteHeader(status)
 	_, _ = w.ResponseWriter.Write(body)
 }
 
-// Flush lets server-sent events through.
-func (w *rpcErrorWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && w.status == 0 {
-		f.Flush()
+// goInternals matches the SDK's decoder errors that name Go types and packages.
+var goInternals = regexp.MustCompile(`Go (value|struct field)|\*?mcp\.[A-Za-z]|jsonrpc2?\.[A-Za-z]|json: cannot unmarshal|of type [\w.*\[\]]+`)
+
+// sdkWording keeps an SDK message an agent can read and replaces one that shows Go internals.
+func sdkWording(text, method string) string {
+	if goInternals.MatchString(text) {
+		return fmt.Sprintf("the message for %q does not have the shape MCP defines for it", method)
 	}
+	return text
+}
+
+// rewordErrors rewords the error member of a JSON-RPC message, if it has one that needs it.
+func rewordErrors(body []byte, method string) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimSpace(body), &m) != nil || m["error"] == nil {
+		return body
+	}
+	var e struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data,omitempty"`
+	}
+	if json.Unmarshal(m["error"], &e) != nil {
+		return body
+	}
+	internal := goInternals.MatchString(e.Message)
+	if !internal && e.Code != 0 {
+		return body
+	}
+	if internal {
+		e.Message = "Invalid params: " + sdkWording(e.Message, method)
+		e.Code = codeInvalidParams
+	} else {
+		e.Code = codeInternalError
+	}
+	e.Data = nil
+	m["error"], _ = json.Marshal(e)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
-func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *rewriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -309,3 +309,42 @@ func TestUUIDsAreCaseInsensitiveAtAnyDepth(t *testing.T) {
 	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": t2}, &v)
 	require.Len(t, v.DependsOn, 1)
 }
+
+// Equivalent calls are the same call: for the requestId ledger (labels that are uuids in another
+// case or spelling) and for the handler (a dependency named twice).
+func TestEquivalentCallsAreOneCall(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	label := store.NewUUID()
+	tasks := func(def, use string) []map[string]any {
+		return []map[string]any{
+			{"title": "L0", "draftUuid": def, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+			{"title": "L1", "dependsOnDraftUuids": []string{use}, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}
+	}
+	var first, retry CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "requestId": "r1",
+		"tasks": tasks(label, strings.ToUpper(label))}, &first)
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "requestId": "r1",
+		"tasks": tasks("{"+strings.ToUpper(label)+"}", "urn:uuid:"+label)}, &retry)
+	require.Equal(t, first.Tasks, retry.Tasks, "the retry returns the first result")
+	require.Empty(t, first.Warnings)
+
+	var other CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+		{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &other)
+	var v TaskView
+	ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": other.Tasks[0].UUID,
+		"addDependsOn": []string{first.Tasks[0].UUID, strings.ToUpper(first.Tasks[0].UUID)}}, &v)
+	require.Empty(t, v.Warnings, "naming one dependency twice adds it once, with no warning")
+	require.Len(t, v.DependsOn, 1)
+
+	// Numbers sent as strings must be written as decimal numbers.
+	for _, page := range []string{"1_000", "0x1p4", "1e", "--1"} {
+		msg := fails(t, admin, "chorus_list_tasks", map[string]any{"projectUuid": project, "page": page})
+		require.Equal(t, fmt.Sprintf("Input validation error: page must be an integer, got %q", page), msg)
+	}
+	var list TaskList
+	ok(t, admin, "chorus_list_tasks", map[string]any{"projectUuid": project, "page": "+1", "pageSize": "1e1"}, &list)
+	require.Equal(t, 10, list.PageSize)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -321,7 +322,7 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 		if s.Format == formatUUID {
 			u, err := uuid.Parse(strings.TrimSpace(str))
 			if err != nil {
-				return nil, invalid("%s must be a uuid (32 hex digits as 8-4-4-4-12), got %s",
+				return nil, invalid("%s must be a uuid, got %s",
 					fieldName(path), quote(clipped(str)))
 			}
 			str = u.String() // uuids are case-insensitive: handlers get the stored, lower-case form
@@ -336,7 +337,7 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 		case json.Number:
 			n = x
 		case string:
-			if _, perr := strconv.ParseFloat(strings.TrimSpace(x), 64); perr != nil || strings.TrimSpace(x) == "" {
+			if !decimalNumber.MatchString(strings.TrimSpace(x)) {
 				return nil, invalid("%s must be %s, got %q", fieldName(path), article(typ), x)
 			}
 			n = json.Number(strings.TrimSpace(x))
@@ -455,6 +456,10 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 	}
 	return v, nil
 }
+
+// decimalNumber is a number written in a string that D2 coerces: decimal digits with an optional
+// sign, fraction and exponent ("3", "+3", "0.5", "1e3"), not Go's "0x1p4" or "1_000".
+var decimalNumber = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 
 // plain formats a bound without an exponent.
 func plain(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -209,6 +209,10 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		}
 		return nil, invalid("arguments could not be read")
 	}
+	if c, ok := any(&in).(canonicalizer); ok {
+		c.canonicalize()
+		args, _ = json.Marshal(in) // the requestId ledger compares canonical forms
+	}
 	timeout := d.CallTimeout
 	if timeout == 0 {
 		timeout = 60 * time.Second
@@ -249,6 +253,11 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	}
 	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
 }
+
+// canonicalizer is an input with a canonical form beyond what its schema's normalization gives
+// (labels that match in any case, duplicates that mean nothing); handlers and the requestId
+// ledger see only the canonical form, so equivalent calls are the same call.
+type canonicalizer interface{ canonicalize() }
 
 // noter is a result that adds a plain-text note after its JSON (SPEC C22); the structured
 // content stays pure JSON.

@@ -450,16 +450,6 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 			batch.BatchUUID = workflows.DerivedUUID("create-tasks", call.Who.Caller.AgentUUID, call.RequestID)
 		}
 		drafts := map[string]bool{}
-		for i := range in.Tasks {
-			t := &in.Tasks[i]
-			if t.DraftUUID != nil {
-				k := draftKey(*t.DraftUUID)
-				t.DraftUUID = &k
-			}
-			for j, dep := range t.DependsOnDraftUUIDs {
-				t.DependsOnDraftUUIDs[j] = draftKey(dep)
-			}
-		}
 		for _, t := range in.Tasks {
 			if t.DraftUUID != nil {
 				if drafts[*t.DraftUUID] {
@@ -492,13 +482,48 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 	},
 }
 
-// draftKey is a chorus_create_tasks draftUuid as it is matched: the caller's own label, exactly,
-// except that a label that is a uuid matches in any case, like every uuid.
-func draftKey(label string) string {
-	if u, err := uuid.Parse(label); err == nil && len(label) == 36 {
-		return u.String()
+// canonicalize makes draftUuid labels that are uuids match in any case and any uuid spelling,
+// like every uuid; other labels match exactly.
+func (in *CreateTasksIn) canonicalize() {
+	key := func(label string) string {
+		if u, err := uuid.Parse(strings.TrimSpace(label)); err == nil {
+			return u.String()
+		}
+		return label
 	}
-	return label
+	for i := range in.Tasks {
+		t := &in.Tasks[i]
+		if t.DraftUUID != nil {
+			k := key(*t.DraftUUID)
+			t.DraftUUID = &k
+		}
+		for j, dep := range t.DependsOnDraftUUIDs {
+			t.DependsOnDraftUUIDs[j] = key(dep)
+		}
+	}
+}
+
+// canonicalize drops repeated uuids from the dependency edits: adding or removing an edge twice
+// in one call means once.
+func (in *UpdateTaskIn) canonicalize() {
+	in.AddDependsOn = distinct(in.AddDependsOn)
+	in.RemoveDependsOn = distinct(in.RemoveDependsOn)
+}
+
+// distinct keeps the first of each uuid, in order.
+func distinct(us []UUID) []UUID {
+	if us == nil {
+		return nil
+	}
+	seen := map[UUID]bool{}
+	out := make([]UUID, 0, len(us))
+	for _, u := range us {
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 const criteriaRequiredText = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"

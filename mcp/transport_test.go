@@ -1,16 +1,22 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chorus-dev/chorus/store"
 )
 
 // The HTTP edge as clients, proxies and browsers meet it (cases/02 and its kind, http.go).
@@ -165,7 +171,7 @@ func TestMalformedMessagesGetJSONRPCErrors(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status)
 	code, msg := a.rpcErr(t)
 	require.Equal(t, -32601, code)
-	require.Equal(t, `Method not found: "no/such/method" unsupported`, msg)
+	require.Equal(t, `Method not found: this server does not answer "no/such/method"`, msg)
 	require.Contains(t, a.body, `"id":9`)
 	// A notification is accepted with no body.
 	a = e.send(http.MethodPost, Path, auth, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -270,4 +276,121 @@ func TestPlainHTTPClientCallsATool(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
 	require.Equal(t, "a1", m.ID)
 	require.Contains(t, m.Result.StructuredContent, "agent")
+}
+
+// Envelopes the SDK's decoder would refuse in Go's words are refused in plain ones, as JSON-RPC
+// errors answering the request (HTTP 200, its id); ids come back exactly as sent.
+func TestEnvelopeErrorsAreJSONRPCInPlainWords(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	auth := map[string]string{"Authorization": "Bearer " + e.adminKey}
+	goWords := []string{"Go value", "Go struct", "mcp.", "jsonrpc2", "cannot unmarshal", "of type"}
+	cases := []struct {
+		body   string
+		status int
+		code   int
+		phrase string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, 200, -32602, "params of tools/list must be an object"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, 200, -32602, "tools/call needs params.name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, 200, -32602, "tools/call needs params.name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, 200, -32602, "tools/call needs params.name"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"chorus_checkin","arguments":[]}}`, 200, -32602, "arguments of tools/call must be an object"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}`, 200, -32602, "cursor of tools/list must be a string"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":"x"}}`, 200, -32602, "_meta of tools/list must be an object"},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, 200, -32602, "protocolVersion"},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":5},"clientInfo":{"name":"x","version":"1"}}}`, 200, -32602, "does not have the shape MCP defines"},
+		{`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":5}}`, 200, -32602, "does not have the shape MCP defines"},
+		{`{"jsonrpc":"2.0","id":3,"method":"notifications/initialized"}`, 200, -32600, `unexpected id for "notifications/initialized"`},
+		{`{"jsonrpc":"2.0","method":"notifications/nope"}`, 400, -32601, "does not take the notification"},
+		{`{"jsonrpc":"2.0","id":1,"method":null}`, 400, -32600, `"method" must be a non-empty string`},
+		{`{"jsonrpc":"2.0","id":1,"method":5}`, 400, -32600, `"method" must be a non-empty string`},
+	}
+	for _, c := range cases {
+		a := e.send(http.MethodPost, Path, auth, c.body)
+		require.Equal(t, c.status, a.status, "%s: %s", c.body, a.body)
+		code, msg := a.rpcErr(t)
+		require.Equal(t, c.code, code, "%s: %s", c.body, msg)
+		require.Contains(t, msg, c.phrase, c.body)
+		for _, w := range goWords {
+			require.NotContains(t, msg, w, "%s leaks Go internals: %s", c.body, msg)
+		}
+		if c.status == 200 {
+			var m struct{ ID json.RawMessage }
+			require.NoError(t, json.Unmarshal([]byte(a.body), &m))
+			require.NotEqual(t, "null", string(m.ID), "a refusal of a request answers its id: %s", a.body)
+		}
+	}
+	for _, id := range []string{`1.5`, `-2.7`, `9007199254740993`, `9223372036854775807`, `1e20`, `true`, `[1]`} {
+		a := e.send(http.MethodPost, Path, auth, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		require.Equal(t, http.StatusBadRequest, a.status, "id %s: %s", id, a.body)
+		code, _ := a.rpcErr(t)
+		require.Equal(t, -32600, code, id)
+	}
+	for _, id := range []string{`"abc"`, `0`, `-7`, `9007199254740991`} {
+		a := e.send(http.MethodPost, Path, auth, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		require.Equal(t, http.StatusOK, a.status, "id %s: %s", id, a.body)
+		require.Contains(t, a.body, `"id":`+id, "the id comes back exactly")
+	}
+	// An SSE-only client gets its refusal as an event too.
+	a := e.send(http.MethodPost, Path, map[string]string{"Authorization": "Bearer " + e.adminKey, "Accept": "text/event-stream"},
+		`{"jsonrpc":"2.0","id":5,"method":"foo/bar"}`)
+	require.Equal(t, http.StatusOK, a.status)
+	require.Contains(t, a.header.Get("Content-Type"), "text/event-stream")
+	require.Contains(t, eventData(a.body), `"code":-32601`)
+	require.Contains(t, eventData(a.body), `"id":5`)
+}
+
+func TestHeaderEdges(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	key := "Bearer " + e.adminKey
+	// The most specific Accept range decides: JSON refused outright, events accepted.
+	a := e.send(http.MethodPost, Path, map[string]string{"Authorization": key, "Accept": "application/json;q=0, */*"}, listBody)
+	require.Equal(t, http.StatusOK, a.status)
+	require.Contains(t, a.header.Get("Content-Type"), "text/event-stream")
+	// Compressed bodies are refused rather than read as garbage.
+	a = e.send(http.MethodPost, Path, map[string]string{"Authorization": key, "Content-Encoding": "gzip"}, listBody)
+	require.Equal(t, http.StatusUnsupportedMediaType, a.status)
+	_, msg := a.rpcErr(t)
+	require.Contains(t, msg, "Content-Encoding")
+
+	// Two Content-Type headers, or two credentials, are refused, never guessed between.
+	for _, h := range []struct {
+		name   string
+		values []string
+		status int
+	}{
+		{"Content-Type", []string{"application/json", "text/plain"}, http.StatusUnsupportedMediaType},
+		{"Authorization", []string{key, "Bearer " + store.GenerateKey()}, http.StatusUnauthorized},
+		{"Authorization", []string{"Bearer " + store.GenerateKey(), key}, http.StatusUnauthorized},
+	} {
+		req, err := http.NewRequest(http.MethodPost, e.url, strings.NewReader(listBody))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", key)
+		req.Header.Del(h.name)
+		for _, v := range h.values {
+			req.Header.Add(h.name, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, h.status, resp.StatusCode, "two %s headers", h.name)
+	}
+}
+
+// A declared body over the limit is refused as soon as the headers arrive, before any body.
+func TestDeclaredOversizeBodyIsRefusedAtOnce(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	u, err := url.Parse(e.url)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+		"Content-Length: %d\r\n\r\n{", Path, u.Host, e.adminKey, MaxRequestBytes+1)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "the server should answer without waiting for the body")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 }

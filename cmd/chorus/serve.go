@@ -128,6 +128,11 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// A client gets 10 s to send its headers and a minute for a whole request (bodies are at most
+	// mcp.MaxRequestBytes), so idle or trickling connections cannot pile up.
+	e.Server.ReadHeaderTimeout = 10 * time.Second
+	e.Server.ReadTimeout = time.Minute
+	e.Server.IdleTimeout = 2 * time.Minute
 	// The MCP endpoint bounds its own bodies (mcp.MaxRequestBytes) and answers in JSON-RPC.
 	e.Use(middleware.Recover(), middleware.RequestID(), requestLogger(log))
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
