@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -14,13 +15,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver (pure Go)
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver (pure Go)
 )
 
 //go:embed migrations
@@ -38,16 +39,27 @@ type Store struct {
 // SQLite file path (a plain path, or "sqlite://path"). SQLite files are opened in WAL mode with
 // a busy timeout and immediate transactions, so several processes (chorus dev and the chorus
 // agent/key commands) can share one file.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string) (*Store, error) { return OpenWrapped(ctx, dsn, nil) }
+
+// OpenWrapped is Open with every physical connection made through wrap(c), where c is the
+// driver's connector for dsn with Open's settings (the same driver parameters, SQLite pragmas
+// and pool sizes). wrap may return c itself or a driver.Connector that interposes on the
+// connections it makes (tests use it to simulate an outage); a nil wrap is Open. Errors are
+// Open's: an unusable dsn, or a database that does not answer a ping within 10 s.
+func OpenWrapped(ctx context.Context, dsn string, wrap func(driver.Connector) driver.Connector) (*Store, error) {
 	if dsn == "" {
 		return nil, errors.New("store: no database given; set CHORUS_DATABASE_URL or --data-dir")
 	}
+	if wrap == nil {
+		wrap = func(c driver.Connector) driver.Connector { return c }
+	}
 	var db *bun.DB
 	if IsPostgresURL(dsn) {
-		sqldb, err := sql.Open("pgx", withSimpleProtocol(dsn))
+		c, err := stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(withSimpleProtocol(dsn))
 		if err != nil {
 			return nil, fmt.Errorf("store: open postgres: %w", err)
 		}
+		sqldb := sql.OpenDB(wrap(c))
 		sqldb.SetMaxOpenConns(20)
 		sqldb.SetMaxIdleConns(10)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
@@ -66,10 +78,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Set("_txlock", "immediate")
 		q.Set("_time_format", "sqlite")
-		sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+		c, err := sqlite.NewConnector("file:" + path + "?" + q.Encode())
 		if err != nil {
 			return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 		}
+		sqldb := sql.OpenDB(wrap(c))
 		// One writer at a time is SQLite's rule; a small pool still lets reads overlap.
 		sqldb.SetMaxOpenConns(8)
 		db = bun.NewDB(sqldb, sqlitedialect.New())
