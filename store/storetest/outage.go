@@ -157,7 +157,7 @@ func (o *Outage) currentEpoch() (uint64, bool) {
 // connection, an unexpected EOF, an I/O error (SQLite), a pgx connect error, or a pgx error
 // that pgx itself marks safe to retry (nothing reached the server, e.g. "conn closed"). It is
 // false for nil, for errors the database answered with (constraint violations, syntax), for
-// store sentinels such as store.ErrNotFound, and for a bare context cancellation.
+// store sentinels such as store.ErrNotFound, and for a call that ended because its context did.
 //
 // Measured through OpenFaulty: while PostgreSQL is down a call fails with a pgx ConnectError
 // ("dial tcp ...: connect: connection refused"), a Commit in flight with "conn closed", a result
@@ -179,7 +179,8 @@ func IsOutage(err error) bool {
 		errors.Is(err, net.ErrClosed) ||
 		errors.As(err, &connectErr) ||
 		errors.As(err, &opErr) ||
-		pgconn.SafeToRetry(err)
+		// pgx also marks a call refused because its context had already ended as safe to retry.
+		pgconn.SafeToRetry(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // ---- SQLite: a connector whose connections fail while the database is down ----

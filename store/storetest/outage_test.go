@@ -179,6 +179,24 @@ func TestIsOutage(t *testing.T) {
 	require.True(t, storetest.IsOutage(fmt.Errorf("persist: %w", driver.ErrBadConn)))
 }
 
+// TestIsOutageNotForCanceledCalls: a call whose context ended, or that the database refused,
+// is no outage, on either dialect.
+func TestIsOutageNotForCanceledCalls(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			st, _ := storetest.OpenFaulty(t, dialect)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := st.DB.ExecContext(ctx, "SELECT 1")
+			require.Error(t, err)
+			require.False(t, storetest.IsOutage(err), "%v", err)
+			_, err = st.DB.ExecContext(context.Background(), "SELEC 1")
+			require.Error(t, err)
+			require.False(t, storetest.IsOutage(err), "%v", err)
+		})
+	}
+}
+
 // longResult is a query whose rows do not all arrive in one read.
 func longResult(dialect string) string {
 	if dialect == "pg" {
