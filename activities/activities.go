@@ -1,9 +1,13 @@
 package activities
 
 import (
-	"context"
 	"encoding/json"
-	"time"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/chorus-dev/chorus/store"
 )
@@ -11,38 +15,72 @@ import (
 // Activities is the receiver of every Chorus activity. Register one value with the worker.
 type Activities struct {
 	Store *store.Store
+	// Temporal starts workflows from activities (approval's task workflows); nil in tests that
+	// do not approve proposals.
+	Temporal client.Client
 }
 
-// New returns the activities over a store.
-func New(st *store.Store) *Activities { return &Activities{Store: st} }
+// New returns the activities over a store and a Temporal client.
+func New(st *store.Store, tc client.Client) *Activities { return &Activities{Store: st, Temporal: tc} }
 
-// ActivityRecord is one audit row to append (SPEC 1.16, 6.1).
-type ActivityRecord struct {
-	UUID        string
-	CompanyUUID string
-	ProjectUUID string
-	TargetType  string
-	TargetUUID  string
-	ActorType   string
-	ActorUUID   string
-	Action      string
-	Value       json.RawMessage
-	SessionUUID *string
-	SessionName *string
-	CreatedAt   time.Time
+// chorusNS is the namespace of the name-based (v5) uuids Chorus derives.
+var chorusNS = uuid.MustParse("6f0a4b6e-5c1d-4d7e-9a43-3f2b8c1d9e70")
+
+// DerivedUUID returns a uuid determined by parts: the same parts always give the same uuid, so
+// rows a workflow creates have ids that survive retries and replays. It is a name-based hash
+// laid out as a version-4 uuid, like every other Chorus id (SPEC 1): the hash bits are as
+// unpredictable as random ones to anyone who does not know the parts. Workflows name rows and
+// workflows with these ids, so changing this function changes workflow commands: do it only
+// behind workflow.GetVersion.
+func DerivedUUID(parts ...string) string {
+	u := uuid.NewSHA1(chorusNS, []byte(strings.Join(parts, "/")))
+	u[6] = (u[6] & 0x0f) | 0x40 // version 4
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return u.String()
 }
 
-// row is the store row of an activity record.
-func (r ActivityRecord) row() store.Activity {
-	return store.Activity{UUID: r.UUID, CompanyUUID: r.CompanyUUID, ProjectUUID: r.ProjectUUID, TargetType: r.TargetType,
-		TargetUUID: r.TargetUUID, ActorType: r.ActorType, ActorUUID: r.ActorUUID, Action: r.Action, Value: r.Value,
-		SessionUUID: r.SessionUUID, SessionName: r.SessionName, CreatedAt: r.CreatedAt}
+// MarshalValue encodes an activity row's value.
+func MarshalValue(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	// Maps marshal with sorted keys, so this is deterministic inside workflow code.
+	b, err := json.Marshal(v) //workflowcheck:ignore
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
-// RecordActivity appends one audit row. The row's uuid is chosen by the caller (derived from
-// the workflow and update), so a retry inserts nothing twice.
-func (a *Activities) RecordActivity(ctx context.Context, r ActivityRecord) error {
-	row := r.row()
-	_, err := a.Store.DB.NewInsert().Model(&row).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
+// ErrProjectionConflict is the type of the non-retryable error an activity returns when a row is
+// not where the change expects it (store.ProjectionConflict; docs/write-path.md). Its details
+// hold the conflict.
+const ErrProjectionConflict = "chorus.ProjectionConflict"
+
+// outcome turns a store error into what Temporal should do with it: a projection conflict is a
+// final, non-retryable outcome carrying its details; a refusal of a Chorus kind (not found)
+// likewise; anything else (the database is down, a commit timed out) is retried.
+func outcome(err error) error {
+	var c *store.ProjectionConflict
+	if errors.As(err, &c) {
+		return temporal.NewNonRetryableApplicationError(c.Error(), ErrProjectionConflict, nil, *c)
+	}
+	var nf *store.NotFoundError
+	if errors.As(err, &nf) {
+		return temporal.NewNonRetryableApplicationError(nf.Error(), "chorus.NotFound", nil)
+	}
 	return err
+}
+
+// AsProjectionConflict recovers the conflict from an activity error, as a workflow sees it.
+func AsProjectionConflict(err error) (*store.ProjectionConflict, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrProjectionConflict {
+		return nil, false
+	}
+	var c store.ProjectionConflict
+	if app.HasDetails() {
+		_ = app.Details(&c)
+	}
+	return &c, true
 }

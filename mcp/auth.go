@@ -51,6 +51,13 @@ func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		switch {
 		case errors.Is(err, store.ErrKeyUnknown), errors.Is(err, store.ErrKeyRevoked), errors.Is(err, store.ErrKeyExpired):
 			return unauthorized(c, err.Error(), true)
+		case store.IsUnavailable(err):
+			// An outage is not the caller's fault and passes: say so, and when to come back.
+			e.deps.Log.WarnContext(ctx, "authenticate: database unavailable", "err", err)
+			c.Response().Header().Set("Retry-After", "5")
+			return rpcError(c, http.StatusServiceUnavailable, codeInternalError, nil,
+				"Service unavailable: Chorus cannot reach its database right now; nothing was run. Retry in a few seconds "+
+					"(with the same requestId).")
 		case err != nil:
 			e.deps.Log.ErrorContext(ctx, "authenticate", "err", err)
 			return c.JSON(http.StatusInternalServerError, map[string]string{"error": "Internal server error"})

@@ -20,10 +20,10 @@ import (
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
 
-// crashingWorker is a worker whose MaterializeApproval commits its transaction and then hangs,
+// crashingWorker is a worker whose ApplyApproval commits its transaction and then hangs,
 // like a process that dies before it can report the result.
 func crashingWorker(t *testing.T, e *env, committed chan<- struct{}) worker.Worker {
-	acts := activities.New(e.st)
+	acts := activities.New(e.st, wftest.Server(t).Client())
 	w := worker.New(wftest.Server(t).Client(), e.queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.IdeaWorkflow, workflow.RegisterOptions{Name: workflows.IdeaWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.ProposalWorkflow, workflow.RegisterOptions{Name: workflows.ProposalWorkflowName})
@@ -32,19 +32,19 @@ func crashingWorker(t *testing.T, e *env, committed chan<- struct{}) worker.Work
 	v := reflect.ValueOf(acts)
 	for i := range v.NumMethod() {
 		name := v.Type().Method(i).Name
-		if name != "MaterializeApproval" {
+		if name != "ApplyApproval" {
 			w.RegisterActivityWithOptions(v.Method(i).Interface(), activity.RegisterOptions{Name: name})
 		}
 	}
 	var once sync.Once
-	w.RegisterActivityWithOptions(func(ctx context.Context, ap activities.Approval) error {
-		if err := acts.MaterializeApproval(ctx, ap); err != nil {
+	w.RegisterActivityWithOptions(func(ctx context.Context, ap store.Approval) error {
+		if err := acts.ApplyApproval(ctx, ap); err != nil {
 			return err
 		}
 		once.Do(func() { close(committed) })
 		<-ctx.Done() // the "crash": the result is never reported
 		return ctx.Err()
-	}, activity.RegisterOptions{Name: "MaterializeApproval"})
+	}, activity.RegisterOptions{Name: "ApplyApproval"})
 	return w
 }
 
@@ -90,7 +90,7 @@ func TestApprovalSurvivesAWorkerCrash(t *testing.T) {
 				t.Fatal("the approval never reached its transaction")
 			}
 			crashing.Stop() // the worker dies with the approval committed but unreported
-			healthy := workflows.NewWorker(wftest.Server(t).Client(), e.queue, activities.New(e.st), worker.Options{})
+			healthy := workflows.NewWorker(wftest.Server(t).Client(), e.queue, activities.New(e.st, wftest.Server(t).Client()), worker.Options{})
 			require.NoError(t, healthy.Start())
 			t.Cleanup(healthy.Stop)
 

@@ -47,9 +47,12 @@ func agentMessage(err error) (string, bool) {
 		return store.ErrForbidden.Error(), true
 	case errors.As(err, &wfe):
 		return wfe.Message, true
-	case errors.Is(err, context.DeadlineExceeded):
-		return "The request timed out before Chorus finished it. It may still complete: read the entity " +
-			"back, or retry with the same requestId, which is safe.", true
+	case errors.Is(err, workflows.ErrStillRunning), errors.Is(err, context.DeadlineExceeded):
+		return "Still in progress: Chorus has not finished this call yet and it may still complete. Retry with the " +
+			"same requestId to get its outcome (without a requestId, read the entity back before you retry).", true
+	case store.IsUnavailable(err):
+		return "Chorus cannot reach its database right now; nothing was changed by this call. Retry in a few " +
+			"seconds (with the same requestId).", true
 	}
 	return "", false
 }

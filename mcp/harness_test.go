@@ -62,7 +62,7 @@ func startEnv(t testing.TB, dialect string, flows bool, noWorker ...bool) *env {
 		srv := wftest.Server(t)
 		queue = "test-" + store.NewUUID()
 		if flows {
-			w := workflows.NewWorker(srv.Client(), queue, activities.New(st), worker.Options{})
+			w := workflows.NewWorker(srv.Client(), queue, activities.New(st, srv.Client()), worker.Options{})
 			require.NoError(t, w.Start())
 			t.Cleanup(w.Stop)
 		}

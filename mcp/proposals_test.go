@@ -161,7 +161,7 @@ func TestIdeaToApprovedProposal(t *testing.T) {
 			requireEventually(t, func() bool {
 				var s workflows.TaskState
 				v, err := wftest.Server(t).Client().QueryWorkflow(ctx, workflows.TaskID(id), "", workflows.QueryState)
-				return err == nil && v.Get(&s) == nil && s.Task.Status == "closed"
+				return err == nil && v.Get(&s) == nil && s.Status == "closed"
 			}, "task workflow %s follows the revoke", id)
 		}
 		ok(t, pm, "chorus_get_documents", map[string]any{"projectUuid": project}, &docs)

@@ -4,9 +4,14 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -20,8 +25,10 @@ import (
 
 // TestRecordWorkflowHistories drives an idea to done and writes each workflow's history to
 // ../workflows/testdata/histories, which the replay tests replay so that a change to workflow
-// code that alters its commands fails `make test`. It is built only with the "record" tag; run
-// it when a workflow change is deliberate (and versioned with workflow.GetVersion):
+// code that alters its commands fails `make test`. Histories are append-only: it writes new
+// files named after today's date, refuses to overwrite one, and adds each to SHA256SUMS, which
+// the replay test holds every file to. It is built only with the "record" tag; run it after a
+// deliberate workflow change (versioned with workflow.GetVersion), to record the new shapes:
 //
 //	go test -tags record ./mcp -run TestRecordWorkflowHistories
 func TestRecordWorkflowHistories(t *testing.T) {
@@ -59,15 +66,16 @@ func TestRecordWorkflowHistories(t *testing.T) {
 	ok(t, dev, "chorus_release_task", map[string]any{"taskUuid": quick.Tasks[0].UUID}, nil)
 	ok(t, admin, "chorus_admin_close_task", map[string]any{"taskUuid": quick.Tasks[1].UUID}, nil)
 
-	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-1"))
-	for name, id := range map[string]string{
-		"idea-elaborated":           workflows.IdeaID(idea),
-		"proposal-approved-revoked": workflows.ProposalID(proposal),
-		"task-reopened-verified":    workflows.TaskID(schema),
-		"task-claimed-released":     workflows.TaskID(quick.Tasks[0].UUID),
-		"task-batch":                batch,
+	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-1", "0"))
+	day := time.Now().UTC().Format("2006-01-02")
+	for _, h := range []struct{ name, id string }{
+		{"idea-elaborated", workflows.IdeaID(idea)},
+		{"proposal-approved-revoked", workflows.ProposalID(proposal)},
+		{"task-reopened-verified", workflows.TaskID(schema)},
+		{"task-claimed-released", workflows.TaskID(quick.Tasks[0].UUID)},
+		{"task-batch", batch},
 	} {
-		writeHistory(t, id, filepath.Join("..", "workflows", "testdata", "histories", name+".json"))
+		writeHistory(t, h.id, filepath.Join("..", "workflows", "testdata", "histories", day+"-"+h.name+".json"))
 	}
 }
 
@@ -88,6 +96,14 @@ func writeHistory(t *testing.T, workflowID, path string) {
 	}
 	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&hist)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, b, 0o644))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	require.NoError(t, err, "recorded histories are append-only: record under a new name")
+	_, err = f.Write(b)
+	require.NoError(t, errors.Join(err, f.Close()))
+	sums, err := os.OpenFile(filepath.Join(filepath.Dir(path), "SHA256SUMS"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	_, err = fmt.Fprintf(sums, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(path))
+	require.NoError(t, errors.Join(err, sums.Close()))
 	t.Logf("wrote %s (%d events)", path, len(hist.Events))
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -56,7 +57,9 @@ type Call struct {
 	// RequestID is the caller's optional idempotency key (SPEC D5), "" when absent. Lifecycle
 	// tools use it as the Temporal update id.
 	RequestID string
-	Header    http.Header
+	// Generation is the requestId's generation (see runOnce); 0 without a requestId.
+	Generation int
+	Header     http.Header
 }
 
 // Deps are what tool handlers use: the store for reads and records, the lifecycle client for
@@ -94,6 +97,11 @@ type builtTool struct {
 	tool    *mcpsdk.Tool
 	handler mcpsdk.ToolHandler
 }
+
+// maxCallBytes bounds the arguments of one mutating call, as normalized JSON: checked before
+// anything reaches Temporal, it keeps every update and activity payload far below Temporal's
+// 2 MB limit whatever the schemas allow (docs/write-path.md, "Bounded state and payloads").
+const maxCallBytes = 512 << 10
 
 // requestIDField is added to every mutating tool's input (SPEC D5).
 const requestIDField = "requestId"
@@ -186,6 +194,10 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	if err != nil {
 		return nil, err
 	}
+	if t.Effect != reads && len(args) > maxCallBytes {
+		return nil, invalid("the arguments take %d bytes as JSON, and one call may carry at most %d (512 KiB); "+
+			"split the work into smaller calls (fewer tasks or criteria per call, shorter content)", len(args), maxCallBytes)
+	}
 	call := &Call{Who: who}
 	if req.Extra != nil {
 		call.Header = req.Extra.Header
@@ -263,43 +275,62 @@ type canonicalizer interface{ canonicalize() }
 // content stays pure JSON.
 type noter interface{ Note() string }
 
-// runOnce applies SPEC D5 for a call carrying a requestId: the first call runs and its result is
-// kept; a retry with the same arguments gets that result without running again; a retry with
-// other arguments is refused. A call that failed leaves nothing behind, so it can be retried.
+// runOnce applies SPEC D5 for a call carrying a requestId (docs/write-path.md, "Exactly
+// once"): a retry of a call that succeeded gets its result without running again; a requestId
+// reused for another tool or other arguments is refused; a call that was refused moves the key
+// to its next generation, so a retry after the state changed runs again; and a call whose outcome
+// is unknown (its deadline passed) keeps its generation, so its retry reaches the same update
+// and gets its outcome. Everything run under one generation is idempotent for it.
 func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args json.RawMessage, run func() (json.RawMessage, error)) (json.RawMessage, error) {
 	sum := sha256.Sum256(append([]byte(toolName+"\x00"), args...))
 	hash := hex.EncodeToString(sum[:])
-	prior, err := d.Store.BeginToolRequest(ctx, call.Who.Caller.AgentUUID, call.RequestID, toolName, hash)
-	// A twin call with the same requestId is still running: wait for its result rather than
-	// send the agent away; the deadline bounds the wait.
-	for errors.Is(err, store.ErrRequestRunning) {
-		select {
-		case <-ctx.Done():
-			return nil, refuse("A call with requestId %q is still running; retry with the same requestId to get its result.", call.RequestID)
-		case <-time.After(100 * time.Millisecond):
-		}
-		prior, err = d.Store.BeginToolRequest(ctx, call.Who.Caller.AgentUUID, call.RequestID, toolName, hash)
-	}
+	agent := call.Who.Caller.AgentUUID
+	prior, err := d.Store.BeginToolRequest(ctx, agent, call.RequestID, toolName, hash)
 	switch {
 	case errors.Is(err, store.ErrRequestMismatch):
 		return nil, invalid("requestId %q was already used for a different call (%s); use a new requestId for new work",
 			call.RequestID, prior.Tool)
 	case err != nil:
 		return nil, err
-	case prior != nil:
+	case prior.State == "done":
 		return prior.Result, nil
 	}
+	call.Generation = prior.Generation
 	body, err := run()
 	// The ledger row must follow the outcome even when the call's deadline has passed.
 	bg := context.WithoutCancel(ctx)
-	if err != nil {
-		if ferr := d.Store.AbandonToolRequest(bg, call.Who.Caller.AgentUUID, call.RequestID); ferr != nil {
+	switch {
+	case err == nil:
+		if ferr := d.Store.FinishToolRequest(bg, agent, call.RequestID, call.Generation, body); ferr != nil {
+			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
+		}
+	case refused(err):
+		if ferr := d.Store.RefuseToolRequest(bg, agent, call.RequestID, call.Generation); ferr != nil {
 			d.Log.ErrorContext(ctx, "could not release requestId", "requestId", call.RequestID, "err", ferr)
 		}
-		return nil, err
 	}
-	if ferr := d.Store.FinishToolRequest(bg, call.Who.Caller.AgentUUID, call.RequestID, body); ferr != nil {
-		d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
+	return body, err
+}
+
+// refused reports whether err is a refusal: a known outcome that changed nothing.
+func refused(err error) bool {
+	if errors.Is(err, workflows.ErrStillRunning) {
+		return false
 	}
-	return body, nil
+	var wfe *workflows.Error
+	if errors.As(err, &wfe) {
+		return wfe.Kind != workflows.KindDiverged
+	}
+	_, known := agentMessage(err)
+	return known && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// newID is the uuid of an entity a call creates: derived from the agent, the requestId and its
+// generation when the call has a requestId, so a retry finds what the first attempt made;
+// fresh otherwise (docs/write-path.md, "Exactly once").
+func (c *Call) newID(kind string) string {
+	if c.RequestID == "" {
+		return store.NewUUID()
+	}
+	return workflows.DerivedUUID(kind, c.Who.Caller.AgentUUID, c.RequestID, strconv.Itoa(c.Generation))
 }

@@ -106,7 +106,7 @@ var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
 			}
 		}
 		now := store.Now()
-		doc := store.Document{UUID: store.NewUUID(), CompanyUUID: call.Who.Caller.CompanyUUID, ProjectUUID: string(in.ProjectUUID),
+		doc := store.Document{UUID: call.newID("document"), CompanyUUID: call.Who.Caller.CompanyUUID, ProjectUUID: string(in.ProjectUUID),
 			Type: in.Type, Title: strings.TrimSpace(in.Title), Content: nonEmpty(in.Content), Version: 1,
 			ProposalUUID: (*string)(in.ProposalUUID), CreatedByType: "agent", CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
 		if err := d.Store.CreateDocument(ctx, &doc); err != nil {
@@ -141,7 +141,11 @@ var pmUpdateDocument = tool[UpdateDocumentIn, DocumentView]{
 		if err != nil {
 			return DocumentView{}, err
 		}
-		doc, err := d.Store.UpdateDocument(ctx, string(in.DocumentUUID), in.Title, in.Content)
+		changeID := store.NewUUID()
+		if call.RequestID != "" {
+			changeID = fmt.Sprintf("%s/%s/%s/%d", "chorus_pm_update_document", call.Who.Caller.AgentUUID, call.RequestID, call.Generation)
+		}
+		doc, err := d.Store.UpdateDocument(ctx, string(in.DocumentUUID), in.Title, in.Content, changeID)
 		if err != nil {
 			return DocumentView{}, err
 		}
@@ -190,7 +194,7 @@ var createReport = tool[CreateReportIn, CreatedReport]{
 			return CreatedReport{}, err
 		}
 		now := store.Now()
-		doc := store.Document{UUID: store.NewUUID(), CompanyUUID: call.Who.Caller.CompanyUUID, Type: "report",
+		doc := store.Document{UUID: call.newID("report"), CompanyUUID: call.Who.Caller.CompanyUUID, Type: "report",
 			Title: in.Title, Content: &in.Content, Version: 1, ProposalUUID: (*string)(&in.ProposalUUID), CreatedByType: "agent",
 			CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
 		err := d.Store.CreateReport(ctx, call.Who.Caller, string(in.ProposalUUID), &doc, in.Force)

@@ -203,7 +203,7 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 			}
 		}
 		res, err := d.Flows.CreateIdea(ctx, flowCall(call), workflows.CreateIdeaInput{Actor: actor(call.Who),
-			UUID: store.NewUUID(), ProjectUUID: string(in.ProjectUUID), Title: in.Title, Content: in.Content,
+			UUID: call.newID("idea"), ProjectUUID: string(in.ProjectUUID), Title: in.Title, Content: in.Content,
 			ParentUUID: (*string)(in.ParentUUID), IsContainer: in.IsContainer})
 		if err != nil {
 			return CreatedIdea{}, err

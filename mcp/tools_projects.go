@@ -251,7 +251,7 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 			return CreatedProject{}, refuse("An agent without an owner cannot create a private project: its members are users, " +
 				"and no user would be one. Create it public, or give the agent an owner (chorus agent create --owner-email).")
 		}
-		p, err := d.Store.CreateProject(ctx, call.Who.Caller, store.NewProject{
+		p, err := d.Store.CreateProject(ctx, call.Who.Caller, store.NewProject{UUID: call.newID("project"),
 			Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility})
 		if err != nil {
 			return CreatedProject{}, err

@@ -274,7 +274,7 @@ var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 		if err := checkInputs(ctx, d, call.Who, in.InputType, uuidStrings(in.InputUUIDs)); err != nil {
 			return CreatedProposal{}, err
 		}
-		uuid := store.NewUUID()
+		uuid := call.newID("proposal")
 		res, err := d.Flows.CreateProposal(ctx, flowCall(call), workflows.CreateProposalInput{Actor: actor(call.Who), UUID: uuid,
 			ProjectUUID: string(in.ProjectUUID), Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: uuidStrings(in.InputUUIDs)})
 		if err != nil {

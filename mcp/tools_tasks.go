@@ -444,11 +444,8 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 				}
 			}
 		}
-		batch := workflows.CreateTasksInput{Actor: actor(call.Who), BatchUUID: store.NewUUID(), ProjectUUID: string(in.ProjectUUID),
+		batch := workflows.CreateTasksInput{Actor: actor(call.Who), BatchUUID: call.newID("create-tasks"), ProjectUUID: string(in.ProjectUUID),
 			ProposalUUID: (*string)(in.ProposalUUID)}
-		if call.RequestID != "" {
-			batch.BatchUUID = workflows.DerivedUUID("create-tasks", call.Who.Caller.AgentUUID, call.RequestID)
-		}
 		drafts := map[string]bool{}
 		for _, t := range in.Tasks {
 			if t.DraftUUID != nil {

@@ -73,5 +73,7 @@ func actor(p Principal) workflows.Actor {
 		CompanyUUID: p.Caller.CompanyUUID, OwnerUUID: p.Caller.OwnerUUID}
 }
 
-// flowCall carries the requestId of a tool call to the workflow client.
-func flowCall(c *Call) workflows.Call { return workflows.Call{RequestID: c.RequestID} }
+// flowCall carries the requestId of a tool call, and its generation, to the workflow client.
+func flowCall(c *Call) workflows.Call {
+	return workflows.Call{RequestID: c.RequestID, Generation: c.Generation}
+}

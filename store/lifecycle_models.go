@@ -32,6 +32,7 @@ type Idea struct {
 	CreatedByType     string          `bun:"created_by_type"`
 	CreatedByUUID     string          `bun:"created_by_uuid"`
 	Version           int64           `bun:"version"`
+	ChangeID          string          `bun:"change_id"`
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 }
@@ -130,6 +131,7 @@ type Proposal struct {
 	ReviewNote     *string         `bun:"review_note"`
 	ReviewedAt     *time.Time      `bun:"reviewed_at"`
 	Version        int64           `bun:"version"`
+	ChangeID       string          `bun:"change_id"`
 	CreatedAt      time.Time       `bun:"created_at"`
 	UpdatedAt      time.Time       `bun:"updated_at"`
 }
@@ -145,6 +147,7 @@ type Document struct {
 	Title         string    `bun:"title"`
 	Content       *string   `bun:"content"`
 	Version       int       `bun:"version"`
+	ChangeID      string    `bun:"change_id"`
 	ProposalUUID  *string   `bun:"proposal_uuid"`
 	CreatedByType string    `bun:"created_by_type"`
 	CreatedByUUID string    `bun:"created_by_uuid"`
@@ -173,6 +176,7 @@ type Task struct {
 	CreatedByType      string     `bun:"created_by_type"`
 	CreatedByUUID      string     `bun:"created_by_uuid"`
 	Version            int64      `bun:"version"`
+	ChangeID           string     `bun:"change_id"`
 	CreatedAt          time.Time  `bun:"created_at"`
 	UpdatedAt          time.Time  `bun:"updated_at"`
 }

@@ -181,11 +181,13 @@ type Notification struct {
 type ToolRequest struct {
 	bun.BaseModel `bun:"table:tool_requests"`
 
-	AgentUUID string          `bun:"agent_uuid,pk"`
-	RequestID string          `bun:"request_id,pk"`
-	Tool      string          `bun:"tool"`
-	ArgsHash  string          `bun:"args_hash"`
-	State     string          `bun:"state"`
-	Result    json.RawMessage `bun:"result,type:jsonb"`
-	CreatedAt time.Time       `bun:"created_at"`
+	AgentUUID string `bun:"agent_uuid,pk"`
+	RequestID string `bun:"request_id,pk"`
+	Tool      string `bun:"tool"`
+	ArgsHash  string `bun:"args_hash"`
+	State     string `bun:"state"`
+	// Generation counts refusals of this requestId: each moves later calls to a fresh update id.
+	Generation int             `bun:"generation"`
+	Result     json.RawMessage `bun:"result,type:jsonb"`
+	CreatedAt  time.Time       `bun:"created_at"`
 }

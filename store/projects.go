@@ -148,6 +148,9 @@ func (s *Store) RequireProject(ctx context.Context, c Caller, projectUUID string
 
 // NewProject is what CreateProject needs (SPEC 3.8 chorus_admin_create_project).
 type NewProject struct {
+	// UUID is the project's uuid; "" makes a fresh one. A uuid that already names a project of
+	// the company (a retried create, derived from its requestId) returns that project.
+	UUID        string
 	Name        string
 	Description *string
 	GroupUUID   *string
@@ -159,7 +162,10 @@ type NewProject struct {
 // caller's owner user becomes the project's admin member.
 func (s *Store) CreateProject(ctx context.Context, c Caller, n NewProject) (*Project, error) {
 	now := Now()
-	p := Project{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, Name: strings.TrimSpace(n.Name),
+	if n.UUID == "" {
+		n.UUID = NewUUID()
+	}
+	p := Project{UUID: n.UUID, CompanyUUID: c.CompanyUUID, Name: strings.TrimSpace(n.Name),
 		Description: n.Description, Visibility: n.Visibility, CreatedAt: now, UpdatedAt: now}
 	if p.Visibility == "" {
 		p.Visibility = "public"
@@ -168,6 +174,12 @@ func (s *Store) CreateProject(ctx context.Context, c Caller, n NewProject) (*Pro
 		p.CreatedByUUID = &c.OwnerUUID
 	}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var existing Project
+		if err := tx.NewSelect().Model(&existing).Where("uuid = ?", p.UUID).Where("company_uuid = ?", c.CompanyUUID).
+			Scan(ctx); err == nil {
+			p = existing // made by an earlier attempt of the same call
+			return nil
+		}
 		if n.GroupUUID != nil {
 			g, err := visibleGroup(ctx, tx, c, *n.GroupUUID)
 			if err != nil {

@@ -107,17 +107,29 @@ func (s *Store) ListDocuments(ctx context.Context, projectUUID, typ string, limi
 }
 
 // CreateDocument inserts a document (version 1).
+//
+// A uuid that already names a document (a retried create, derived from its requestId) leaves it
+// as it is and loads it into d.
 func (s *Store) CreateDocument(ctx context.Context, d *Document) error {
-	_, err := s.DB.NewInsert().Model(d).Exec(ctx)
-	return mapErr(err, "Document")
+	res, err := s.DB.NewInsert().Model(d).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return mapErr(err, "Document")
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return mapErr(s.DB.NewSelect().Model(d).Where("uuid = ?", d.UUID).Scan(ctx), "Document")
+	}
+	return nil
 }
 
 // UpdateDocument sets a document's title and/or content and increments its version by one,
-// even when neither is given (SPEC 3.6). It returns the updated row.
-func (s *Store) UpdateDocument(ctx context.Context, uuid string, title, content *string) (*Document, error) {
+// even when neither is given (SPEC 3.6), marking the row with changeID. It returns the updated
+// row. A change whose id the row already carries was applied by an earlier attempt of the same
+// call: nothing is written again (docs/write-path.md, "Exactly once").
+func (s *Store) UpdateDocument(ctx context.Context, uuid string, title, content *string, changeID string) (*Document, error) {
 	var d Document
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		q := tx.NewUpdate().Model((*Document)(nil)).Set("version = version + 1").Set("updated_at = ?", Now()).Where("uuid = ?", uuid)
+		q := tx.NewUpdate().Model((*Document)(nil)).Set("version = version + 1").Set("updated_at = ?", Now()).
+			Set("change_id = ?", changeID).Where("uuid = ?", uuid).Where("change_id <> ?", changeID)
 		if title != nil {
 			q = q.Set("title = ?", *title)
 		}
@@ -133,6 +145,9 @@ func (s *Store) UpdateDocument(ctx context.Context, uuid string, title, content 
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
+			if err := tx.NewSelect().Model(&d).Where("uuid = ?", uuid).Where("change_id = ?", changeID).Scan(ctx); err == nil {
+				return nil // applied by an earlier attempt
+			}
 			return NotFound("Document")
 		}
 		return tx.NewSelect().Model(&d).Where("uuid = ?", uuid).Scan(ctx)
@@ -175,6 +190,16 @@ func (e *ReportStatusError) Error() string {
 // input idea and notifies that idea's creator and assignee (and their owners, for agents).
 func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string, doc *Document, force bool) error {
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var prior Document
+		if err := tx.NewSelect().Model(&prior).Where("uuid = ?", doc.UUID).Scan(ctx); err == nil {
+			*doc = prior // written by an earlier attempt of the same call
+			return nil
+		}
+		// The guard reads the proposal and its reports, then writes: hold the proposal's row so
+		// that a concurrent report (or revoke) waits for this one (cases/06).
+		if err := lockRow(ctx, tx, "proposals", proposalUUID); err != nil {
+			return err
+		}
 		var p Proposal
 		if err := tx.NewSelect().Model(&p).Where("uuid = ?", proposalUUID).Scan(ctx); err != nil {
 			return mapErr(err, "Proposal")

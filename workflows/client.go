@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -28,21 +29,30 @@ func NewClient(c client.Client, taskQueue string) *Client {
 	return &Client{Temporal: c, TaskQueue: taskQueue}
 }
 
-// Call identifies one command: who sends it and the idempotency key it carries (SPEC D5).
+// Call identifies one command: the idempotency key it carries (SPEC D5) and that key's
+// generation, which moves on each time a call with the key is refused (docs/write-path.md,
+// "Exactly once").
 type Call struct {
 	// RequestID is the caller's requestId ("" for none). With it, a retried command has the same
 	// update id, and Temporal returns the first outcome instead of applying it again.
-	RequestID string
+	RequestID  string
+	Generation int
 }
 
-// updateID names an update: derived from the caller's requestId, or fresh. The same id is used
-// for every retry inside one call, so a retry after a lost reply cannot apply twice.
-func updateID(agentUUID string, c Call) string {
+// updateID names an update: "<tool>/<agent>/<requestId>/<generation>" for a call with a
+// requestId, so the same key sent to another tool is another update, or fresh otherwise. The
+// same id is used for every retry inside one call, so a retry after a lost reply cannot apply
+// twice.
+func updateID(agentUUID, tool string, c Call) string {
 	if c.RequestID != "" {
-		return "req/" + agentUUID + "/" + c.RequestID
+		return fmt.Sprintf("%s/%s/%s/%d", tool, agentUUID, c.RequestID, c.Generation)
 	}
 	return "call/" + DerivedUUID(agentUUID, time.Now().String(), randomSuffix())
 }
+
+// ErrStillRunning is returned when a call's deadline passes before its workflow answered: the
+// command may still complete, and a retry with the same requestId returns its outcome.
+var ErrStillRunning = errors.New("the command is still in progress")
 
 func randomSuffix() string {
 	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -99,13 +109,16 @@ func retryTransient(ctx context.Context, f func() error, entity Entity) error {
 		if err == nil {
 			return nil
 		}
-		if !transient(err) || ctx.Err() != nil {
+		if ctx.Err() != nil && transient(err) {
+			return fmt.Errorf("%w: %v", ErrStillRunning, err)
+		}
+		if !transient(err) {
 			return mapClientError(err, entity)
 		}
 		sleep := backoff/2 + time.Duration(rand.Int64N(int64(backoff)))
 		select {
 		case <-ctx.Done():
-			return mapClientError(err, entity)
+			return fmt.Errorf("%w: %v", ErrStillRunning, err)
 		case <-time.After(sleep):
 		}
 		backoff = min(backoff*2, time.Second)
@@ -121,7 +134,7 @@ func transient(err error) bool {
 	switch {
 	case errors.As(err, &exhausted), errors.As(err, &unavailable), errors.As(err, &aborted):
 		return true
-	case errors.As(err, &timeout):
+	case errors.As(err, &timeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return true
 	}
 	msg := err.Error()

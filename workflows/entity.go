@@ -1,7 +1,9 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -40,29 +42,32 @@ const QueryState = "state"
 // updates, the discarded attempt's writes would stay in the database. A regular activity is
 // scheduled only once the workflow task that accepted the update is recorded in history.
 //
-// persist runs a writing activity: bounded retries, then the failure is reported rather than
-// the caller left hanging. Chorus refusals (and a row closed meanwhile) are not retried.
+// persist runs a writing activity and retries it until its outcome is known: the write protocol
+// makes a retry of a committed change a no-op, so there is no attempt limit (docs/write-path.md).
+// Chorus refusals and projection conflicts are outcomes, not failures to retry.
 func persist(ctx workflow.Context, activity any, args ...any) workflow.Future {
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    200 * time.Millisecond,
-			BackoffCoefficient: 2,
-			MaximumInterval:    5 * time.Second,
-			MaximumAttempts:    8,
-			NonRetryableErrorTypes: []string{string(KindNotFound), string(KindConflict), string(KindInvalid),
-				string(KindForbidden), activities.ErrTaskClosed},
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			NonRetryableErrorTypes: nonRetryable,
 		},
 	}), activity, args...)
 }
 
+var nonRetryable = []string{string(KindNotFound), string(KindConflict), string(KindInvalid), string(KindForbidden),
+	activities.ErrProjectionConflict}
+
 // read runs a read-only local activity (a guard that needs the database). Being read-only, it
-// is safe to run again in a redone workflow task.
+// is safe to run again in a redone workflow task; like writes, it is retried until it answers,
+// so a database outage delays a command instead of failing it.
 func read(ctx workflow.Context, activity any, args ...any) workflow.Future {
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: time.Second, MaximumAttempts: 5},
+			MaximumInterval: 10 * time.Second, NonRetryableErrorTypes: nonRetryable},
 	}), activity, args...)
 }
 
@@ -70,7 +75,10 @@ func read(ctx workflow.Context, activity any, args ...any) workflow.Future {
 // runs first and cheaply (a rejection writes nothing to history); the handler takes the
 // entity's mutex so commands never interleave, validates again against the state it now holds,
 // and runs. Refusals travel as ApplicationErrors of a Chorus kind.
-func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, name string,
+//
+// An update id that recent() lists (applied before a continue-as-new) is not applied again: it
+// returns the recorded result (docs/write-path.md, "Exactly once").
+func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, recent func() *Recent, name string,
 	validate func(In) error, run func(workflow.Context, In) (Out, error)) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, name,
 		func(ctx workflow.Context, in In) (Out, error) {
@@ -79,6 +87,10 @@ func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, name s
 				return zero, err
 			}
 			defer mu.Unlock()
+			id := workflow.GetCurrentUpdateInfo(ctx).ID
+			if done, ok := recent().find(id); ok {
+				return replayed[Out](done)
+			}
 			if err := validate(in); err != nil {
 				return zero, ToApplicationError(err)
 			}
@@ -86,11 +98,62 @@ func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, name s
 			if err != nil {
 				return zero, ToApplicationError(err)
 			}
+			recent().add(id, out)
 			return out, nil
 		},
 		workflow.UpdateHandlerOptions{
-			Validator: func(in In) error { return ToApplicationError(validate(in)) },
+			Validator: func(ctx workflow.Context, in In) error {
+				if _, ok := recent().find(workflow.GetCurrentUpdateInfo(ctx).ID); ok {
+					return nil // applied before: the handler returns its result
+				}
+				return ToApplicationError(validate(in))
+			},
 		})
+}
+
+// replayed returns the recorded result of an update applied before.
+func replayed[Out any](u RecentUpdate) (Out, error) {
+	var out Out
+	if u.Result == nil {
+		return out, ToApplicationError(Refuse(KindConflict, "This request was already carried out; read the entity "+
+			"to see the result (its result was too large to keep)"))
+	}
+	//workflowcheck:ignore (decoding recorded JSON into a struct is deterministic)
+	if err := json.Unmarshal(u.Result, &out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// diverged turns a projection conflict into the refusal an agent sees, after telling operators
+// (the worker log at ERROR and the workflow's current details). Other errors pass through.
+func diverged(ctx workflow.Context, entity Entity, err error) error {
+	c, ok := activities.AsProjectionConflict(err)
+	if !ok {
+		return err
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	workflow.GetLogger(ctx).Error("projection conflict: the row and the workflow disagree; run chorus ops repair",
+		"workflowId", id, "expectedVersion", c.Write.Expect, "changeId", c.Write.ID,
+		"foundVersion", c.Version, "foundChangeId", c.ChangeID, "rowExists", c.Found)
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**Projection conflict**: the %s row is at version %d (change %q) "+
+		"but this workflow expects version %d. Run `chorus ops repair %s`.", entity, c.Version, c.ChangeID, c.Write.Expect, id))
+	return Refuse(KindDiverged, "Cannot change this %s now: its stored record and its workflow disagree, so nothing was "+
+		"changed. The operators have been alerted (chorus ops check lists it; chorus ops repair %s fixes it).", entity, id)
+}
+
+// awaitCreated waits, in a workflow started by update-with-start, until the entity is created
+// (or its create failed): at most createWindow for a create to arrive, then as long as a create
+// handler still runs. It reports whether the entity exists; a run that holds none then ends
+// (docs/write-path.md, "Every row has its workflow").
+func awaitCreated(ctx workflow.Context, settled func() bool) (bool, error) {
+	if _, err := workflow.AwaitWithTimeout(ctx, createWindow, settled); err != nil {
+		return false, err
+	}
+	if err := workflow.Await(ctx, func() bool { return settled() || workflow.AllHandlersFinished(ctx) }); err != nil {
+		return false, err
+	}
+	return settled(), nil
 }
 
 // awaitContinueAsNew blocks until done() or Temporal suggests continuing as new, then waits for

@@ -18,6 +18,9 @@ const (
 	KindNotFound  Kind = "chorus.NotFound"     // the entity does not exist or is hidden
 	KindForbidden Kind = "chorus.Forbidden"    // the caller may not do this (not the assignee, ...)
 	KindConflict  Kind = "chorus.Conflict"     // illegal transition for the current state
+	// KindDiverged: the entity's row and its workflow disagree (docs/write-path.md); an operator
+	// must repair it before it can change.
+	KindDiverged Kind = "chorus.Diverged"
 )
 
 // Error is a refusal from a workflow: an agent-readable sentence and its kind.

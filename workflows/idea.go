@@ -29,49 +29,67 @@ const (
 	UpdateDeleteIdea          = "chorus_admin_delete_idea"
 )
 
-// IdeaState is everything IdeaWorkflow knows; it is what continue-as-new carries.
+// IdeaState is everything IdeaWorkflow knows; it is what continue-as-new carries. It holds
+// what the state machine needs and nothing of the idea's text but its title
+// (docs/write-path.md, "Bounded state and payloads"): the content lives in the database, and
+// questions and options are kept as fingerprints of their ids.
 type IdeaState struct {
-	Created bool
-	Deleted bool
-	// Idea is the row as this workflow last wrote it. Content, parent and isContainer are data
-	// the workflow writes but does not decide on; the database is their source of truth.
-	Idea   store.Idea
-	Rounds []RoundState
-	// AssigneeName is the assignee's name, for what operators see.
-	AssigneeName string
+	Created     bool    `json:"created"`
+	Deleted     bool    `json:"deleted,omitempty"`
+	UUID        string  `json:"uuid"`
+	CompanyUUID string  `json:"companyUuid"`
+	ProjectUUID string  `json:"projectUuid"`
+	Title       string  `json:"title"`
+	Status      string  `json:"status"`
+	Assignee    *Holder `json:"assignee,omitempty"`
+	ParentUUID  string  `json:"parentUuid,omitempty"`
+	IsContainer bool    `json:"isContainer,omitempty"`
+	// ElaborationDepth and ElaborationStatus are "" where the row has null.
+	ElaborationDepth  string       `json:"elaborationDepth,omitempty"`
+	ElaborationStatus string       `json:"elaborationStatus,omitempty"`
+	CreatedBy         Party        `json:"createdBy"`
+	Rounds            []RoundState `json:"rounds,omitempty"`
+	Row               RowMark      `json:"row"`
+	Recent            Recent       `json:"recent,omitempty"`
 }
 
 // RoundState is what the workflow keeps of an elaboration round.
 type RoundState struct {
-	UUID      string
-	Number    int
-	Status    string // pending_answers | answered
-	Questions []QuestionState
+	UUID      string          `json:"uuid"`
+	Number    int             `json:"number"`
+	Status    string          `json:"status"` // pending_answers | answered
+	Questions []QuestionState `json:"questions"`
 }
 
-// QuestionState is what the workflow keeps of a question.
+// QuestionState is what the workflow keeps of a question: fingerprints of its id and of its
+// options' ids (the ids may be long; the database has them).
 type QuestionState struct {
-	UUID      string
-	ID        string
-	Required  bool
-	OptionIDs []string
-	Answered  bool
+	UUID     string   `json:"uuid"`
+	ID       string   `json:"id"`
+	Required bool     `json:"required"`
+	Options  []string `json:"options"`
+	Answered bool     `json:"answered,omitempty"`
 }
 
 func (s IdeaState) clone() IdeaState {
 	c := s
+	if s.Assignee != nil {
+		h := *s.Assignee
+		c.Assignee = &h
+	}
 	c.Rounds = make([]RoundState, len(s.Rounds))
 	for i, r := range s.Rounds {
 		r.Questions = slices.Clone(r.Questions)
 		for j := range r.Questions {
-			r.Questions[j].OptionIDs = slices.Clone(r.Questions[j].OptionIDs)
+			r.Questions[j].Options = slices.Clone(r.Questions[j].Options)
 		}
 		c.Rounds[i] = r
 	}
+	c.Recent = slices.Clone(s.Recent)
 	return c
 }
 
-func (s IdeaState) status() IdeaStatus { return IdeaStatus(s.Idea.Status) }
+func (s IdeaState) status() IdeaStatus { return IdeaStatus(s.Status) }
 
 // pendingRounds lists the rounds still waiting for answers.
 func (s IdeaState) pendingRounds() []*RoundState {
@@ -86,17 +104,49 @@ func (s IdeaState) pendingRounds() []*RoundState {
 
 // isAssignee: the actor is the idea's assignee agent, or (withOwner) its owner user is.
 func (s IdeaState) isAssignee(a Actor, withOwner bool) bool {
-	i := s.Idea
-	if i.AssigneeUUID == nil || i.AssigneeType == nil {
+	if s.Assignee == nil {
 		return false
 	}
-	switch *i.AssigneeType {
+	switch s.Assignee.Type {
 	case "agent":
-		return *i.AssigneeUUID == a.UUID
+		return s.Assignee.UUID == a.UUID
 	case "user":
-		return withOwner && a.OwnerUUID != "" && *i.AssigneeUUID == a.OwnerUUID
+		return withOwner && a.OwnerUUID != "" && s.Assignee.UUID == a.OwnerUUID
 	}
 	return false
+}
+
+// assigneeText names the assignee for refusals: "agent <uuid>".
+func (s IdeaState) assigneeText() string {
+	if s.Assignee == nil {
+		return "nobody"
+	}
+	return s.Assignee.Type + " " + s.Assignee.UUID
+}
+
+// row is the idea's row as far as the workflow owns it: the columns repair rewrites and check
+// compares (see ideaColumns).
+func (s IdeaState) row() store.Idea {
+	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: s.Status,
+		ElaborationDepth: nilIfBlank(s.ElaborationDepth), ElaborationStatus: nilIfBlank(s.ElaborationStatus),
+		ParentUUID: nilIfBlank(s.ParentUUID), IsContainer: s.IsContainer, CreatedByType: s.CreatedBy.Type,
+		CreatedByUUID: s.CreatedBy.UUID, Version: s.Row.Version, ChangeID: s.Row.ChangeID}
+	if h := s.Assignee; h != nil {
+		at := h.At
+		i.AssigneeType, i.AssigneeUUID, i.AssignedAt, i.AssignedByUUID = &h.Type, &h.UUID, &at, h.By
+	}
+	return i
+}
+
+// IdeaColumns are the columns of an idea row its workflow owns (IdeaState.row).
+var IdeaColumns = []string{"title", "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
+	"parent_uuid", "is_container", "elaboration_depth", "elaboration_status"}
+
+func nilIfBlank(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // ---- inputs and results ----
@@ -186,6 +236,11 @@ type ideaWorkflow struct {
 	abandoned bool
 }
 
+// createWindow is how long a workflow started by update-with-start waits for its create to be
+// accepted; one that holds no idea after it ends (docs/write-path.md, "Every row has its
+// workflow").
+const createWindow = 10 * time.Second
+
 // IdeaWorkflow is the long-lived workflow of one idea (id "idea/<uuid>"): it owns the idea's
 // status, assignee and elaboration rounds, accepts one update per idea tool, and persists each
 // accepted change (rows, activity, notifications) through an activity before returning.
@@ -199,6 +254,8 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 	}
 	if w.state.Created {
 		w.publish(ctx)
+	} else if created, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !created {
+		return err
 	}
 	again, err := awaitContinueAsNew(ctx, func() bool { return w.state.Deleted || w.abandoned })
 	if err != nil || !again {
@@ -209,19 +266,20 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 
 func (w *ideaWorkflow) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (IdeaState, error) { return w.state, nil },
-		workflow.QueryHandlerOptions{Description: "The idea's workflow state: row, rounds and questions."}); err != nil {
+		workflow.QueryHandlerOptions{Description: "The idea's workflow state: status, assignee, rounds, row version."}); err != nil {
 		return err
 	}
+	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, UpdateCreateIdea, w.validateCreate, w.create),
-		registerUpdate(ctx, w.mu, UpdateClaimIdea, w.validateClaim, w.claim),
-		registerUpdate(ctx, w.mu, UpdateReleaseIdea, w.validateRelease, w.release),
-		registerUpdate(ctx, w.mu, UpdateEditIdea, w.validateEdit, w.edit),
-		registerUpdate(ctx, w.mu, UpdateStartElaboration, w.validateStart, w.startElaboration),
-		registerUpdate(ctx, w.mu, UpdateAnswerElaboration, w.validateAnswer, w.answer),
-		registerUpdate(ctx, w.mu, UpdateValidateElaboration, w.validateValidate, w.validateElaboration),
-		registerUpdate(ctx, w.mu, UpdateSkipElaboration, w.validateSkip, w.skip),
-		registerUpdate(ctx, w.mu, UpdateDeleteIdea, w.validateDelete, w.delete),
+		registerUpdate(ctx, w.mu, recent, UpdateCreateIdea, w.validateCreate, w.create),
+		registerUpdate(ctx, w.mu, recent, UpdateClaimIdea, w.validateClaim, w.claim),
+		registerUpdate(ctx, w.mu, recent, UpdateReleaseIdea, w.validateRelease, w.release),
+		registerUpdate(ctx, w.mu, recent, UpdateEditIdea, w.validateEdit, w.edit),
+		registerUpdate(ctx, w.mu, recent, UpdateStartElaboration, w.validateStart, w.startElaboration),
+		registerUpdate(ctx, w.mu, recent, UpdateAnswerElaboration, w.validateAnswer, w.answer),
+		registerUpdate(ctx, w.mu, recent, UpdateValidateElaboration, w.validateValidate, w.validateElaboration),
+		registerUpdate(ctx, w.mu, recent, UpdateSkipElaboration, w.validateSkip, w.skip),
+		registerUpdate(ctx, w.mu, recent, UpdateDeleteIdea, w.validateDelete, w.delete),
 	)
 }
 
@@ -244,89 +302,92 @@ func (w *ideaWorkflow) exists() error {
 	return nil
 }
 
-// commit persists a change computed on next, then makes next the state and tells operators.
-func (w *ideaWorkflow) commit(ctx workflow.Context, next IdeaState, change activities.IdeaChange) error {
+// next starts a change: a copy of the state, and the write that will move the row.
+func (w *ideaWorkflow) next(ctx workflow.Context) (IdeaState, store.Write) {
+	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
+}
+
+// commit persists change (made on n by the write wr), then makes n the state and tells
+// operators. A projection conflict becomes a refusal (docs/write-path.md).
+func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write, change store.IdeaChange) error {
 	var a *activities.Activities
-	change.UUID, change.CompanyUUID, change.Version = next.Idea.UUID, next.Idea.CompanyUUID, next.Idea.Version
-	if err := persist(ctx, a.PersistIdea, change).Get(ctx, nil); err != nil {
-		if isChorusError(err) {
+	change.Write, change.UUID, change.CompanyUUID = wr, n.UUID, n.CompanyUUID
+	if err := persist(ctx, a.ApplyIdeaChange, change).Get(ctx, nil); err != nil {
+		if err = diverged(ctx, EntityIdea, err); isChorusError(err) {
 			return err
 		}
 		return fmt.Errorf("could not save the idea: %w", err)
 	}
-	w.state = next
+	n.Row = mark(wr)
+	w.state = n
 	w.publish(ctx)
 	return nil
 }
 
-// next starts a change: a copy of the state with the version bumped and updatedAt set.
-func (w *ideaWorkflow) next(ctx workflow.Context) (IdeaState, time.Time) {
-	n := w.state.clone()
-	now := stamp(ctx)
-	n.Idea.Version++
-	n.Idea.UpdatedAt = now
-	return n, now
+// set is a change that sets the given columns of the idea to n's values.
+func set(n IdeaState, cols ...string) store.IdeaChange {
+	return store.IdeaChange{Set: n.row(), Columns: cols}
 }
 
-// activity builds an audit row of this idea for the change at version v.
-func (w *ideaWorkflow) activity(n IdeaState, at time.Time, a Actor, action string, value any) activities.ActivityRecord {
-	return activities.ActivityRecord{UUID: DerivedUUID("idea", n.Idea.UUID, strconv.FormatInt(n.Idea.Version, 10), action),
-		CompanyUUID: n.Idea.CompanyUUID, ProjectUUID: n.Idea.ProjectUUID, TargetType: "idea", TargetUUID: n.Idea.UUID,
-		ActorType: a.Type, ActorUUID: a.UUID, Action: action, Value: activities.MarshalValue(value), CreatedAt: at}
+// activity builds an audit row of this idea for the change wr.
+func (w *ideaWorkflow) activity(n IdeaState, wr store.Write, a Actor, action string, value any) store.Activity {
+	return store.Activity{UUID: derivedFrom(wr, "activity", action), CompanyUUID: n.CompanyUUID, ProjectUUID: n.ProjectUUID,
+		TargetType: "idea", TargetUUID: n.UUID, ActorType: a.Type, ActorUUID: a.UUID, Action: action,
+		Value: activities.MarshalValue(value), CreatedAt: wr.At}
 }
 
-func (w *ideaWorkflow) notify(n IdeaState, a Actor, action, message string, to ...activities.Recipient) activities.Notify {
-	return activities.Notify{Seed: DerivedUUID("idea", n.Idea.UUID, strconv.FormatInt(n.Idea.Version, 10), action),
-		ProjectUUID: n.Idea.ProjectUUID, Action: action, EntityType: "idea", EntityUUID: n.Idea.UUID,
-		EntityTitle: n.Idea.Title, Message: message, ActorType: a.Type, ActorUUID: a.UUID, ActorName: a.Name, Recipients: to}
+func (w *ideaWorkflow) notify(n IdeaState, wr store.Write, a Actor, action, message string, to ...store.Recipient) store.NotifySpec {
+	return store.NotifySpec{Seed: derivedFrom(wr, "notify", action), ProjectUUID: n.ProjectUUID, Action: action,
+		EntityType: "idea", EntityUUID: n.UUID, EntityTitle: n.Title, Message: message, ActorType: a.Type, ActorUUID: a.UUID,
+		ActorName: a.Name, Recipients: to}
 }
 
 // creator and assignee as notification recipients (SPEC D7: the creator is reached as what it is).
-func creatorOf(i store.Idea) activities.Recipient {
-	return activities.Recipient{Type: i.CreatedByType, UUID: i.CreatedByUUID}
+func creatorOf(s IdeaState) store.Recipient {
+	return store.Recipient{Type: s.CreatedBy.Type, UUID: s.CreatedBy.UUID}
 }
 
-func assigneeOf(i store.Idea) activities.Recipient {
-	if i.AssigneeUUID == nil || i.AssigneeType == nil {
-		return activities.Recipient{}
+func assigneeOf(s IdeaState) store.Recipient {
+	if s.Assignee == nil {
+		return store.Recipient{}
 	}
-	t := *i.AssigneeType
+	t := s.Assignee.Type
 	if t == "agent_instance" {
 		t = "agent"
 	}
-	return activities.Recipient{Type: t, UUID: *i.AssigneeUUID}
+	return store.Recipient{Type: t, UUID: s.Assignee.UUID}
 }
 
-func result(s IdeaState) IdeaResult { return IdeaResult{UUID: s.Idea.UUID, Status: s.Idea.Status} }
+func result(s IdeaState) IdeaResult { return IdeaResult{UUID: s.UUID, Status: s.Status} }
 
 // publish keeps what operators see current: search attributes, memo and current details.
 func (w *ideaWorkflow) publish(ctx workflow.Context) {
-	i := w.state.Idea
+	s := w.state
 	assignee := ""
-	if i.AssigneeUUID != nil {
-		assignee = *i.AssigneeUUID
+	if s.Assignee != nil {
+		assignee = s.Assignee.UUID
 	}
-	status := i.Status
-	if w.state.Deleted {
+	status := s.Status
+	if s.Deleted {
 		status = "deleted"
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		ProjectUUIDKey.ValueSet(i.ProjectUUID), EntityKey.ValueSet(string(EntityIdea)),
+		ProjectUUIDKey.ValueSet(s.ProjectUUID), EntityKey.ValueSet(string(EntityIdea)),
 		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": i.Title})
-	details := fmt.Sprintf("**Idea** %q is **%s**", i.Title, status)
-	if i.AssigneeUUID != nil {
-		name := w.state.AssigneeName
+	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
+	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
+	if s.Assignee != nil {
+		name := s.Assignee.Name
 		if name == "" {
 			name = assignee
 		}
 		details += ", assigned to " + name
 	}
-	if i.ElaborationStatus != nil {
-		details += fmt.Sprintf("; elaboration %s (%d round(s), %d pending)", *i.ElaborationStatus,
-			len(w.state.Rounds), len(w.state.pendingRounds()))
+	if s.ElaborationStatus != "" {
+		details += fmt.Sprintf("; elaboration %s (%d round(s), %d pending)", s.ElaborationStatus,
+			len(s.Rounds), len(s.pendingRounds()))
 	}
-	workflow.SetCurrentDetails(ctx, details)
+	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
 }
 
 // ---- create ----
@@ -354,13 +415,14 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 			return IdeaResult{}, err
 		}
 	}
-	now := stamp(ctx)
-	n := IdeaState{Created: true, Idea: store.Idea{UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
-		Title: strings.TrimSpace(in.Title), Content: emptyToNil(in.Content), Status: string(IdeaOpen), IsContainer: in.IsContainer,
-		ParentUUID: in.ParentUUID, CreatedByType: in.Actor.Type, CreatedByUUID: in.Actor.UUID, Version: 1,
-		CreatedAt: now, UpdatedAt: now}}
-	row := n.Idea
-	if err := w.commit(ctx, n, activities.IdeaChange{At: now, Insert: &row}); err != nil {
+	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
+	n := IdeaState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
+		Title: strings.TrimSpace(in.Title), Status: string(IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
+		ParentUUID: deref(in.ParentUUID), IsContainer: in.IsContainer, Recent: w.state.Recent}
+	row := n.row()
+	row.Content = emptyToNil(in.Content)
+	row.CreatedAt, row.UpdatedAt = wr.At, wr.At
+	if err := w.commit(ctx, n, wr, store.IdeaChange{Insert: &row}); err != nil {
 		w.abandoned = true // nothing was created: end rather than linger as an empty workflow
 		return IdeaResult{}, err
 	}
@@ -373,8 +435,8 @@ func (w *ideaWorkflow) checkParent(ctx workflow.Context, a Actor, ideaUUID, proj
 		return Refuse(KindInvalid, "An idea cannot be its own parent")
 	}
 	var acts *activities.Activities
-	var refs activities.IdeaRefs
-	err := read(ctx, acts.LookupIdeaRefs, a.CompanyUUID, ideaUUID, parentUUID).Get(ctx, &refs)
+	var refs store.Lineage
+	err := read(ctx, acts.IdeaLineage, a.CompanyUUID, ideaUUID, parentUUID).Get(ctx, &refs)
 	switch {
 	case err != nil:
 		return fmt.Errorf("could not check the parent idea: %w", err)
@@ -401,37 +463,33 @@ func (w *ideaWorkflow) validateClaim(in IdeaCommand) error {
 	if err := w.exists(); err != nil {
 		return err
 	}
-	i := w.state.Idea
-	if i.AssigneeUUID != nil {
-		if w.state.isAssignee(in.Actor, false) {
-			return Refuse(KindConflict, "Can only claim Ideas with open status: you already hold this idea (status %s)", i.Status)
+	s := w.state
+	if s.Assignee != nil {
+		if s.isAssignee(in.Actor, false) {
+			return Refuse(KindConflict, "Can only claim Ideas with open status: you already hold this idea (status %s)", s.Status)
 		}
-		return Refuse(KindConflict, "Can only claim Ideas with open status: this idea is %s and already assigned (%s %s). "+
-			"Ask the assignee to release it, or pick another idea with chorus_get_available_ideas.", i.Status, deref(i.AssigneeType), deref(i.AssigneeUUID))
+		return Refuse(KindConflict, "Can only claim Ideas with open status: this idea is %s and already assigned (%s). "+
+			"Ask the assignee to release it, or pick another idea with chorus_get_available_ideas.", s.Status, s.assigneeText())
 	}
-	if w.state.status() == IdeaElaborated {
+	if s.status() == IdeaElaborated {
 		return Refuse(KindConflict, "Cannot claim an elaborated Idea: its elaboration is resolved; create a proposal from it instead")
 	}
-	if _, err := w.state.status().Next(IdeaClaim); err != nil {
-		return Refuse(KindConflict, "Can only claim Ideas with open status (current status: %s)", i.Status)
+	if _, err := s.status().Next(IdeaClaim); err != nil {
+		return Refuse(KindConflict, "Can only claim Ideas with open status (current status: %s)", s.Status)
 	}
 	return nil
 }
 
 func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaClaim)
-	n.Idea.Status = string(to)
-	n.Idea.AssigneeType, n.Idea.AssigneeUUID = ptr("agent"), ptr(in.Actor.UUID)
-	n.Idea.AssignedAt, n.Idea.AssignedByUUID = &now, nil
-	n.AssigneeName = in.Actor.Name
-	change := activities.IdeaChange{At: now, Row: n.Idea,
-		Columns:    []string{"status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"},
-		Activities: []activities.ActivityRecord{w.activity(n, now, in.Actor, "assigned", map[string]string{"assigneeType": "agent", "assigneeUuid": in.Actor.UUID})},
-		Notifications: []activities.Notify{w.notify(n, in.Actor, "idea_claimed",
-			fmt.Sprintf("%s claimed idea %q", in.Actor.Name, n.Idea.Title), creatorOf(n.Idea), assigneeOf(n.Idea))},
-	}
-	if err := w.commit(ctx, n, change); err != nil {
+	n.Status = string(to)
+	n.Assignee = &Holder{Type: "agent", UUID: in.Actor.UUID, Name: in.Actor.Name, At: wr.At}
+	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned", map[string]string{"assigneeType": "agent", "assigneeUuid": in.Actor.UUID})}
+	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
+		fmt.Sprintf("%s claimed idea %q", in.Actor.Name, n.Title), creatorOf(n), assigneeOf(n))}
+	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
@@ -442,11 +500,10 @@ func (w *ideaWorkflow) validateRelease(in IdeaCommand) error {
 		return err
 	}
 	if !w.state.isAssignee(in.Actor, true) {
-		if w.state.Idea.AssigneeUUID == nil {
-			return Refuse(KindForbidden, "Only the assignee can release a claimed Idea: this idea is not claimed (status %s)", w.state.Idea.Status)
+		if w.state.Assignee == nil {
+			return Refuse(KindForbidden, "Only the assignee can release a claimed Idea: this idea is not claimed (status %s)", w.state.Status)
 		}
-		return Refuse(KindForbidden, "Only the assignee can release a claimed Idea (assignee: %s %s)",
-			deref(w.state.Idea.AssigneeType), deref(w.state.Idea.AssigneeUUID))
+		return Refuse(KindForbidden, "Only the assignee can release a claimed Idea (assignee: %s)", w.state.assigneeText())
 	}
 	if w.state.status() == IdeaElaborated {
 		return Refuse(KindConflict, "Cannot release an elaborated Idea: its elaboration is resolved and it stays with its assignee")
@@ -455,21 +512,16 @@ func (w *ideaWorkflow) validateRelease(in IdeaCommand) error {
 }
 
 func (w *ideaWorkflow) release(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
-	n, now := w.next(ctx)
 	to, err := w.state.status().Next(IdeaRelease)
 	if err != nil {
-		return IdeaResult{}, Refuse(KindConflict, "Cannot release an Idea in status %s", w.state.Idea.Status)
+		return IdeaResult{}, Refuse(KindConflict, "Cannot release an Idea in status %s", w.state.Status)
 	}
-	n.Idea.Status = string(to)
-	n.Idea.AssigneeType, n.Idea.AssigneeUUID, n.Idea.AssignedAt, n.Idea.AssignedByUUID = nil, nil, nil, nil
-	n.Idea.ElaborationDepth, n.Idea.ElaborationStatus = nil, nil
-	n.AssigneeName = ""
-	change := activities.IdeaChange{At: now, Row: n.Idea,
-		Columns: []string{"status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-			"elaboration_depth", "elaboration_status"},
-		Activities: []activities.ActivityRecord{w.activity(n, now, in.Actor, "released", nil)},
-	}
-	if err := w.commit(ctx, n, change); err != nil {
+	n, wr := w.next(ctx)
+	n.Status, n.Assignee, n.ElaborationDepth, n.ElaborationStatus = string(to), nil, "", ""
+	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
+		"elaboration_depth", "elaboration_status")
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
+	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
@@ -487,15 +539,17 @@ func (w *ideaWorkflow) validateEdit(in EditIdeaInput) error {
 	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 		return Refuse(KindInvalid, "Failed to edit Idea: title must not be blank")
 	}
-	if in.SetParent && in.ParentUUID != nil && *in.ParentUUID == w.state.Idea.UUID {
+	if in.SetParent && in.ParentUUID != nil && *in.ParentUUID == w.state.UUID {
 		return Refuse(KindInvalid, "Failed to edit Idea: An idea cannot be its own parent")
 	}
 	return nil
 }
 
+// edit changes the title, parent and theme flag (state and row) and the content (row only).
+// SPEC 4.5's checks read the lineage first; "reparented" is recorded only for a real move.
 func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult, error) {
 	if in.SetParent && in.ParentUUID != nil {
-		if err := w.checkParent(ctx, in.Actor, w.state.Idea.UUID, w.state.Idea.ProjectUUID, *in.ParentUUID); err != nil {
+		if err := w.checkParent(ctx, in.Actor, w.state.UUID, w.state.ProjectUUID, *in.ParentUUID); err != nil {
 			var e *Error
 			if asError(err, &e) {
 				return IdeaResult{}, Refuse(e.Kind, "Failed to edit Idea: %s", e.Message)
@@ -503,33 +557,33 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 			return IdeaResult{}, err
 		}
 	}
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	var cols, changed []string
-	var acts []activities.ActivityRecord
-	if in.SetParent {
-		from := w.state.Idea.ParentUUID
-		if deref(from) != deref(in.ParentUUID) {
-			n.Idea.ParentUUID = in.ParentUUID
-			cols = append(cols, "parent_uuid")
-			acts = append(acts, w.activity(n, now, in.Actor, "reparented", map[string]*string{"fromParentUuid": from, "toParentUuid": in.ParentUUID}))
-		}
+	var acts []store.Activity
+	if in.SetParent && deref(in.ParentUUID) != n.ParentUUID {
+		from := nilIfBlank(n.ParentUUID)
+		n.ParentUUID = deref(in.ParentUUID)
+		cols = append(cols, "parent_uuid")
+		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", map[string]*string{"fromParentUuid": from, "toParentUuid": in.ParentUUID}))
 	}
 	if in.Title != nil {
-		n.Idea.Title = strings.TrimSpace(*in.Title)
+		n.Title = strings.TrimSpace(*in.Title)
 		cols, changed = append(cols, "title"), append(changed, "title")
 	}
 	if in.Content != nil {
-		n.Idea.Content = emptyToNil(in.Content)
 		cols, changed = append(cols, "content"), append(changed, "content")
 	}
 	if in.IsContainer != nil {
-		n.Idea.IsContainer = *in.IsContainer
+		n.IsContainer = *in.IsContainer
 		cols = append(cols, "is_container")
 	}
+	change := set(n, cols...)
+	change.Set.Content = emptyToNil(in.Content)
+	change.Activities = acts
 	if len(changed) > 0 {
-		acts = append(acts, w.activity(n, now, in.Actor, "edited", map[string][]string{"changedFields": changed}))
+		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", map[string][]string{"changedFields": changed}))
 	}
-	if err := w.commit(ctx, n, activities.IdeaChange{At: now, Row: n.Idea, Columns: cols, Activities: acts}); err != nil {
+	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
@@ -594,7 +648,7 @@ func (w *ideaWorkflow) validateStart(in StartElaborationInput) error {
 	}
 	// 4. status
 	if _, err := w.state.status().Next(IdeaStartElaboration); err != nil {
-		return fail(KindConflict, "Cannot start elaboration from status '%s'. Idea must be in 'elaborating' or 'elaborated' status (claim it first).", w.state.Idea.Status)
+		return fail(KindConflict, "Cannot start elaboration from status '%s'. Idea must be in 'elaborating' or 'elaborated' status (claim it first).", w.state.Status)
 	}
 	// 5. round cap
 	if len(w.state.Rounds)+1 > maxRounds {
@@ -604,40 +658,39 @@ func (w *ideaWorkflow) validateStart(in StartElaborationInput) error {
 }
 
 func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaborationInput) (IdeaResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	number := len(n.Rounds) + 1
 	appended := w.state.status() == IdeaElaborated
-	round := store.ElaborationRound{UUID: DerivedUUID("idea", n.Idea.UUID, "round", strconv.Itoa(number)),
-		CompanyUUID: n.Idea.CompanyUUID, IdeaUUID: n.Idea.UUID, RoundNumber: number, Status: "pending_answers",
-		IsAppended: appended, CreatedByType: in.Actor.Type, CreatedByUUID: in.Actor.UUID, CreatedAt: now, UpdatedAt: now}
+	round := store.ElaborationRound{UUID: derivedFrom(wr, "round"), CompanyUUID: n.CompanyUUID, IdeaUUID: n.UUID,
+		RoundNumber: number, Status: "pending_answers", IsAppended: appended, CreatedByType: in.Actor.Type,
+		CreatedByUUID: in.Actor.UUID, CreatedAt: wr.At, UpdatedAt: wr.At}
 	rs := RoundState{UUID: round.UUID, Number: number, Status: round.Status}
 	for i, q := range in.Questions {
 		required := q.Required == nil || *q.Required
-		row := store.ElaborationQuestion{UUID: DerivedUUID("round", round.UUID, "question", q.ID), RoundUUID: round.UUID,
+		row := store.ElaborationQuestion{UUID: DerivedUUID(round.UUID, "question", strconv.Itoa(i)), RoundUUID: round.UUID,
 			QuestionID: q.ID, Text: q.Text, Category: q.Category, Options: q.Options, Required: required, SortOrder: i}
 		round.Questions = append(round.Questions, row)
-		qs := QuestionState{UUID: row.UUID, ID: q.ID, Required: required}
+		qs := QuestionState{UUID: row.UUID, ID: fingerprint(q.ID), Required: required}
 		for _, o := range q.Options {
-			qs.OptionIDs = append(qs.OptionIDs, o.ID)
+			qs.Options = append(qs.Options, fingerprint(o.ID))
 		}
 		rs.Questions = append(rs.Questions, qs)
 	}
 	n.Rounds = append(n.Rounds, rs)
-	n.Idea.ElaborationDepth = &in.Depth
+	n.ElaborationDepth = in.Depth
 	cols := []string{"elaboration_depth"}
 	if !appended {
-		n.Idea.Status = string(IdeaElaborating)
-		n.Idea.ElaborationStatus = ptr("pending_answers")
+		n.Status, n.ElaborationStatus = string(IdeaElaborating), "pending_answers"
 		cols = append(cols, "status", "elaboration_status")
 	}
-	change := activities.IdeaChange{At: now, Row: n.Idea, Columns: cols, NewRound: &round,
-		Activities: []activities.ActivityRecord{w.activity(n, now, in.Actor, "elaboration_started",
-			map[string]any{"depth": in.Depth, "questionCount": len(in.Questions), "roundNumber": number})},
-		Notifications: []activities.Notify{w.notify(n, in.Actor, "elaboration_requested",
-			fmt.Sprintf("%s requested elaboration on idea %q", in.Actor.Name, n.Idea.Title),
-			creatorOf(n.Idea), activities.Recipient{Type: "user", UUID: in.Actor.OwnerUUID})},
-	}
-	if err := w.commit(ctx, n, change); err != nil {
+	change := set(n, cols...)
+	change.NewRound = &round
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_started",
+		map[string]any{"depth": in.Depth, "questionCount": len(in.Questions), "roundNumber": number})}
+	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_requested",
+		fmt.Sprintf("%s requested elaboration on idea %q", in.Actor.Name, n.Title),
+		creatorOf(n), store.Recipient{Type: "user", UUID: in.Actor.OwnerUUID})}
+	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	r := result(w.state)
@@ -682,14 +735,14 @@ func (w *ideaWorkflow) validateAnswer(in AnswerElaborationInput) error {
 		return Refuse(KindInvalid, answerErrPrefix+"answers must contain at least one answer")
 	}
 	for _, a := range in.Answers {
-		qi := slices.IndexFunc(r.Questions, func(q QuestionState) bool { return q.ID == a.QuestionID })
+		qi := slices.IndexFunc(r.Questions, func(q QuestionState) bool { return q.ID == fingerprint(a.QuestionID) })
 		if qi < 0 {
 			return Refuse(KindInvalid, answerErrPrefix+"Question '%s' not found in round", a.QuestionID)
 		}
 		if a.SelectedOptionID != nil {
-			if !slices.Contains(r.Questions[qi].OptionIDs, *a.SelectedOptionID) {
-				return Refuse(KindInvalid, answerErrPrefix+"Invalid option '%s' for question '%s' (options: %s)",
-					*a.SelectedOptionID, a.QuestionID, strings.Join(r.Questions[qi].OptionIDs, ", "))
+			if !slices.Contains(r.Questions[qi].Options, fingerprint(*a.SelectedOptionID)) {
+				return Refuse(KindInvalid, answerErrPrefix+"Invalid option '%s' for question '%s': it is not one of the "+
+					"question's option ids (chorus_get_elaboration lists them)", *a.SelectedOptionID, a.QuestionID)
 			}
 		} else if a.CustomText == nil || strings.TrimSpace(*a.CustomText) == "" {
 			return Refuse(KindInvalid, answerErrPrefix+"Question '%s': custom text is required when no option is selected", a.QuestionID)
@@ -699,44 +752,44 @@ func (w *ideaWorkflow) validateAnswer(in AnswerElaborationInput) error {
 }
 
 func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (IdeaResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	cur, _ := w.locateRound(in)
 	ri := slices.IndexFunc(n.Rounds, func(r RoundState) bool { return r.UUID == cur.UUID })
 	r := &n.Rounds[ri]
-	var rows []store.ElaborationQuestion
+	change := store.IdeaChange{}
 	for _, a := range in.Answers {
-		qi := slices.IndexFunc(r.Questions, func(q QuestionState) bool { return q.ID == a.QuestionID })
+		qi := slices.IndexFunc(r.Questions, func(q QuestionState) bool { return q.ID == fingerprint(a.QuestionID) })
 		r.Questions[qi].Answered = true
 		custom := a.CustomText
 		if custom != nil && strings.TrimSpace(*custom) == "" {
 			custom = nil
 		}
-		rows = append(rows, store.ElaborationQuestion{UUID: r.Questions[qi].UUID, SelectedOptionID: a.SelectedOptionID,
-			CustomText: custom, AnsweredAt: &now, AnsweredByType: ptr(in.Actor.Type), AnsweredByUUID: ptr(in.Actor.UUID)})
+		change.Answers = append(change.Answers, store.ElaborationQuestion{UUID: r.Questions[qi].UUID,
+			SelectedOptionID: a.SelectedOptionID, CustomText: custom, AnsweredAt: &wr.At,
+			AnsweredByType: ptr(in.Actor.Type), AnsweredByUUID: ptr(in.Actor.UUID)})
 	}
-	change := activities.IdeaChange{At: now, Answers: rows}
 	complete := !slices.ContainsFunc(r.Questions, func(q QuestionState) bool { return q.Required && !q.Answered })
 	if complete {
 		r.Status = "answered"
 		change.RoundStatus = map[string]string{r.UUID: "answered"}
-		if deref(n.Idea.ElaborationStatus) != "resolved" {
-			n.Idea.ElaborationStatus = ptr("validating")
+		if n.ElaborationStatus != "resolved" {
+			n.ElaborationStatus = "validating"
 			change.Columns = []string{"elaboration_status"}
 		}
 	}
-	change.Row = n.Idea
+	change.Set = n.row()
 	answered := 0
 	for _, q := range r.Questions {
 		if q.Answered {
 			answered++
 		}
 	}
-	change.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "elaboration_answered",
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_answered",
 		map[string]int{"roundNumber": r.Number, "answeredCount": answered})}
-	change.Notifications = []activities.Notify{w.notify(n, in.Actor, "elaboration_answered",
-		fmt.Sprintf("%s answered elaboration questions for idea %q", in.Actor.Name, n.Idea.Title),
-		assigneeOf(n.Idea), creatorOf(n.Idea))}
-	if err := w.commit(ctx, n, change); err != nil {
+	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
+		fmt.Sprintf("%s answered elaboration questions for idea %q", in.Actor.Name, n.Title),
+		assigneeOf(n), creatorOf(n))}
+	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	res := result(w.state)
@@ -765,15 +818,14 @@ func (w *ideaWorkflow) validateValidate(in IdeaCommand) error {
 }
 
 func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaValidate)
-	n.Idea.Status, n.Idea.ElaborationStatus = string(to), ptr("resolved")
-	change := activities.IdeaChange{At: now, Row: n.Idea, Columns: []string{"status", "elaboration_status"},
-		Activities: []activities.ActivityRecord{w.activity(n, now, in.Actor, "elaboration_resolved", map[string]int{"totalRounds": len(n.Rounds)})},
-		Notifications: []activities.Notify{w.notify(n, in.Actor, "elaboration_answered",
-			fmt.Sprintf("%s resolved the elaboration of idea %q", in.Actor.Name, n.Idea.Title), assigneeOf(n.Idea), creatorOf(n.Idea))},
-	}
-	if err := w.commit(ctx, n, change); err != nil {
+	n.Status, n.ElaborationStatus = string(to), "resolved"
+	change := set(n, "status", "elaboration_status")
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_resolved", map[string]int{"totalRounds": len(n.Rounds)})}
+	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
+		fmt.Sprintf("%s resolved the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}
+	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
@@ -789,21 +841,20 @@ func (w *ideaWorkflow) validateSkip(in SkipElaborationInput) error {
 		return Refuse(KindForbidden, skipErrPrefix+"Only the assigned agent can skip elaboration (claim the idea first)")
 	}
 	if _, err := w.state.status().Next(IdeaSkipElaboration); err != nil {
-		return Refuse(KindConflict, skipErrPrefix+"Cannot skip elaboration from status '%s' (only an elaborating idea can skip)", w.state.Idea.Status)
+		return Refuse(KindConflict, skipErrPrefix+"Cannot skip elaboration from status '%s' (only an elaborating idea can skip)", w.state.Status)
 	}
 	return nil
 }
 
 func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (IdeaResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaSkipElaboration)
-	n.Idea.Status, n.Idea.ElaborationDepth, n.Idea.ElaborationStatus = string(to), ptr("minimal"), ptr("resolved")
-	change := activities.IdeaChange{At: now, Row: n.Idea, Columns: []string{"status", "elaboration_depth", "elaboration_status"},
-		Activities: []activities.ActivityRecord{w.activity(n, now, in.Actor, "elaboration_skipped", map[string]string{"reason": in.Reason})},
-		Notifications: []activities.Notify{w.notify(n, in.Actor, "elaboration_answered",
-			fmt.Sprintf("%s skipped the elaboration of idea %q", in.Actor.Name, n.Idea.Title), assigneeOf(n.Idea), creatorOf(n.Idea))},
-	}
-	if err := w.commit(ctx, n, change); err != nil {
+	n.Status, n.ElaborationDepth, n.ElaborationStatus = string(to), "minimal", "resolved"
+	change := set(n, "status", "elaboration_depth", "elaboration_status")
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_skipped", map[string]string{"reason": in.Reason})}
+	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
+		fmt.Sprintf("%s skipped the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}
+	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
@@ -814,12 +865,12 @@ func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (Idea
 func (w *ideaWorkflow) validateDelete(in IdeaCommand) error { return w.exists() }
 
 func (w *ideaWorkflow) delete(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	n.Deleted = true
-	if err := w.commit(ctx, n, activities.IdeaChange{At: now, Delete: true}); err != nil {
+	if err := w.commit(ctx, n, wr, store.IdeaChange{Delete: true}); err != nil {
 		return IdeaResult{}, err
 	}
-	return IdeaResult{UUID: n.Idea.UUID, Status: "deleted"}, nil
+	return IdeaResult{UUID: n.UUID, Status: "deleted"}, nil
 }
 
 // asError is errors.As for *Error, also unwrapping Temporal application errors of a Chorus kind.

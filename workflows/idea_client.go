@@ -15,13 +15,13 @@ func (c *Client) CreateIdea(ctx context.Context, call Call, in CreateIdeaInput) 
 		Memo:                  map[string]any{"title": in.Title},
 	}
 	err := c.updateWithStart(ctx, EntityIdea, in.UUID, IdeaWorkflowName, IdeaRun{}, start,
-		UpdateCreateIdea, updateID(in.Actor.UUID, call), in, &out)
+		UpdateCreateIdea, updateID(in.Actor.UUID, UpdateCreateIdea, call), in, &out)
 	return out, err
 }
 
 // IdeaUpdate sends one of IdeaWorkflow's updates (the Update* constants) to the idea.
 func (c *Client) IdeaUpdate(ctx context.Context, call Call, ideaUUID, update string, actor Actor, in any) (IdeaResult, error) {
 	var out IdeaResult
-	err := c.update(ctx, EntityIdea, ideaUUID, update, updateID(actor.UUID, call), in, &out)
+	err := c.update(ctx, EntityIdea, ideaUUID, update, updateID(actor.UUID, update, call), in, &out)
 	return out, err
 }

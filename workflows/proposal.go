@@ -2,13 +2,14 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/activities"
@@ -34,32 +35,60 @@ const (
 	UpdateRevokeProposal      = "chorus_pm_revoke_proposal"
 )
 
-// ProposalState is everything ProposalWorkflow knows; it is what continue-as-new carries.
+// ProposalState is everything ProposalWorkflow knows; it is what continue-as-new carries. The
+// drafts live in the database (docs/write-path.md, "Bounded state and payloads"): the state
+// keeps their uuids, and validation and approval read them back.
 type ProposalState struct {
-	Created  bool
-	Proposal store.Proposal // the row, drafts included, as this workflow last wrote it
-	// Approvals counts approvals so far; each approval's materialized ids derive from it, so a
-	// revoke and a new approval create a fresh set of tasks.
-	Approvals int
+	Created     bool       `json:"created"`
+	UUID        string     `json:"uuid"`
+	CompanyUUID string     `json:"companyUuid"`
+	ProjectUUID string     `json:"projectUuid"`
+	Title       string     `json:"title"`
+	Status      string     `json:"status"`
+	InputType   string     `json:"inputType"`
+	InputUUIDs  []string   `json:"inputUuids"`
+	CreatedBy   Party      `json:"createdBy"`
+	ReviewedBy  string     `json:"reviewedBy,omitempty"`
+	ReviewedAt  *time.Time `json:"reviewedAt,omitempty"`
+	// Documents and Tasks are the uuids of the document and task drafts, in order.
+	Documents []string `json:"documents,omitempty"`
+	Tasks     []string `json:"tasks,omitempty"`
+	// Approvals counts approvals so far.
+	Approvals int `json:"approvals,omitempty"`
 	// Finished lists the tasks of the current approval that reached done or closed, as their
 	// workflows reported (for operators; the database is the truth).
-	Finished []string
+	Finished []string `json:"finished,omitempty"`
+	Row      RowMark  `json:"row"`
+	Recent   Recent   `json:"recent,omitempty"`
 }
 
 func (s ProposalState) clone() ProposalState {
 	c := s
-	p := &c.Proposal
-	p.InputUUIDs = slices.Clone(p.InputUUIDs)
-	p.DocumentDrafts = slices.Clone(p.DocumentDrafts)
-	p.TaskDrafts = slices.Clone(p.TaskDrafts)
-	for i := range p.TaskDrafts {
-		p.TaskDrafts[i].AcceptanceCriteriaItems = slices.Clone(p.TaskDrafts[i].AcceptanceCriteriaItems)
-		p.TaskDrafts[i].DependsOnDraftUUIDs = slices.Clone(p.TaskDrafts[i].DependsOnDraftUUIDs)
-	}
+	c.InputUUIDs = slices.Clone(s.InputUUIDs)
+	c.Documents, c.Tasks = slices.Clone(s.Documents), slices.Clone(s.Tasks)
+	c.Finished = slices.Clone(s.Finished)
+	c.Recent = slices.Clone(s.Recent)
 	return c
 }
 
-func (s ProposalState) status() ProposalStatus { return ProposalStatus(s.Proposal.Status) }
+func (s ProposalState) status() ProposalStatus { return ProposalStatus(s.Status) }
+
+// row is the proposal's row as far as the workflow owns it (ProposalColumns).
+func (s ProposalState) row() store.Proposal {
+	return store.Proposal{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title,
+		InputType: s.InputType, InputUUIDs: s.InputUUIDs, Status: s.Status, CreatedByType: s.CreatedBy.Type,
+		CreatedByUUID: s.CreatedBy.UUID, ReviewedByUUID: nilIfBlank(s.ReviewedBy), ReviewedAt: s.ReviewedAt,
+		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
+}
+
+// ProposalColumns are the columns of a proposal row its workflow owns (ProposalState.row).
+var ProposalColumns = []string{"title", "status", "input_type", "input_uuids", "reviewed_by_uuid", "reviewed_at"}
+
+// Draft limits (docs/write-path.md): the drafts' text is bounded by store.MaxDraftBytes.
+const (
+	maxTaskDrafts     = 100
+	maxDocumentDrafts = 50
+)
 
 // ProposalRun is ProposalWorkflow's input: empty for a new proposal, the state when continuing.
 type ProposalRun struct {
@@ -120,11 +149,11 @@ type RemoveDraftInput struct {
 type ProposalResult struct {
 	UUID         string
 	Status       string
-	DraftUUID    string              `json:",omitempty"`
-	DraftTitle   string              `json:",omitempty"`
-	Materialized *Materialized       `json:",omitempty"`
-	Revoked      *activities.Revoked `json:",omitempty"`
-	Validation   *Validation         `json:",omitempty"`
+	DraftUUID    string         `json:",omitempty"`
+	DraftTitle   string         `json:",omitempty"`
+	Materialized *Materialized  `json:",omitempty"`
+	Revoked      *store.Revoked `json:",omitempty"`
+	Validation   *Validation    `json:",omitempty"`
 }
 
 // Materialized lists what an approval created, in draft order.
@@ -149,8 +178,9 @@ type proposalWorkflow struct {
 
 // ProposalWorkflow is the long-lived workflow of one proposal (id "proposal/<uuid>"): it owns
 // the proposal's status, drafts and review fields; approval materializes the drafts into
-// documents and tasks in one transaction and starts a TaskWorkflow per task; revoke closes
-// them again.
+// documents and tasks in one transaction and makes sure a TaskWorkflow runs for each task;
+// revoke closes them again. It stays open in every status, so that a command to a closed
+// proposal is refused with its state rather than as unknown.
 func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 	w := &proposalWorkflow{mu: workflow.NewMutex(ctx)}
 	if in.State != nil {
@@ -158,9 +188,6 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 	}
 	if err := w.register(ctx); err != nil {
 		return err
-	}
-	if w.state.Created {
-		w.publish(ctx)
 	}
 	finished := workflow.GetSignalChannel(ctx, SignalTaskFinished)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -170,6 +197,11 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 			w.taskFinished(ctx, sig)
 		}
 	})
+	if w.state.Created {
+		w.publish(ctx)
+	} else if ok, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !ok {
+		return err
+	}
 	again, err := awaitContinueAsNew(ctx, func() bool { return w.abandoned })
 	if err != nil || !again {
 		return err
@@ -181,9 +213,14 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 	return workflow.NewContinueAsNewError(ctx, ProposalWorkflowName, ProposalRun{State: &w.state})
 }
 
-// taskFinished tallies a task of this proposal that reached done or closed.
+// taskFinished tallies a task of this proposal that reached done or closed; like every handler
+// that touches state, it holds the mutex.
 func (w *proposalWorkflow) taskFinished(ctx workflow.Context, sig TaskFinished) {
-	if !slices.Contains(w.state.Finished, sig.TaskUUID) {
+	if err := w.mu.Lock(ctx); err != nil {
+		return
+	}
+	defer w.mu.Unlock()
+	if !slices.Contains(w.state.Finished, sig.TaskUUID) && len(w.state.Finished) < maxTaskDrafts {
 		w.state.Finished = append(w.state.Finished, sig.TaskUUID)
 		w.publish(ctx)
 	}
@@ -191,22 +228,23 @@ func (w *proposalWorkflow) taskFinished(ctx workflow.Context, sig TaskFinished) 
 
 func (w *proposalWorkflow) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (ProposalState, error) { return w.state, nil },
-		workflow.QueryHandlerOptions{Description: "The proposal's workflow state: row with drafts, approvals so far."}); err != nil {
+		workflow.QueryHandlerOptions{Description: "The proposal's workflow state: status, draft uuids, approvals, row version."}); err != nil {
 		return err
 	}
+	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, UpdateCreateProposal, w.validateCreate, w.create),
-		registerUpdate(ctx, w.mu, UpdateAddDocumentDraft, w.draftGuard("add", "document", false), w.addDocumentDraft),
-		registerUpdate(ctx, w.mu, UpdateAddTaskDraft, w.validateAddTaskDraft, w.addTaskDraft),
-		registerUpdate(ctx, w.mu, UpdateUpdateDocumentDraft, w.draftGuard("update", "document", true), w.updateDocumentDraft),
-		registerUpdate(ctx, w.mu, UpdateUpdateTaskDraft, w.validateUpdateTaskDraft, w.updateTaskDraft),
-		registerUpdate(ctx, w.mu, UpdateRemoveDocumentDraft, w.removeGuard("document"), w.removeDocumentDraft),
-		registerUpdate(ctx, w.mu, UpdateRemoveTaskDraft, w.removeGuard("task"), w.removeTaskDraft),
-		registerUpdate(ctx, w.mu, UpdateSubmitProposal, w.validateSubmit, w.submit),
-		registerUpdate(ctx, w.mu, UpdateRejectProposal, w.validateReject, w.reject),
-		registerUpdate(ctx, w.mu, UpdateApproveProposal, w.validateApprove, w.approve),
-		registerUpdate(ctx, w.mu, UpdateCloseProposal, w.validateClose, w.close),
-		registerUpdate(ctx, w.mu, UpdateRevokeProposal, w.validateRevoke, w.revoke),
+		registerUpdate(ctx, w.mu, recent, UpdateCreateProposal, w.validateCreate, w.create),
+		registerUpdate(ctx, w.mu, recent, UpdateAddDocumentDraft, w.draftGuard("add", false), w.addDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateAddTaskDraft, w.validateAddTaskDraft, w.addTaskDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateUpdateDocumentDraft, w.draftGuard("update", true), w.updateDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateUpdateTaskDraft, w.validateUpdateTaskDraft, w.updateTaskDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateRemoveDocumentDraft, w.removeGuard("document"), w.removeDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateRemoveTaskDraft, w.removeGuard("task"), w.removeTaskDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateSubmitProposal, w.validateSubmit, w.submit),
+		registerUpdate(ctx, w.mu, recent, UpdateRejectProposal, w.validateReject, w.reject),
+		registerUpdate(ctx, w.mu, recent, UpdateApproveProposal, w.validateApprove, w.approve),
+		registerUpdate(ctx, w.mu, recent, UpdateCloseProposal, w.validateClose, w.close),
+		registerUpdate(ctx, w.mu, recent, UpdateRevokeProposal, w.validateRevoke, w.revoke),
 	)
 }
 
@@ -219,89 +257,69 @@ func (w *proposalWorkflow) exists() error {
 	return nil
 }
 
-func (w *proposalWorkflow) next(ctx workflow.Context) (ProposalState, time.Time) {
-	n := w.state.clone()
-	now := stamp(ctx)
-	n.Proposal.Version++
-	n.Proposal.UpdatedAt = now
-	return n, now
+// next starts a change: a copy of the state, and the write that will move the row.
+func (w *proposalWorkflow) next(ctx workflow.Context) (ProposalState, store.Write) {
+	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
 }
 
-// change is a write of the given columns. The drafts travel only when written: they are the
-// bulk of a proposal, and every activity input is a Temporal payload of bounded size.
-func (w *proposalWorkflow) change(n ProposalState, at time.Time, cols ...string) activities.ProposalChange {
-	row := n.Proposal
-	if !slices.Contains(cols, "document_drafts") {
-		row.DocumentDrafts = nil
-	}
-	if !slices.Contains(cols, "task_drafts") {
-		row.TaskDrafts = nil
-	}
-	return activities.ProposalChange{UUID: n.Proposal.UUID, CompanyUUID: n.Proposal.CompanyUUID, Version: n.Proposal.Version,
-		At: at, Row: row, Columns: cols}
+// change is a write of the given columns of the proposal, from n.
+func (w *proposalWorkflow) change(n ProposalState, cols ...string) store.ProposalChange {
+	return store.ProposalChange{Set: n.row(), Columns: cols}
 }
 
-// maxDraftBytes bounds a proposal's drafts (as JSON): they live in the workflow's state and
-// travel in activity inputs, which Temporal refuses above 2 MB and warns about above 512 KB.
-const maxDraftBytes = 500_000
-
-// checkDraftSize refuses a draft edit that would grow the drafts past maxDraftBytes.
-func checkDraftSize(verb, kind string, docs []store.DocumentDraft, tasks []store.TaskDraft) error {
-	//workflowcheck:ignore (marshalling structs and slices is deterministic)
-	b, _ := json.Marshal(struct {
-		D []store.DocumentDraft
-		T []store.TaskDraft
-	}{docs, tasks})
-	if len(b) > maxDraftBytes {
-		return Refuse(KindInvalid, "Failed to %s %s draft: the proposal's drafts would take %d bytes, more than the %d a proposal holds. "+
-			"Keep long material in documents (chorus_pm_create_document) and shorten the drafts.", verb, kind, len(b), maxDraftBytes)
-	}
-	return nil
+func (w *proposalWorkflow) activity(n ProposalState, wr store.Write, a Actor, action string, value any) store.Activity {
+	return store.Activity{UUID: derivedFrom(wr, "activity", action), CompanyUUID: n.CompanyUUID, ProjectUUID: n.ProjectUUID,
+		TargetType: "proposal", TargetUUID: n.UUID, ActorType: a.Type, ActorUUID: a.UUID, Action: action,
+		Value: activities.MarshalValue(value), CreatedAt: wr.At}
 }
 
-func (w *proposalWorkflow) activity(n ProposalState, at time.Time, a Actor, action string, value any) activities.ActivityRecord {
-	p := n.Proposal
-	return activities.ActivityRecord{UUID: DerivedUUID("proposal", p.UUID, strconv.FormatInt(p.Version, 10), action),
-		CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID, TargetType: "proposal", TargetUUID: p.UUID,
-		ActorType: a.Type, ActorUUID: a.UUID, Action: action, Value: activities.MarshalValue(value), CreatedAt: at}
+func (w *proposalWorkflow) notifyCreator(n ProposalState, wr store.Write, a Actor, action, message string) store.NotifySpec {
+	return store.NotifySpec{Seed: derivedFrom(wr, "notify", action), ProjectUUID: n.ProjectUUID, Action: action,
+		EntityType: "proposal", EntityUUID: n.UUID, EntityTitle: n.Title, Message: message, ActorType: a.Type,
+		ActorUUID: a.UUID, ActorName: a.Name, Recipients: []store.Recipient{{Type: n.CreatedBy.Type, UUID: n.CreatedBy.UUID}}}
 }
 
-func (w *proposalWorkflow) notifyCreator(n ProposalState, a Actor, action, message string) activities.Notify {
-	p := n.Proposal
-	return activities.Notify{Seed: DerivedUUID("proposal", p.UUID, strconv.FormatInt(p.Version, 10), action),
-		ProjectUUID: p.ProjectUUID, Action: action, EntityType: "proposal", EntityUUID: p.UUID, EntityTitle: p.Title,
-		Message: message, ActorType: a.Type, ActorUUID: a.UUID, ActorName: a.Name,
-		Recipients: []activities.Recipient{{Type: p.CreatedByType, UUID: p.CreatedByUUID}}}
-}
-
-func (w *proposalWorkflow) persist(ctx workflow.Context, n ProposalState, c activities.ProposalChange) error {
-	var a *activities.Activities
-	if err := persist(ctx, a.PersistProposal, c).Get(ctx, nil); err != nil {
-		if isChorusError(err) {
-			return err
-		}
-		return fmt.Errorf("could not save the proposal: %w", err)
-	}
+// adopt makes n (after the write wr) the state and tells operators.
+func (w *proposalWorkflow) adopt(ctx workflow.Context, n ProposalState, wr store.Write) {
+	n.Row = mark(wr)
 	w.state = n
 	w.publish(ctx)
+}
+
+// failed words an activity failure: refusals pass, conflicts become the divergence refusal.
+func (w *proposalWorkflow) failed(ctx workflow.Context, what string, err error) error {
+	if err = diverged(ctx, EntityProposal, err); isChorusError(err) {
+		return err
+	}
+	return fmt.Errorf("could not %s: %w", what, err)
+}
+
+// persist writes c (made on n by wr) and adopts n.
+func (w *proposalWorkflow) persist(ctx workflow.Context, n ProposalState, wr store.Write, c store.ProposalChange) error {
+	var a *activities.Activities
+	c.Write, c.UUID, c.CompanyUUID = wr, n.UUID, n.CompanyUUID
+	if err := persist(ctx, a.ApplyProposalChange, c).Get(ctx, nil); err != nil {
+		return w.failed(ctx, "save the proposal", err)
+	}
+	w.adopt(ctx, n, wr)
 	return nil
 }
 
 func (w *proposalWorkflow) result() ProposalResult {
-	return ProposalResult{UUID: w.state.Proposal.UUID, Status: w.state.Proposal.Status}
+	return ProposalResult{UUID: w.state.UUID, Status: w.state.Status}
 }
 
 func (w *proposalWorkflow) publish(ctx workflow.Context) {
-	p := w.state.Proposal
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(p.ProjectUUID),
-		EntityKey.ValueSet(string(EntityProposal)), StatusKey.ValueSet(p.Status), AssigneeKey.ValueSet(p.CreatedByUUID))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": p.Title})
+	s := w.state
+	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
+		EntityKey.ValueSet(string(EntityProposal)), StatusKey.ValueSet(s.Status), AssigneeKey.ValueSet(s.CreatedBy.UUID))
+	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
 	details := fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
-		p.Title, p.Status, len(p.DocumentDrafts), len(p.TaskDrafts), w.state.Approvals)
-	if p.Status == string(ProposalApproved) {
-		details += fmt.Sprintf("; %d of %d task(s) finished", len(w.state.Finished), len(p.TaskDrafts))
+		s.Title, s.Status, len(s.Documents), len(s.Tasks), s.Approvals)
+	if s.Status == string(ProposalApproved) {
+		details += fmt.Sprintf("; %d of %d task(s) finished", len(s.Finished), len(s.Tasks))
 	}
-	workflow.SetCurrentDetails(ctx, details)
+	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
 }
 
 // ---- create ----
@@ -320,17 +338,17 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 	if w.state.Created {
 		return w.result(), nil
 	}
-	now := stamp(ctx)
+	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
 	inputs := in.InputUUIDs
 	if inputs == nil {
 		inputs = []string{}
 	}
-	n := ProposalState{Created: true, Proposal: store.Proposal{UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID,
-		ProjectUUID: in.ProjectUUID, Title: strings.TrimSpace(in.Title), Description: in.Description, InputType: in.InputType,
-		InputUUIDs: inputs, Status: string(ProposalDraft), CreatedByUUID: in.Actor.UUID, CreatedByType: in.Actor.Type,
-		Version: 1, CreatedAt: now, UpdatedAt: now}}
-	row := n.Proposal
-	if err := w.persist(ctx, n, activities.ProposalChange{UUID: row.UUID, CompanyUUID: row.CompanyUUID, Version: 1, At: now, Insert: &row}); err != nil {
+	n := ProposalState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
+		Title: strings.TrimSpace(in.Title), Status: string(ProposalDraft), InputType: in.InputType, InputUUIDs: inputs,
+		CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID}, Recent: w.state.Recent}
+	row := n.row()
+	row.Description, row.CreatedAt, row.UpdatedAt = in.Description, wr.At, wr.At
+	if err := w.persist(ctx, n, wr, store.ProposalChange{Insert: &row}); err != nil {
 		w.abandoned = true // nothing was created: end rather than linger as an empty workflow
 		return ProposalResult{}, err
 	}
@@ -346,7 +364,7 @@ func (w *proposalWorkflow) inDraft(verb, kind string) error {
 	}
 	if _, err := w.state.status().Next(ProposalEditDrafts); err != nil {
 		return Refuse(KindConflict, "Failed to %s %s draft: Proposal not found or not in draft status (it is %s; %s)",
-			verb, kind, w.state.Proposal.Status, backToDraftHint(w.state.status()))
+			verb, kind, w.state.Status, backToDraftHint(w.state.status()))
 	}
 	return nil
 }
@@ -363,31 +381,27 @@ func backToDraftHint(s ProposalStatus) string {
 	return "only draft proposals can be edited"
 }
 
-func (w *proposalWorkflow) draftGuard(verb, kind string, existing bool) func(DocumentDraftInput) error {
+func (w *proposalWorkflow) draftGuard(verb string, existing bool) func(DocumentDraftInput) error {
 	return func(in DocumentDraftInput) error {
-		if err := w.inDraft(verb, kind); err != nil {
+		if err := w.inDraft(verb, "document"); err != nil {
 			return err
 		}
 		if existing {
-			if !slices.ContainsFunc(w.state.Proposal.DocumentDrafts, func(d store.DocumentDraft) bool { return d.UUID == in.DraftUUID }) {
+			if !slices.Contains(w.state.Documents, in.DraftUUID) {
 				return Refuse(KindNotFound, "Failed to update document draft: Document draft not found")
 			}
-		} else if in.Type == nil || in.Title == nil || in.Content == nil {
-			return Refuse(KindInvalid, "Failed to add document draft: type, title and content are required")
+		} else {
+			if in.Type == nil || in.Title == nil || in.Content == nil {
+				return Refuse(KindInvalid, "Failed to add document draft: type, title and content are required")
+			}
+			if len(w.state.Documents) >= maxDocumentDrafts {
+				return Refuse(KindConflict, "Failed to add document draft: a proposal holds at most %d document drafts", maxDocumentDrafts)
+			}
 		}
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return Refuse(KindInvalid, "Failed to %s document draft: title must not be blank", verb)
 		}
-		docs := slices.Clone(w.state.Proposal.DocumentDrafts)
-		if existing {
-			i := slices.IndexFunc(docs, func(d store.DocumentDraft) bool { return d.UUID == in.DraftUUID })
-			if in.Content != nil {
-				docs[i].Content = *in.Content
-			}
-		} else {
-			docs = append(docs, store.DocumentDraft{Type: deref(in.Type), Title: deref(in.Title), Content: deref(in.Content)})
-		}
-		return checkDraftSize(verb, "document", docs, w.state.Proposal.TaskDrafts)
+		return nil
 	}
 }
 
@@ -397,34 +411,39 @@ func (w *proposalWorkflow) draftResult(uuid, title string) ProposalResult {
 	return r
 }
 
+// persistDraft writes a draft edit; a store refusal for size is worded for the agent.
+func (w *proposalWorkflow) persistDraft(ctx workflow.Context, verb, kind string, n ProposalState, wr store.Write, c store.ProposalChange) error {
+	err := w.persist(ctx, n, wr, c)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == activities.ErrDraftsTooLarge {
+		return Refuse(KindInvalid, "Failed to %s %s draft: %s. Keep long material in documents (chorus_pm_create_document) "+
+			"and shorten the drafts.", verb, kind, app.Message())
+	}
+	return err
+}
+
 func (w *proposalWorkflow) addDocumentDraft(ctx workflow.Context, in DocumentDraftInput) (ProposalResult, error) {
-	n, now := w.next(ctx)
-	d := store.DocumentDraft{UUID: DerivedUUID("proposal", n.Proposal.UUID, strconv.FormatInt(n.Proposal.Version, 10), "document-draft"),
-		Type: *in.Type, Title: strings.TrimSpace(*in.Title), Content: *in.Content}
-	n.Proposal.DocumentDrafts = append(n.Proposal.DocumentDrafts, d)
-	if err := w.persist(ctx, n, w.change(n, now, "document_drafts")); err != nil {
+	n, wr := w.next(ctx)
+	d := store.DocumentDraft{UUID: derivedFrom(wr, "document-draft"), Type: *in.Type, Title: strings.TrimSpace(*in.Title), Content: *in.Content}
+	n.Documents = append(n.Documents, d.UUID)
+	if err := w.persistDraft(ctx, "add", "document", n, wr, store.ProposalChange{AddDocument: &d}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(d.UUID, d.Title), nil
 }
 
 func (w *proposalWorkflow) updateDocumentDraft(ctx workflow.Context, in DocumentDraftInput) (ProposalResult, error) {
-	n, now := w.next(ctx)
-	i := slices.IndexFunc(n.Proposal.DocumentDrafts, func(d store.DocumentDraft) bool { return d.UUID == in.DraftUUID })
-	d := &n.Proposal.DocumentDrafts[i]
-	if in.Type != nil {
-		d.Type = *in.Type
-	}
+	n, wr := w.next(ctx)
+	p := store.DocumentDraftPatch{UUID: in.DraftUUID, Type: in.Type, Content: in.Content}
+	title := ""
 	if in.Title != nil {
-		d.Title = strings.TrimSpace(*in.Title)
+		title = strings.TrimSpace(*in.Title)
+		p.Title = &title
 	}
-	if in.Content != nil {
-		d.Content = *in.Content
-	}
-	if err := w.persist(ctx, n, w.change(n, now, "document_drafts")); err != nil {
+	if err := w.persistDraft(ctx, "update", "document", n, wr, store.ProposalChange{UpdateDocument: &p}); err != nil {
 		return ProposalResult{}, err
 	}
-	return w.draftResult(d.UUID, d.Title), nil
+	return w.draftResult(in.DraftUUID, title), nil
 }
 
 const criteriaRequired = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"
@@ -439,18 +458,19 @@ func (w *proposalWorkflow) validateAddTaskDraft(in TaskDraftInput) error {
 	if len(NormalizeCriteria(in.Criteria)) == 0 {
 		return Refuse(KindInvalid, "Failed to add task draft: "+criteriaRequired)
 	}
-	tasks := append(slices.Clone(w.state.Proposal.TaskDrafts), store.TaskDraft{Title: *in.Title, Description: in.Description,
-		AcceptanceCriteriaItems: in.Criteria, DependsOnDraftUUIDs: in.DependsOn})
-	return checkDraftSize("add", "task", w.state.Proposal.DocumentDrafts, tasks)
+	if len(w.state.Tasks) >= maxTaskDrafts {
+		return Refuse(KindConflict, "Failed to add task draft: a proposal holds at most %d task drafts", maxTaskDrafts)
+	}
+	return nil
 }
 
 func (w *proposalWorkflow) addTaskDraft(ctx workflow.Context, in TaskDraftInput) (ProposalResult, error) {
-	n, now := w.next(ctx)
-	t := store.TaskDraft{UUID: DerivedUUID("proposal", n.Proposal.UUID, strconv.FormatInt(n.Proposal.Version, 10), "task-draft"),
-		Title: strings.TrimSpace(*in.Title), Description: in.Description, StoryPoints: in.StoryPoints, Priority: in.Priority,
-		Kind: in.Kind, AcceptanceCriteriaItems: NormalizeCriteria(in.Criteria), DependsOnDraftUUIDs: nilIfEmpty(in.DependsOn)}
-	n.Proposal.TaskDrafts = append(n.Proposal.TaskDrafts, t)
-	if err := w.persist(ctx, n, w.change(n, now, "task_drafts")); err != nil {
+	n, wr := w.next(ctx)
+	t := store.TaskDraft{UUID: derivedFrom(wr, "task-draft"), Title: strings.TrimSpace(*in.Title), Description: in.Description,
+		StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind, AcceptanceCriteriaItems: NormalizeCriteria(in.Criteria),
+		DependsOnDraftUUIDs: nilIfEmpty(in.DependsOn)}
+	n.Tasks = append(n.Tasks, t.UUID)
+	if err := w.persistDraft(ctx, "add", "task", n, wr, store.ProposalChange{AddTask: &t}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(t.UUID, t.Title), nil
@@ -460,7 +480,7 @@ func (w *proposalWorkflow) validateUpdateTaskDraft(in TaskDraftInput) error {
 	if err := w.inDraft("update", "task"); err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(w.state.Proposal.TaskDrafts, func(t store.TaskDraft) bool { return t.UUID == in.DraftUUID }) {
+	if !slices.Contains(w.state.Tasks, in.DraftUUID) {
 		return Refuse(KindNotFound, "Failed to update task draft: Task draft not found")
 	}
 	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
@@ -469,39 +489,26 @@ func (w *proposalWorkflow) validateUpdateTaskDraft(in TaskDraftInput) error {
 	if in.SetCriteria && len(NormalizeCriteria(in.Criteria)) == 0 {
 		return Refuse(KindInvalid, "Failed to update task draft: "+criteriaRequired)
 	}
-	extra := store.TaskDraft{Description: in.Description, AcceptanceCriteriaItems: in.Criteria, DependsOnDraftUUIDs: in.DependsOn}
-	return checkDraftSize("update", "task", w.state.Proposal.DocumentDrafts, append(slices.Clone(w.state.Proposal.TaskDrafts), extra))
+	return nil
 }
 
 func (w *proposalWorkflow) updateTaskDraft(ctx workflow.Context, in TaskDraftInput) (ProposalResult, error) {
-	n, now := w.next(ctx)
-	i := slices.IndexFunc(n.Proposal.TaskDrafts, func(t store.TaskDraft) bool { return t.UUID == in.DraftUUID })
-	t := &n.Proposal.TaskDrafts[i]
-	if in.Title != nil {
-		t.Title = strings.TrimSpace(*in.Title)
-	}
-	if in.Description != nil {
-		t.Description = in.Description
-	}
-	if in.StoryPoints != nil {
-		t.StoryPoints = in.StoryPoints
-	}
-	if in.Priority != nil {
-		t.Priority = in.Priority
-	}
-	if in.Kind != nil {
-		t.Kind = in.Kind
-	}
+	n, wr := w.next(ctx)
+	p := store.TaskDraftPatch{UUID: in.DraftUUID, Description: in.Description, StoryPoints: in.StoryPoints,
+		Priority: in.Priority, Kind: in.Kind, SetCriteria: in.SetCriteria, SetDependsOn: in.SetDependsOn,
+		DependsOn: nilIfEmpty(in.DependsOn)}
 	if in.SetCriteria {
-		t.AcceptanceCriteriaItems = NormalizeCriteria(in.Criteria)
+		p.Criteria = NormalizeCriteria(in.Criteria)
 	}
-	if in.SetDependsOn {
-		t.DependsOnDraftUUIDs = nilIfEmpty(in.DependsOn)
+	title := ""
+	if in.Title != nil {
+		title = strings.TrimSpace(*in.Title)
+		p.Title = &title
 	}
-	if err := w.persist(ctx, n, w.change(n, now, "task_drafts")); err != nil {
+	if err := w.persistDraft(ctx, "update", "task", n, wr, store.ProposalChange{UpdateTask: &p}); err != nil {
 		return ProposalResult{}, err
 	}
-	return w.draftResult(t.UUID, t.Title), nil
+	return w.draftResult(in.DraftUUID, title), nil
 }
 
 func (w *proposalWorkflow) removeGuard(kind string) func(RemoveDraftInput) error {
@@ -509,31 +516,24 @@ func (w *proposalWorkflow) removeGuard(kind string) func(RemoveDraftInput) error
 }
 
 func (w *proposalWorkflow) removeDocumentDraft(ctx workflow.Context, in RemoveDraftInput) (ProposalResult, error) {
-	i := slices.IndexFunc(w.state.Proposal.DocumentDrafts, func(d store.DocumentDraft) bool { return d.UUID == in.DraftUUID })
-	if i < 0 {
+	if !slices.Contains(w.state.Documents, in.DraftUUID) {
 		return w.draftResult(in.DraftUUID, ""), nil // removing an unknown draft changes nothing
 	}
-	n, now := w.next(ctx)
-	n.Proposal.DocumentDrafts = nilIfEmpty(slices.Delete(n.Proposal.DocumentDrafts, i, i+1))
-	if err := w.persist(ctx, n, w.change(n, now, "document_drafts")); err != nil {
+	n, wr := w.next(ctx)
+	n.Documents = nilIfEmpty(slices.DeleteFunc(n.Documents, func(u string) bool { return u == in.DraftUUID }))
+	if err := w.persist(ctx, n, wr, store.ProposalChange{RemoveDocument: in.DraftUUID}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(in.DraftUUID, ""), nil
 }
 
 func (w *proposalWorkflow) removeTaskDraft(ctx workflow.Context, in RemoveDraftInput) (ProposalResult, error) {
-	i := slices.IndexFunc(w.state.Proposal.TaskDrafts, func(t store.TaskDraft) bool { return t.UUID == in.DraftUUID })
-	if i < 0 {
+	if !slices.Contains(w.state.Tasks, in.DraftUUID) {
 		return w.draftResult(in.DraftUUID, ""), nil
 	}
-	n, now := w.next(ctx)
-	n.Proposal.TaskDrafts = slices.Delete(n.Proposal.TaskDrafts, i, i+1)
-	for j := range n.Proposal.TaskDrafts {
-		t := &n.Proposal.TaskDrafts[j]
-		t.DependsOnDraftUUIDs = nilIfEmpty(slices.DeleteFunc(t.DependsOnDraftUUIDs, func(u string) bool { return u == in.DraftUUID }))
-	}
-	n.Proposal.TaskDrafts = nilIfEmpty(n.Proposal.TaskDrafts)
-	if err := w.persist(ctx, n, w.change(n, now, "task_drafts")); err != nil {
+	n, wr := w.next(ctx)
+	n.Tasks = nilIfEmpty(slices.DeleteFunc(n.Tasks, func(u string) bool { return u == in.DraftUUID }))
+	if err := w.persist(ctx, n, wr, store.ProposalChange{RemoveTask: in.DraftUUID}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(in.DraftUUID, ""), nil
@@ -553,23 +553,35 @@ func (w *proposalWorkflow) validateSubmit(in ProposalCommand) error {
 		return Refuse(KindNotFound, "Failed to submit Proposal: Proposal not found")
 	}
 	if _, err := w.state.status().Next(ProposalSubmit); err != nil {
-		return Refuse(KindConflict, "Failed to submit Proposal: Only draft proposals can be submitted for review (it is %s)", w.state.Proposal.Status)
+		return Refuse(KindConflict, "Failed to submit Proposal: Only draft proposals can be submitted for review (it is %s)", w.state.Status)
 	}
 	return nil
 }
 
-// Validate runs SPEC 4.4 on the current drafts, reading the input ideas.
+// drafts reads the proposal's row with its drafts back from the database.
+func (w *proposalWorkflow) drafts(ctx workflow.Context) (store.Proposal, error) {
+	var a *activities.Activities
+	var p store.Proposal
+	if err := read(ctx, a.ProposalDrafts, w.state.UUID).Get(ctx, &p); err != nil {
+		return p, fmt.Errorf("could not read the proposal's drafts: %w", err)
+	}
+	return p, nil
+}
+
+// validate runs SPEC 4.4 on the stored drafts, reading the input ideas.
 func (w *proposalWorkflow) validate(ctx workflow.Context) (Validation, error) {
+	p, err := w.drafts(ctx)
+	if err != nil {
+		return Validation{}, err
+	}
 	var inputs []store.IdeaFacts
-	if w.state.Proposal.InputType == "idea" {
+	if w.state.InputType == "idea" {
 		var a *activities.Activities
-		err := read(ctx, a.LoadInputIdeas, w.state.Proposal.CompanyUUID,
-			w.state.Proposal.InputUUIDs).Get(ctx, &inputs)
-		if err != nil {
+		if err := read(ctx, a.LoadInputIdeas, w.state.CompanyUUID, w.state.InputUUIDs).Get(ctx, &inputs); err != nil {
 			return Validation{}, fmt.Errorf("could not read the input ideas: %w", err)
 		}
 	}
-	return ValidateProposal(w.state.Proposal, inputs), nil
+	return ValidateProposal(p, inputs), nil
 }
 
 func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
@@ -580,10 +592,10 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 	if !v.Valid {
 		return ProposalResult{}, Refuse(KindConflict, "Failed to submit Proposal: %s", FailedValidationMessage(v))
 	}
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalSubmit)
-	n.Proposal.Status = string(to)
-	if err := w.persist(ctx, n, w.change(n, now, "status")); err != nil {
+	n.Status = string(to)
+	if err := w.persist(ctx, n, wr, w.change(n, "status")); err != nil {
 		return ProposalResult{}, err
 	}
 	r := w.result()
@@ -592,11 +604,11 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 }
 
 func (w *proposalWorkflow) ownOrAdmin(a Actor, verb string) error {
-	if a.ProposalAdmin || a.UUID == w.state.Proposal.CreatedByUUID {
+	if a.ProposalAdmin || a.UUID == w.state.CreatedBy.UUID {
 		return nil
 	}
 	return Refuse(KindForbidden, "You can only %s your own proposals (this one was created by %s %s)", verb,
-		w.state.Proposal.CreatedByType, w.state.Proposal.CreatedByUUID)
+		w.state.CreatedBy.Type, w.state.CreatedBy.UUID)
 }
 
 func (w *proposalWorkflow) validateReject(in ProposalCommand) error {
@@ -610,27 +622,30 @@ func (w *proposalWorkflow) validateReject(in ProposalCommand) error {
 		return err
 	}
 	if _, err := w.state.status().Next(ProposalReject); err != nil {
-		return Refuse(KindConflict, "Can only reject pending Proposals, current status: %s", w.state.Proposal.Status)
+		return Refuse(KindConflict, "Can only reject pending Proposals, current status: %s", w.state.Status)
 	}
 	return nil
 }
 
-func (w *proposalWorkflow) review(n *ProposalState, a Actor, at time.Time, note *string) {
-	n.Proposal.ReviewedByUUID, n.Proposal.ReviewNote, n.Proposal.ReviewedAt = ptr(a.UUID), note, &at
+// reviewed moves n to status to, reviewed by a at wr.At with note, and returns the change.
+func (w *proposalWorkflow) reviewed(n *ProposalState, wr store.Write, a Actor, to ProposalStatus, note *string) store.ProposalChange {
+	at := wr.At
+	n.Status, n.ReviewedBy, n.ReviewedAt = string(to), a.UUID, &at
+	c := w.change(*n, reviewColumns...)
+	c.Set.ReviewNote = note
+	return c
 }
 
 var reviewColumns = []string{"status", "reviewed_by_uuid", "review_note", "reviewed_at"}
 
 func (w *proposalWorkflow) reject(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalReject)
-	n.Proposal.Status = string(to)
-	w.review(&n, in.Actor, now, in.ReviewNote)
-	c := w.change(n, now, reviewColumns...)
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "rejected_to_draft", map[string]any{"reviewNote": in.ReviewNote})}
-	c.Notifications = []activities.Notify{w.notifyCreator(n, in.Actor, "proposal_rejected",
-		fmt.Sprintf("Proposal %q has been rejected. Reason: %s", n.Proposal.Title, deref(in.ReviewNote)))}
-	if err := w.persist(ctx, n, c); err != nil {
+	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "rejected_to_draft", map[string]any{"reviewNote": in.ReviewNote})}
+	c.Notifications = []store.NotifySpec{w.notifyCreator(n, wr, in.Actor, "proposal_rejected",
+		fmt.Sprintf("Proposal %q has been rejected. Reason: %s", n.Title, deref(in.ReviewNote)))}
+	if err := w.persist(ctx, n, wr, c); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.result(), nil
@@ -644,19 +659,17 @@ func (w *proposalWorkflow) validateClose(in ProposalCommand) error {
 		return Refuse(KindInvalid, "Input validation error: reviewNote is required to close a proposal")
 	}
 	if _, err := w.state.status().Next(ProposalClose); err != nil {
-		return Refuse(KindConflict, "Can only close pending Proposals, current status: %s", w.state.Proposal.Status)
+		return Refuse(KindConflict, "Can only close pending Proposals, current status: %s", w.state.Status)
 	}
 	return nil
 }
 
 func (w *proposalWorkflow) close(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalClose)
-	n.Proposal.Status = string(to)
-	w.review(&n, in.Actor, now, in.ReviewNote)
-	c := w.change(n, now, reviewColumns...)
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "closed", map[string]any{"reviewNote": in.ReviewNote})}
-	if err := w.persist(ctx, n, c); err != nil {
+	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", map[string]any{"reviewNote": in.ReviewNote})}
+	if err := w.persist(ctx, n, wr, c); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.result(), nil
@@ -675,39 +688,61 @@ func (w *proposalWorkflow) validateApprove(in ProposalCommand) error {
 		} else if w.state.status() == ProposalDraft {
 			hint = " (its author must submit it first)"
 		}
-		return Refuse(KindConflict, "Can only approve pending Proposals, current status: %s%s", w.state.Proposal.Status, hint)
+		return Refuse(KindConflict, "Can only approve pending Proposals, current status: %s%s", w.state.Status, hint)
 	}
 	return nil
 }
 
-// approve materializes the drafts (SPEC 4.7) in one transaction, then starts a TaskWorkflow for
-// every new task and waits until each has started.
+// approve materializes the stored drafts (SPEC 4.7) in one transaction, then makes sure a
+// TaskWorkflow runs for every new task (docs/write-path.md, "Every row has its workflow").
 func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
-	n, now := w.next(ctx)
+	p, err := w.drafts(ctx)
+	if err != nil {
+		return ProposalResult{}, err
+	}
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalApprove)
-	n.Proposal.Status = string(to)
 	n.Approvals++
 	n.Finished = nil
-	w.review(&n, in.Actor, now, in.ReviewNote)
-	p := n.Proposal
-	gen := strconv.Itoa(n.Approvals)
-	ap := activities.Approval{Change: w.change(n, now, reviewColumns...)}
+	ap := store.Approval{Change: w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)}
 	var value any
 	if in.ReviewNote != nil {
 		value = map[string]any{"reviewNote": in.ReviewNote}
 	}
-	ap.Change.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "approved", value)}
-	msg := fmt.Sprintf("Proposal %q has been approved", p.Title)
+	ap.Change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "approved", value)}
+	msg := fmt.Sprintf("Proposal %q has been approved", n.Title)
 	if in.ReviewNote != nil && *in.ReviewNote != "" {
 		msg += ". Note: " + *in.ReviewNote
 	}
-	ap.Change.Notifications = []activities.Notify{w.notifyCreator(n, in.Actor, "proposal_approved", msg)}
+	ap.Change.Notifications = []store.NotifySpec{w.notifyCreator(n, wr, in.Actor, "proposal_approved", msg)}
+	ap.Change.Write, ap.Change.UUID, ap.Change.CompanyUUID = wr, n.UUID, n.CompanyUUID
+	mat := materialize(&ap, p, wr)
 
+	var a *activities.Activities
+	if err := persist(ctx, a.ApplyApproval, ap).Get(ctx, nil); err != nil {
+		return ProposalResult{}, w.failed(ctx, "materialize the approval", err)
+	}
+	w.adopt(ctx, n, wr)
+	for i := range ap.Tasks { // as the store wrote them: version 1, marked with the approval
+		ap.Tasks[i].Version, ap.Tasks[i].ChangeID = 1, wr.ID
+	}
+	if err := ensureTaskWorkflows(ctx, ap.Tasks, ap.Criteria); err != nil {
+		return ProposalResult{}, err
+	}
+	r := w.result()
+	r.Materialized = mat
+	return r, nil
+}
+
+// materialize fills ap with the documents, tasks, criteria and edges SPEC 4.7 makes of p's
+// drafts, their ids derived from the approval's write, and lists them in draft order.
+func materialize(ap *store.Approval, p store.Proposal, wr store.Write) *Materialized {
+	now := wr.At
 	mat := &Materialized{Tasks: []MaterializedItem{}, Documents: []MaterializedItem{}}
 	for _, d := range p.DocumentDrafts {
-		doc := store.Document{UUID: DerivedUUID("proposal", p.UUID, "approval", gen, "document", d.UUID),
-			CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID, Type: d.Type, Title: d.Title, Content: emptyToNil(&d.Content),
-			Version: 1, ProposalUUID: &p.UUID, CreatedByType: p.CreatedByType, CreatedByUUID: p.CreatedByUUID, CreatedAt: now, UpdatedAt: now}
+		doc := store.Document{UUID: derivedFrom(wr, "document", d.UUID), CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID,
+			Type: d.Type, Title: d.Title, Content: emptyToNil(&d.Content), Version: 1, ProposalUUID: &p.UUID,
+			CreatedByType: p.CreatedByType, CreatedByUUID: p.CreatedByUUID, CreatedAt: now, UpdatedAt: now}
 		if doc.Type == "" {
 			doc.Type = "prd"
 		}
@@ -716,10 +751,10 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	}
 	byDraft := map[string]string{}
 	for i, d := range p.TaskDrafts {
-		t := store.Task{UUID: DerivedUUID("proposal", p.UUID, "approval", gen, "task", d.UUID),
-			CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID, Title: d.Title, Description: emptyToNil(d.Description),
-			Status: string(TaskOpen), Priority: "medium", ProposalUUID: &p.UUID, CreatedByType: p.CreatedByType,
-			CreatedByUUID: p.CreatedByUUID, Version: 1, CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
+		t := store.Task{UUID: derivedFrom(wr, "task", d.UUID), CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID,
+			Title: d.Title, Description: emptyToNil(d.Description), Status: string(TaskOpen), Priority: "medium",
+			ProposalUUID: &p.UUID, CreatedByType: p.CreatedByType, CreatedByUUID: p.CreatedByUUID, Version: 1,
+			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
 		if d.Priority != nil {
 			t.Priority = *d.Priority
 		}
@@ -729,7 +764,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 		byDraft[d.UUID] = t.UUID
 		ap.Tasks = append(ap.Tasks, t)
 		for k, c := range NormalizeCriteria(d.AcceptanceCriteriaItems) {
-			ap.Criteria = append(ap.Criteria, store.AcceptanceCriterion{UUID: DerivedUUID("task", t.UUID, "criterion", strconv.Itoa(k)),
+			ap.Criteria = append(ap.Criteria, store.AcceptanceCriterion{UUID: DerivedUUID(t.UUID, "criterion", strconv.Itoa(k)),
 				TaskUUID: t.UUID, Description: c.Description, Required: c.Required, DevStatus: "pending", Status: "pending",
 				SortOrder: k, CreatedAt: now, UpdatedAt: now})
 		}
@@ -746,51 +781,36 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 			}
 		}
 	}
-
-	var a *activities.Activities
-	if err := persist(ctx, a.MaterializeApproval, ap).Get(ctx, nil); err != nil {
-		if isChorusError(err) {
-			return ProposalResult{}, err
-		}
-		return ProposalResult{}, fmt.Errorf("could not materialize the approval: %w", err)
-	}
-	w.state = n
-	w.publish(ctx)
-	if err := startTaskWorkflows(ctx, ap.Tasks, ap.Criteria); err != nil {
-		return ProposalResult{}, err
-	}
-	r := w.result()
-	r.Materialized = mat
-	return r, nil
+	return mat
 }
 
-// startTaskWorkflows starts one TaskWorkflow per materialized task as an abandoned child (it
-// outlives this run and any continue-as-new) and waits until all have started.
-func startTaskWorkflows(ctx workflow.Context, tasks []store.Task, criteria []store.AcceptanceCriterion) error {
-	var futures []workflow.ChildWorkflowFuture
-	for _, t := range tasks {
-		st := TaskState{Created: true, Task: t}
-		for _, c := range criteria {
-			if c.TaskUUID == t.UUID {
-				st.Criteria = append(st.Criteria, CriterionState{UUID: c.UUID, Required: c.Required, Status: c.Status, DevStatus: c.DevStatus})
-			}
-		}
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            TaskID(t.UUID),
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			StaticSummary:         "Task: " + t.Title,
-			TypedSearchAttributes: initialAttributes(EntityTask, t.ProjectUUID, t.Status),
-			Memo:                  map[string]any{"title": t.Title},
-		})
-		futures = append(futures, workflow.ExecuteChildWorkflow(cctx, TaskWorkflowName, TaskRun{State: &st}))
+// ensureTaskWorkflows makes sure a TaskWorkflow runs for each task, through an activity that
+// is retried until every one has started (so a crash after the approval committed never leaves
+// a task without its workflow).
+func ensureTaskWorkflows(ctx workflow.Context, tasks []store.Task, criteria []store.AcceptanceCriterion) error {
+	if len(tasks) == 0 {
+		return nil
 	}
-	for i, f := range futures {
-		if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
-			return fmt.Errorf("could not start the workflow of task %s: %w", tasks[i].UUID, err)
-		}
+	starts := make([]activities.WorkflowStart, 0, len(tasks))
+	for _, t := range tasks {
+		st := NewTaskState(t, criteria)
+		starts = append(starts, taskStart(st))
+	}
+	var a *activities.Activities
+	if err := persist(ctx, a.StartWorkflows, starts).Get(ctx, nil); err != nil {
+		return fmt.Errorf("could not start the tasks' workflows: %w", err)
 	}
 	return nil
+}
+
+// taskStart is the start of a task's workflow from its state.
+func taskStart(st TaskState) activities.WorkflowStart {
+	//workflowcheck:ignore (a struct marshals the same way every time)
+	input, _ := json.Marshal(TaskRun{State: &st})
+	return activities.WorkflowStart{ID: TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
+		Memo: map[string]any{"title": st.Title},
+		Keywords: map[string]string{EntityKey.GetName(): string(EntityTask), ProjectUUIDKey.GetName(): st.ProjectUUID,
+			StatusKey.GetName(): st.Status, AssigneeKey.GetName(): ""}}
 }
 
 // ---- revoke ----
@@ -803,38 +823,32 @@ func (w *proposalWorkflow) validateRevoke(in ProposalCommand) error {
 		return err
 	}
 	if _, err := w.state.status().Next(ProposalRevoke); err != nil {
-		return Refuse(KindConflict, "Can only revoke approved Proposals, current status: %s", w.state.Proposal.Status)
+		return Refuse(KindConflict, "Can only revoke approved Proposals, current status: %s", w.state.Status)
 	}
 	return nil
 }
 
-// revoke runs the cascade of SPEC 4.8 in one transaction, then tells each task's workflow that
-// its task was closed.
+// revoke runs the cascade of SPEC 4.8 in one transaction, then tells each closed task's
+// workflow where its row now stands.
 func (w *proposalWorkflow) revoke(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalRevoke)
-	n.Proposal.Status = string(to)
-	w.review(&n, in.Actor, now, in.ReviewNote)
-	c := w.change(n, now, reviewColumns...)
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "revoked", nil)}
+	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "revoked", nil)}
+	c.Write, c.UUID, c.CompanyUUID = wr, n.UUID, n.CompanyUUID
 	var a *activities.Activities
-	var out activities.Revoked
-	if err := persist(ctx, a.RevokeCascade,
-		activities.Revoke{Change: c, ReviewNote: in.ReviewNote}).Get(ctx, &out); err != nil {
-		if isChorusError(err) {
-			return ProposalResult{}, err
-		}
-		return ProposalResult{}, fmt.Errorf("could not revoke the proposal: %w", err)
+	var out store.Revoked
+	if err := persist(ctx, a.RevokeCascade, c, in.ReviewNote).Get(ctx, &out); err != nil {
+		return ProposalResult{}, w.failed(ctx, "revoke the proposal", err)
 	}
-	w.state = n
-	w.publish(ctx)
+	w.adopt(ctx, n, wr)
 	var signals []workflow.Future
-	for _, id := range out.TaskUUIDs {
-		signals = append(signals, workflow.SignalExternalWorkflow(ctx, TaskID(id), "", SignalProposalRevoked,
-			ProposalRevoked{ProposalUUID: n.Proposal.UUID, At: now}))
+	for _, t := range out.ClosedTasks {
+		signals = append(signals, workflow.SignalExternalWorkflow(ctx, TaskID(t.UUID), "", SignalProposalRevoked,
+			ProposalRevoked{ProposalUUID: n.UUID, Row: RowMark{Version: t.Version, ChangeID: wr.ID}, At: wr.At}))
 	}
 	for _, f := range signals {
-		_ = f.Get(ctx, nil) // a task whose workflow is gone (deleted task) has nothing to update
+		_ = f.Get(ctx, nil) // a task whose workflow is gone has nothing to adopt; ops check reports it
 	}
 	r := w.result()
 	r.Revoked = &out

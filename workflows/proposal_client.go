@@ -15,13 +15,13 @@ func (c *Client) CreateProposal(ctx context.Context, call Call, in CreateProposa
 		Memo:                  map[string]any{"title": in.Title},
 	}
 	err := c.updateWithStart(ctx, EntityProposal, in.UUID, ProposalWorkflowName, ProposalRun{}, start,
-		UpdateCreateProposal, updateID(in.Actor.UUID, call), in, &out)
+		UpdateCreateProposal, updateID(in.Actor.UUID, UpdateCreateProposal, call), in, &out)
 	return out, err
 }
 
 // ProposalUpdate sends one of ProposalWorkflow's updates (the Update* constants) to the proposal.
 func (c *Client) ProposalUpdate(ctx context.Context, call Call, proposalUUID, update string, actor Actor, in any) (ProposalResult, error) {
 	var out ProposalResult
-	err := c.update(ctx, EntityProposal, proposalUUID, update, updateID(actor.UUID, call), in, &out)
+	err := c.update(ctx, EntityProposal, proposalUUID, update, updateID(actor.UUID, update, call), in, &out)
 	return out, err
 }

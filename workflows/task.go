@@ -2,14 +2,12 @@ package workflows
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/activities"
@@ -39,9 +37,10 @@ const (
 )
 
 // ProposalRevoked is the payload of SignalProposalRevoked: the revoke cascade has closed the
-// task's row, and the task's workflow follows.
+// task's row and moved it to Row, and the task's workflow adopts it.
 type ProposalRevoked struct {
 	ProposalUUID string
+	Row          RowMark
 	At           time.Time
 }
 
@@ -52,44 +51,94 @@ type TaskFinished struct {
 	Status   string
 }
 
-// TaskState is everything TaskWorkflow knows; it is what continue-as-new carries.
+// TaskState is everything TaskWorkflow knows; it is what continue-as-new carries. Text lives in
+// the database, but for the title (docs/write-path.md, "Bounded state and payloads").
 type TaskState struct {
-	Created  bool
-	Deleted  bool
-	Task     store.Task // the row as this workflow last wrote it (or as approval created it)
-	Assignee string     // the assignee's name, for refusals
-	Criteria []CriterionState
+	Created      bool             `json:"created"`
+	Deleted      bool             `json:"deleted,omitempty"`
+	UUID         string           `json:"uuid"`
+	CompanyUUID  string           `json:"companyUuid"`
+	ProjectUUID  string           `json:"projectUuid"`
+	ProposalUUID string           `json:"proposalUuid,omitempty"`
+	Title        string           `json:"title"`
+	Status       string           `json:"status"`
+	Priority     string           `json:"priority"`
+	Assignee     *Holder          `json:"assignee,omitempty"`
+	CreatedBy    Party            `json:"createdBy"`
+	Criteria     []CriterionState `json:"criteria,omitempty"`
+	Row          RowMark          `json:"row"`
+	Recent       Recent           `json:"recent,omitempty"`
 }
 
 // CriterionState is what the workflow keeps of an acceptance criterion.
 type CriterionState struct {
-	UUID      string
-	Required  bool
-	Status    string // admin verification: pending | passed | failed
-	DevStatus string // developer self-check: pending | passed | failed
+	UUID      string `json:"uuid"`
+	Required  bool   `json:"required"`
+	Status    string `json:"status"`    // admin verification: pending | passed | failed
+	DevStatus string `json:"devStatus"` // developer self-check: pending | passed | failed
 }
 
 func (s TaskState) clone() TaskState {
 	c := s
+	if s.Assignee != nil {
+		h := *s.Assignee
+		c.Assignee = &h
+	}
 	c.Criteria = slices.Clone(s.Criteria)
+	c.Recent = slices.Clone(s.Recent)
 	return c
 }
 
-func (s TaskState) status() TaskStatus { return TaskStatus(s.Task.Status) }
+func (s TaskState) status() TaskStatus { return TaskStatus(s.Status) }
 
 func (s TaskState) isAssignee(a Actor) bool {
-	return s.Task.AssigneeUUID != nil && *s.Task.AssigneeUUID == a.UUID
+	return s.Assignee != nil && s.Assignee.UUID == a.UUID
 }
 
 // assigneeText names the assignee for refusals.
 func (s TaskState) assigneeText() string {
-	if s.Task.AssigneeUUID == nil {
+	if s.Assignee == nil {
 		return "nobody"
 	}
-	if s.Assignee != "" {
-		return s.Assignee
+	if s.Assignee.Name != "" {
+		return s.Assignee.Name
 	}
-	return *s.Task.AssigneeUUID
+	return s.Assignee.UUID
+}
+
+// row is the task's row as far as the workflow owns it (TaskColumns).
+func (s TaskState) row() store.Task {
+	t := store.Task{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, ProposalUUID: nilIfBlank(s.ProposalUUID),
+		Title: s.Title, Status: s.Status, Priority: s.Priority, CreatedByType: s.CreatedBy.Type, CreatedByUUID: s.CreatedBy.UUID,
+		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
+	if h := s.Assignee; h != nil {
+		at := h.At
+		t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID = &h.Type, &h.UUID, &at, h.By
+	}
+	return t
+}
+
+// TaskColumns are the columns of a task row its workflow owns (TaskState.row).
+var TaskColumns = []string{"title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"}
+
+// NewTaskState is the state a task's workflow starts from: the row as approval or
+// chorus_create_tasks inserted it (or as ops repair finds it), with its criteria.
+func NewTaskState(t store.Task, criteria []store.AcceptanceCriterion) TaskState {
+	s := TaskState{Created: true, UUID: t.UUID, CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID,
+		ProposalUUID: deref(t.ProposalUUID), Title: t.Title, Status: t.Status, Priority: t.Priority,
+		CreatedBy: Party{Type: t.CreatedByType, UUID: t.CreatedByUUID}, Row: RowMark{Version: t.Version, ChangeID: t.ChangeID}}
+	if t.AssigneeUUID != nil {
+		s.Assignee = &Holder{Type: deref(t.AssigneeType), UUID: *t.AssigneeUUID, By: t.AssignedByUUID}
+		if t.AssignedAt != nil {
+			s.Assignee.At = *t.AssignedAt
+		}
+	}
+	for _, c := range criteria {
+		if c.TaskUUID == t.UUID {
+			s.Criteria = append(s.Criteria, CriterionState{UUID: c.UUID, Required: c.Required, Status: c.Status, DevStatus: c.DevStatus})
+		}
+	}
+	return s
 }
 
 // TaskRun is TaskWorkflow's input: the task's state (approval and chorus_create_tasks pass the
@@ -179,7 +228,8 @@ type taskWorkflow struct {
 // TaskWorkflow is the long-lived workflow of one task (id "task/<uuid>"), started by proposal
 // approval or by chorus_create_tasks. It owns the task's status, assignee and acceptance marks,
 // accepts one update per task tool, tells its proposal when the task is done or closed, and
-// follows the proposal's revoke.
+// adopts the proposal's revoke. It stays open after done or closed: an admin may still delete
+// the task.
 func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 	w := &taskWorkflow{mu: workflow.NewMutex(ctx)}
 	if in.State != nil {
@@ -210,37 +260,38 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 	return workflow.NewContinueAsNewError(ctx, TaskWorkflowName, TaskRun{State: &w.state})
 }
 
-// followRevoke adopts the closed status the revoke cascade wrote.
+// followRevoke adopts the closed row the revoke cascade wrote, unless the workflow is already
+// there (a command of its own met the revoke first and adopted it).
 func (w *taskWorkflow) followRevoke(ctx workflow.Context, sig ProposalRevoked) {
 	if err := w.mu.Lock(ctx); err != nil {
 		return
 	}
 	defer w.mu.Unlock()
-	if w.state.status() != TaskClosed {
-		w.state.Task.Status = string(TaskClosed)
-		w.state.Task.UpdatedAt = sig.At
+	if sig.Row.Version > w.state.Row.Version {
+		w.state.Status, w.state.Row = string(TaskClosed), sig.Row
 		w.publish(ctx)
 	}
 }
 
 func (w *taskWorkflow) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (TaskState, error) { return w.state, nil },
-		workflow.QueryHandlerOptions{Description: "The task's workflow state: row, assignee and acceptance marks."}); err != nil {
+		workflow.QueryHandlerOptions{Description: "The task's workflow state: status, assignee, acceptance marks, row version."}); err != nil {
 		return err
 	}
+	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, UpdateClaimTask, w.validateClaim, w.claim),
-		registerUpdate(ctx, w.mu, UpdateReleaseTask, w.validateRelease, w.release),
-		registerUpdate(ctx, w.mu, UpdateAssignTask, w.validateAssign, w.assign),
-		registerUpdate(ctx, w.mu, UpdateUpdateTask, w.validateUpdate, w.update),
-		registerUpdate(ctx, w.mu, UpdateReportWork, w.validateReport, w.reportWork),
-		registerUpdate(ctx, w.mu, UpdateSelfCheck, w.validateSelfCheck, w.selfCheck),
-		registerUpdate(ctx, w.mu, UpdateSubmitForVerify, w.validateSubmit, w.submit),
-		registerUpdate(ctx, w.mu, UpdateMarkCriteria, w.validateMark, w.mark),
-		registerUpdate(ctx, w.mu, UpdateVerifyTask, w.validateVerify, w.verify),
-		registerUpdate(ctx, w.mu, UpdateReopenTask, w.validateReopen, w.reopen),
-		registerUpdate(ctx, w.mu, UpdateCloseTask, w.validateClose, w.close),
-		registerUpdate(ctx, w.mu, UpdateDeleteTask, w.validateDelete, w.delete),
+		registerUpdate(ctx, w.mu, recent, UpdateClaimTask, w.validateClaim, w.claim),
+		registerUpdate(ctx, w.mu, recent, UpdateReleaseTask, w.validateRelease, w.release),
+		registerUpdate(ctx, w.mu, recent, UpdateAssignTask, w.validateAssign, w.assign),
+		registerUpdate(ctx, w.mu, recent, UpdateUpdateTask, w.validateUpdate, w.update),
+		registerUpdate(ctx, w.mu, recent, UpdateReportWork, w.validateReport, w.reportWork),
+		registerUpdate(ctx, w.mu, recent, UpdateSelfCheck, w.validateSelfCheck, w.selfCheck),
+		registerUpdate(ctx, w.mu, recent, UpdateSubmitForVerify, w.validateSubmit, w.submit),
+		registerUpdate(ctx, w.mu, recent, UpdateMarkCriteria, w.validateMark, w.mark),
+		registerUpdate(ctx, w.mu, recent, UpdateVerifyTask, w.validateVerify, w.verify),
+		registerUpdate(ctx, w.mu, recent, UpdateReopenTask, w.validateReopen, w.reopen),
+		registerUpdate(ctx, w.mu, recent, UpdateCloseTask, w.validateClose, w.close),
+		registerUpdate(ctx, w.mu, recent, UpdateDeleteTask, w.validateDelete, w.delete),
 	)
 }
 
@@ -253,104 +304,111 @@ func (w *taskWorkflow) exists() error {
 	return nil
 }
 
-func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, time.Time) {
-	n := w.state.clone()
-	now := stamp(ctx)
-	n.Task.Version++
-	n.Task.UpdatedAt = now
-	return n, now
+// next starts a change: a copy of the state, and the write that will move the row.
+func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, store.Write) {
+	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
 }
 
-func (w *taskWorkflow) change(n TaskState, at time.Time, cols ...string) activities.TaskChange {
-	return activities.TaskChange{UUID: n.Task.UUID, CompanyUUID: n.Task.CompanyUUID, Version: n.Task.Version, At: at,
-		Row: n.Task, Columns: cols}
+// change is a write of the given columns of the task, from n.
+func (w *taskWorkflow) change(n TaskState, cols ...string) store.TaskChange {
+	return store.TaskChange{Set: n.row(), Columns: cols}
 }
 
-func (w *taskWorkflow) activity(n TaskState, at time.Time, a Actor, action string, value any, session ...*string) activities.ActivityRecord {
-	t := n.Task
-	r := activities.ActivityRecord{UUID: DerivedUUID("task", t.UUID, strconv.FormatInt(t.Version, 10), action),
-		CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID, TargetType: "task", TargetUUID: t.UUID,
-		ActorType: a.Type, ActorUUID: a.UUID, Action: action, Value: activities.MarshalValue(value), CreatedAt: at}
+func (w *taskWorkflow) activity(n TaskState, wr store.Write, a Actor, action string, value any, session ...*string) store.Activity {
+	r := store.Activity{UUID: derivedFrom(wr, "activity", action), CompanyUUID: n.CompanyUUID, ProjectUUID: n.ProjectUUID,
+		TargetType: "task", TargetUUID: n.UUID, ActorType: a.Type, ActorUUID: a.UUID, Action: action,
+		Value: activities.MarshalValue(value), CreatedAt: wr.At}
 	if len(session) == 2 {
 		r.SessionUUID, r.SessionName = session[0], session[1]
 	}
 	return r
 }
 
-func (w *taskWorkflow) notify(n TaskState, a Actor, action, message string, to ...activities.Recipient) activities.Notify {
-	t := n.Task
-	return activities.Notify{Seed: DerivedUUID("task", t.UUID, strconv.FormatInt(t.Version, 10), action),
-		ProjectUUID: t.ProjectUUID, Action: action, EntityType: "task", EntityUUID: t.UUID, EntityTitle: t.Title,
-		Message: message, ActorType: a.Type, ActorUUID: a.UUID, ActorName: a.Name, Recipients: to}
+func (w *taskWorkflow) notify(n TaskState, wr store.Write, a Actor, action, message string, to ...store.Recipient) store.NotifySpec {
+	return store.NotifySpec{Seed: derivedFrom(wr, "notify", action), ProjectUUID: n.ProjectUUID, Action: action,
+		EntityType: "task", EntityUUID: n.UUID, EntityTitle: n.Title, Message: message, ActorType: a.Type, ActorUUID: a.UUID,
+		ActorName: a.Name, Recipients: to}
 }
 
-func taskAssignee(t store.Task) activities.Recipient {
-	if t.AssigneeUUID == nil {
-		return activities.Recipient{}
+func taskAssignee(s TaskState) store.Recipient {
+	if s.Assignee == nil {
+		return store.Recipient{}
 	}
-	return activities.Recipient{Type: "agent", UUID: *t.AssigneeUUID}
+	return store.Recipient{Type: "agent", UUID: s.Assignee.UUID}
 }
 
-func taskCreator(t store.Task) activities.Recipient {
-	return activities.Recipient{Type: t.CreatedByType, UUID: t.CreatedByUUID}
+func taskCreator(s TaskState) store.Recipient {
+	return store.Recipient{Type: s.CreatedBy.Type, UUID: s.CreatedBy.UUID}
 }
 
-// commit persists a change computed on n, then makes n the state, tells operators and, when
-// the task just finished, its proposal.
-func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, c activities.TaskChange) (activities.TaskOutcome, error) {
+// commit persists change c (made on n by the write wr), then makes n the state, tells operators
+// and, when the task just finished, its proposal. A conflict with its proposal's revoke is
+// adopted and refused; any other conflict is a projection conflict (docs/write-path.md).
+func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write, c store.TaskChange) (store.TaskOutcome, error) {
 	var a *activities.Activities
-	var out activities.TaskOutcome
-	err := persist(ctx, a.PersistTask, c).Get(ctx, &out)
-	if err != nil {
-		var app *temporal.ApplicationError
-		if errors.As(err, &app) && app.Type() == activities.ErrTaskClosed {
-			w.state.Task.Status = string(TaskClosed) // closed by its proposal's revoke meanwhile
+	var out store.TaskOutcome
+	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID
+	if err := persist(ctx, a.ApplyTaskChange, c).Get(ctx, &out); err != nil {
+		if conflict, ok := activities.AsProjectionConflict(err); ok && w.closedByRevoke(conflict) {
+			w.state.Status, w.state.Row = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}
 			w.publish(ctx)
 			return out, Refuse(KindConflict, "Task is closed (its proposal was revoked); nothing was changed")
 		}
-		if isChorusError(err) {
+		if err = diverged(ctx, EntityTask, err); isChorusError(err) {
 			return out, err
 		}
 		return out, fmt.Errorf("could not save the task: %w", err)
 	}
 	before := w.state.status()
+	n.Row = mark(wr)
 	w.state = n
 	w.publish(ctx)
-	if after := n.status(); after != before && after.Resolved() && n.Task.ProposalUUID != nil {
+	if after := n.status(); after != before && after.Resolved() && n.ProposalUUID != "" {
 		// Best effort: the proposal's workflow keeps a tally for operators; the database is the truth.
-		_ = workflow.SignalExternalWorkflow(ctx, ProposalID(*n.Task.ProposalUUID), "", SignalTaskFinished,
-			TaskFinished{TaskUUID: n.Task.UUID, Status: string(after)}).Get(ctx, nil)
+		_ = workflow.SignalExternalWorkflow(ctx, ProposalID(n.ProposalUUID), "", SignalTaskFinished,
+			TaskFinished{TaskUUID: n.UUID, Status: string(after)}).Get(ctx, nil)
 	}
 	return out, nil
 }
 
+// closedByRevoke: the row moved past this workflow because the task's proposal was revoked (the
+// one other writer of task rows): it is closed and carries a change id of the proposal.
+func (w *taskWorkflow) closedByRevoke(c *store.ProjectionConflict) bool {
+	return c.Found && c.Status == string(TaskClosed) && c.Version > w.state.Row.Version && w.state.ProposalUUID != "" &&
+		strings.HasPrefix(c.ChangeID, ProposalID(w.state.ProposalUUID)+"#")
+}
+
 func (w *taskWorkflow) result() TaskResult {
-	return TaskResult{UUID: w.state.Task.UUID, Status: w.state.Task.Status}
+	return TaskResult{UUID: w.state.UUID, Status: w.state.Status}
 }
 
 func (w *taskWorkflow) publish(ctx workflow.Context) {
-	t := w.state.Task
-	status := t.Status
-	if w.state.Deleted {
+	s := w.state
+	status := s.Status
+	if s.Deleted {
 		status = "deleted"
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(t.ProjectUUID),
-		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(deref(t.AssigneeUUID)))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": t.Title})
-	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", t.Title, status, t.Priority)
-	if t.AssigneeUUID != nil {
-		details += ", assigned to " + w.state.assigneeText()
+	assignee := ""
+	if s.Assignee != nil {
+		assignee = s.Assignee.UUID
 	}
-	if n := len(w.state.Criteria); n > 0 {
+	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
+		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee))
+	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
+	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
+	if s.Assignee != nil {
+		details += ", assigned to " + s.assigneeText()
+	}
+	if n := len(s.Criteria); n > 0 {
 		passed := 0
-		for _, c := range w.state.Criteria {
+		for _, c := range s.Criteria {
 			if c.Status == "passed" {
 				passed++
 			}
 		}
 		details += fmt.Sprintf("; %d/%d criteria passed", passed, n)
 	}
-	workflow.SetCurrentDetails(ctx, details)
+	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
 }
 
 // ---- claim / release / assign ----
@@ -363,17 +421,17 @@ func (w *taskWorkflow) validateClaim(in TaskCommand) error {
 	switch {
 	case s.isAssignee(in.Actor):
 		return nil // re-claiming your own task changes nothing (SPEC D1)
-	case s.Task.AssigneeUUID != nil && (s.status() == TaskOpen || s.status() == TaskAssigned):
+	case s.Assignee != nil && (s.status() == TaskOpen || s.status() == TaskAssigned):
 		return Refuse(KindConflict, "Task is already assigned to %s; ask an admin to reassign it", s.assigneeText())
 	case s.status() != TaskOpen && s.status() != TaskAssigned:
 		return Refuse(KindConflict, "Can only claim tasks with open status: this task is %s%s. Find open work with chorus_get_available_tasks.",
-			s.Task.Status, heldBy(s))
+			s.Status, heldBy(s))
 	}
 	return nil
 }
 
 func heldBy(s TaskState) string {
-	if s.Task.AssigneeUUID == nil {
+	if s.Assignee == nil {
 		return ""
 	}
 	return " (assigned to " + s.assigneeText() + ")"
@@ -390,19 +448,18 @@ func (w *taskWorkflow) claim(ctx workflow.Context, in TaskCommand) (TaskResult, 
 
 // assignTo makes agent the assignee (claim, or assign by another agent when by is set).
 func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentName string, by *string) (TaskResult, error) {
-	n, now := w.next(ctx)
-	n.Task.Status = string(TaskAssigned)
-	n.Task.AssigneeType, n.Task.AssigneeUUID, n.Task.AssignedAt, n.Task.AssignedByUUID = ptr("agent"), ptr(agentUUID), &now, by
-	n.Assignee = agentName
+	n, wr := w.next(ctx)
+	n.Status = string(TaskAssigned)
+	n.Assignee = &Holder{Type: "agent", UUID: agentUUID, Name: agentName, At: wr.At, By: by}
 	value := map[string]any{"assigneeType": "agent", "assigneeUuid": agentUUID}
 	if by != nil {
 		value["agentUuid"], value["assignedBy"] = agentUUID, *by
 	}
-	c := w.change(n, now, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, a, "assigned", value)}
-	c.Notifications = []activities.Notify{w.notify(n, a, "task_assigned",
-		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Task.Title), taskAssignee(n.Task))}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c.Activities = []store.Activity{w.activity(n, wr, a, "assigned", value)}
+	c.Notifications = []store.NotifySpec{w.notify(n, wr, a, "task_assigned",
+		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Title), taskAssignee(n))}
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -416,19 +473,17 @@ func (w *taskWorkflow) validateRelease(in TaskCommand) error {
 		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)", w.state.assigneeText())
 	}
 	if w.state.status() != TaskAssigned {
-		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", w.state.Task.Status)
+		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", w.state.Status)
 	}
 	return nil
 }
 
 func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
-	n, now := w.next(ctx)
-	n.Task.Status = string(TaskOpen)
-	n.Task.AssigneeType, n.Task.AssigneeUUID, n.Task.AssignedAt, n.Task.AssignedByUUID = nil, nil, nil, nil
-	n.Assignee = ""
-	c := w.change(n, now, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "released", nil)}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	n, wr := w.next(ctx)
+	n.Status, n.Assignee = string(TaskOpen), nil
+	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -454,7 +509,7 @@ func (w *taskWorkflow) assign(ctx workflow.Context, in AssignTaskInput) (TaskRes
 func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) {
 	var a *activities.Activities
 	var out []store.TaskLink
-	if err := read(ctx, a.Blockers, w.state.Task.UUID).Get(ctx, &out); err != nil {
+	if err := read(ctx, a.Blockers, w.state.UUID).Get(ctx, &out); err != nil {
 		return nil, fmt.Errorf("could not read the task's dependencies: %w", err)
 	}
 	return out, nil
@@ -480,10 +535,10 @@ func BlockedError(blockers []store.TaskLink) *Error {
 
 // move applies a status change to n with SPEC 4.2's reset rule: leaving to_verify for anything
 // but done resets every acceptance mark.
-func move(n *TaskState, c *activities.TaskChange, to TaskStatus) {
+func move(n *TaskState, c *store.TaskChange, to TaskStatus) {
 	from := n.status()
-	n.Task.Status = string(to)
-	c.Row = n.Task
+	n.Status = string(to)
+	c.Set = n.row()
 	if !slices.Contains(c.Columns, "status") {
 		c.Columns = append(c.Columns, "status")
 	}
@@ -522,7 +577,7 @@ func (w *taskWorkflow) validateUpdate(in UpdateTaskInput) error {
 		}
 		if !w.state.status().CanMove(to) {
 			return Refuse(KindConflict, "Invalid status transition: %s -> %s (from %s the task may go to: %s)",
-				w.state.Task.Status, to, w.state.Task.Status, legalMoves(w.state.status()))
+				w.state.Status, to, w.state.Status, legalMoves(w.state.status()))
 		}
 	}
 	return nil
@@ -538,33 +593,33 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 			return TaskResult{}, BlockedError(blockers)
 		}
 	}
-	n, now := w.next(ctx)
-	c := w.change(n, now)
+	n, wr := w.next(ctx)
+	c := w.change(n)
 	value := map[string]any{}
 	if in.Title != nil {
-		n.Task.Title = strings.TrimSpace(*in.Title)
-		c.Columns, value["title"] = append(c.Columns, "title"), n.Task.Title
+		n.Title = strings.TrimSpace(*in.Title)
+		c.Columns, value["title"] = append(c.Columns, "title"), n.Title
 	}
 	if in.DescriptionSet {
-		n.Task.Description = emptyToNil(in.Description)
+		c.Set.Description = emptyToNil(in.Description)
 		c.Columns, value["descriptionUpdated"] = append(c.Columns, "description"), true
 	}
 	if in.Priority != nil {
-		n.Task.Priority = *in.Priority
+		n.Priority = *in.Priority
 		c.Columns, value["priority"] = append(c.Columns, "priority"), *in.Priority
 	}
 	if in.StoryPoints != nil {
-		n.Task.StoryPoints = in.StoryPoints
+		c.Set.StoryPoints = in.StoryPoints
 		c.Columns, value["storyPoints"] = append(c.Columns, "story_points"), *in.StoryPoints
 	}
 	if in.SetCriteria {
 		c.ReplacingAll, value["acceptanceCriteriaReplaced"] = true, true
 		n.Criteria = nil
 		for k, item := range NormalizeCriteria(in.Criteria) {
-			id := DerivedUUID("task", n.Task.UUID, "v", strconv.FormatInt(n.Task.Version, 10), "criterion", strconv.Itoa(k))
-			c.ReplaceCriteria = append(c.ReplaceCriteria, store.AcceptanceCriterion{UUID: id, TaskUUID: n.Task.UUID,
+			id := derivedFrom(wr, "criterion", strconv.Itoa(k))
+			c.ReplaceCriteria = append(c.ReplaceCriteria, store.AcceptanceCriterion{UUID: id, TaskUUID: n.UUID,
 				Description: item.Description, Required: item.Required, DevStatus: "pending", Status: "pending", SortOrder: k,
-				CreatedAt: now, UpdatedAt: now})
+				CreatedAt: wr.At, UpdatedAt: wr.At})
 			n.Criteria = append(n.Criteria, CriterionState{UUID: id, Required: item.Required, Status: "pending", DevStatus: "pending"})
 		}
 	}
@@ -573,20 +628,22 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	if in.Status != nil {
 		move(&n, &c, TaskStatus(*in.Status))
 		action, value["status"] = "status_changed", *in.Status
-		c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_status_changed",
-			fmt.Sprintf("%s changed the status of task %q", in.Actor.Name, n.Task.Title), taskAssignee(n.Task), taskCreator(n.Task))}
+		c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_status_changed",
+			fmt.Sprintf("%s changed the status of task %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
 	}
 	if len(in.RemoveDepends) > 0 {
 		value["removedDependencies"] = len(in.RemoveDepends)
 	}
 	requested := len(value) > 0 || len(in.AddDependsOn) > 0
 	if requested {
-		// PersistTask adds addedDependencies: only it knows which edges passed their checks.
-		c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, action, value, in.SessionUUID, in.SessionName)}
+		// The store adds addedDependencies: only it knows which edges passed their checks.
+		c.Activities = []store.Activity{w.activity(n, wr, in.Actor, action, value, in.SessionUUID, in.SessionName)}
 		c.CountAddedDepsIn = action
 	}
-	c.Row = n.Task
-	out, err := w.commit(ctx, n, c)
+	desc, points := c.Set.Description, c.Set.StoryPoints
+	c.Set = n.row()
+	c.Set.Description, c.Set.StoryPoints = desc, points
+	out, err := w.commit(ctx, n, wr, c)
 	if err != nil {
 		return TaskResult{}, err
 	}
@@ -616,28 +673,26 @@ func (w *taskWorkflow) validateReport(in ReportWorkInput) error {
 	if in.Status != nil && !w.state.status().CanMove(TaskStatus(*in.Status)) {
 		// SPEC D3: an illegal status is refused, and nothing (not even the report) is recorded.
 		return Refuse(KindConflict, "Cannot report work with status %s: the task is %s, and from %s it may go to: %s. Nothing was recorded.",
-			*in.Status, w.state.Task.Status, w.state.Task.Status, legalMoves(w.state.status()))
+			*in.Status, w.state.Status, w.state.Status, legalMoves(w.state.status()))
 	}
 	return nil
 }
 
 func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (TaskResult, error) {
-	n, now := w.next(ctx)
-	c := w.change(n, now)
+	n, wr := w.next(ctx)
+	c := w.change(n)
 	var statusUpdated *string
 	if in.Status != nil {
 		move(&n, &c, TaskStatus(*in.Status))
 		statusUpdated = in.Status
 	}
-	c.Row = n.Task
-	c.Comment = &store.Comment{UUID: DerivedUUID("task", n.Task.UUID, strconv.FormatInt(n.Task.Version, 10), "report"),
-		CompanyUUID: n.Task.CompanyUUID, TargetType: "task", TargetUUID: n.Task.UUID, Content: in.Report,
-		AuthorType: in.Actor.Type, AuthorUUID: in.Actor.UUID, CreatedAt: now, UpdatedAt: now}
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "comment_added",
+	c.Comment = &store.Comment{UUID: derivedFrom(wr, "report"), CompanyUUID: n.CompanyUUID, TargetType: "task",
+		TargetUUID: n.UUID, Content: in.Report, AuthorType: in.Actor.Type, AuthorUUID: in.Actor.UUID, CreatedAt: wr.At, UpdatedAt: wr.At}
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "comment_added",
 		map[string]any{"report": in.Report, "statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
-	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "comment_added",
-		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Task.Title), taskAssignee(n.Task), taskCreator(n.Task))}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "comment_added",
+		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -648,7 +703,7 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 func (w *taskWorkflow) checkOwnership(marks []CriterionMark) error {
 	for _, m := range marks {
 		if !slices.ContainsFunc(w.state.Criteria, func(c CriterionState) bool { return c.UUID == m.UUID }) {
-			return Refuse(KindInvalid, "Criterion %s does not belong to task %s", m.UUID, w.state.Task.UUID)
+			return Refuse(KindInvalid, "Criterion %s does not belong to task %s", m.UUID, w.state.UUID)
 		}
 	}
 	if len(marks) == 0 {
@@ -684,8 +739,9 @@ func (w *taskWorkflow) mark(ctx workflow.Context, in MarkCriteriaInput) (TaskRes
 
 // applyMarks writes developer (dev) or admin marks; neither changes the task's status.
 func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, dev bool) (TaskResult, error) {
-	n, now := w.next(ctx)
-	c := w.change(n, now)
+	n, wr := w.next(ctx)
+	c := w.change(n)
+	now := wr.At
 	for _, m := range in.Marks {
 		i := slices.IndexFunc(n.Criteria, func(x CriterionState) bool { return x.UUID == m.UUID })
 		row := store.AcceptanceCriterion{UUID: m.UUID}
@@ -703,7 +759,7 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 	} else {
 		c.MarkColumns = []string{"status", "evidence", "marked_by_type", "marked_by", "marked_at"}
 	}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -720,7 +776,7 @@ func (w *taskWorkflow) validateSubmit(in SubmitInput) error {
 	}
 	if w.state.status() != TaskInProgress {
 		return Refuse(KindConflict, "Can only submit for verification from in_progress status: this task is %s%s",
-			w.state.Task.Status, nextStepForSubmit(w.state.status()))
+			w.state.Status, nextStepForSubmit(w.state.status()))
 	}
 	return nil
 }
@@ -736,18 +792,18 @@ func nextStepForSubmit(s TaskStatus) string {
 }
 
 func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult, error) {
-	n, now := w.next(ctx)
-	c := w.change(n, now)
+	n, wr := w.next(ctx)
+	c := w.change(n)
 	move(&n, &c, TaskToVerify)
 	var value any
 	if in.Summary != nil {
 		value = map[string]string{"summary": *in.Summary}
 	}
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "submitted", value)}
-	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_submitted_for_verify",
-		fmt.Sprintf("%s submitted task %q for verification", in.Actor.Name, n.Task.Title),
-		activities.Recipient{Type: "user", UUID: in.Actor.OwnerUUID}, taskCreator(n.Task))}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "submitted", value)}
+	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_submitted_for_verify",
+		fmt.Sprintf("%s submitted task %q for verification", in.Actor.Name, n.Title),
+		store.Recipient{Type: "user", UUID: in.Actor.OwnerUUID}, taskCreator(n))}
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -758,7 +814,7 @@ func (w *taskWorkflow) validateVerify(in TaskCommand) error {
 		return err
 	}
 	if w.state.status() != TaskToVerify {
-		return Refuse(KindConflict, "Can only verify Tasks in to_verify status, current status: %s%s", w.state.Task.Status,
+		return Refuse(KindConflict, "Can only verify Tasks in to_verify status, current status: %s%s", w.state.Status,
 			map[TaskStatus]string{TaskInProgress: " (the assignee must submit it first)", TaskDone: " (it is already verified)"}[w.state.status()])
 	}
 	required, passed, failed, pending := 0, 0, 0, 0
@@ -784,13 +840,13 @@ func (w *taskWorkflow) validateVerify(in TaskCommand) error {
 }
 
 func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
-	n, now := w.next(ctx)
-	c := w.change(n, now)
+	n, wr := w.next(ctx)
+	c := w.change(n)
 	move(&n, &c, TaskDone)
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "verified", nil)}
-	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_verified",
-		fmt.Sprintf("Task %q has been verified", n.Task.Title), taskAssignee(n.Task))}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "verified", nil)}
+	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_verified",
+		fmt.Sprintf("Task %q has been verified", n.Title), taskAssignee(n))}
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -801,7 +857,7 @@ func (w *taskWorkflow) validateReopen(in ReopenInput) error {
 		return err
 	}
 	if w.state.status() != TaskToVerify {
-		return Refuse(KindConflict, "Can only reopen Tasks in to_verify status, current status: %s", w.state.Task.Status)
+		return Refuse(KindConflict, "Can only reopen Tasks in to_verify status, current status: %s", w.state.Status)
 	}
 	return nil
 }
@@ -848,16 +904,16 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 			return TaskResult{}, Refuse(KindConflict, "%s", b)
 		}
 	}
-	n, now := w.next(ctx)
-	c := w.change(n, now)
+	n, wr := w.next(ctx)
+	c := w.change(n)
 	move(&n, &c, TaskInProgress)
 	if in.Force {
-		c.Activities = append(c.Activities, w.activity(n, now, in.Actor, "force_status_change", map[string]any{"status": "in_progress", "force": true}))
+		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", map[string]any{"status": "in_progress", "force": true}))
 	}
-	c.Activities = append(c.Activities, w.activity(n, now, in.Actor, "reopened", nil))
-	c.Notifications = []activities.Notify{w.notify(n, in.Actor, "task_reopened",
-		fmt.Sprintf("Task %q has been reopened", n.Task.Title), taskAssignee(n.Task))}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "reopened", nil))
+	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_reopened",
+		fmt.Sprintf("Task %q has been reopened", n.Title), taskAssignee(n))}
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -874,11 +930,11 @@ func (w *taskWorkflow) validateClose(in TaskCommand) error {
 }
 
 func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
-	n, now := w.next(ctx)
-	c := w.change(n, now)
+	n, wr := w.next(ctx)
+	c := w.change(n)
 	move(&n, &c, TaskClosed)
-	c.Activities = []activities.ActivityRecord{w.activity(n, now, in.Actor, "closed", nil)}
-	if _, err := w.commit(ctx, n, c); err != nil {
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", nil)}
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -887,12 +943,12 @@ func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, 
 func (w *taskWorkflow) validateDelete(in TaskCommand) error { return w.exists() }
 
 func (w *taskWorkflow) delete(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
-	n, now := w.next(ctx)
+	n, wr := w.next(ctx)
 	n.Deleted = true
-	c := w.change(n, now)
+	c := w.change(n)
 	c.Delete = true
-	if _, err := w.commit(ctx, n, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c); err != nil {
 		return TaskResult{}, err
 	}
-	return TaskResult{UUID: n.Task.UUID, Status: "deleted"}, nil
+	return TaskResult{UUID: n.UUID, Status: "deleted"}, nil
 }

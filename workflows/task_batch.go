@@ -46,16 +46,18 @@ type CreateTasksResult struct {
 	Warnings []string
 }
 
-// CreateTasksWorkflow creates a batch of tasks in one transaction (all or nothing), then starts
-// a TaskWorkflow for each, and returns. Its id derives from the batch, so a retried call cannot
-// create the batch twice.
+// CreateTasksWorkflow creates a batch of tasks in one transaction (all or nothing), then makes
+// sure a TaskWorkflow runs for each, and returns. Its id derives from the batch, so a retried
+// call cannot create the batch twice; the tasks' ids derive from this run's write, so a batch
+// retried after a failed run (which wrote nothing) creates fresh ones.
 func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasksResult, error) {
 	now := stamp(ctx)
+	wr := nextWrite(ctx, RowMark{}, now)
 	out := CreateTasksResult{Tasks: []MaterializedItem{}}
-	batch := activities.TaskBatch{CompanyUUID: in.Actor.CompanyUUID, At: now}
+	batch := store.TaskBatch{Write: wr, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID}
 	byDraft := map[string]string{}
 	for i, spec := range in.Tasks {
-		t := store.Task{UUID: DerivedUUID("task-batch", in.BatchUUID, strconv.Itoa(i)), CompanyUUID: in.Actor.CompanyUUID,
+		t := store.Task{UUID: derivedFrom(wr, "task", strconv.Itoa(i)), CompanyUUID: in.Actor.CompanyUUID,
 			ProjectUUID: in.ProjectUUID, Title: strings.TrimSpace(spec.Title), Description: emptyToNil(spec.Description),
 			Status: string(TaskOpen), Priority: "medium", StoryPoints: spec.StoryPoints, ProposalUUID: in.ProposalUUID,
 			CreatedByType: in.Actor.Type, CreatedByUUID: in.Actor.UUID, Version: 1,
@@ -78,7 +80,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 		} else {
 			value["quickTask"] = true
 		}
-		batch.Activities = append(batch.Activities, activities.ActivityRecord{UUID: DerivedUUID("task", t.UUID, "1", "created"),
+		batch.Activities = append(batch.Activities, store.Activity{UUID: DerivedUUID(t.UUID, "created"),
 			CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID, TargetType: "task", TargetUUID: t.UUID, ActorType: in.Actor.Type,
 			ActorUUID: in.Actor.UUID, Action: "created", Value: activities.MarshalValue(value), CreatedAt: now})
 		out.Tasks = append(out.Tasks, MaterializedItem{UUID: t.UUID, Title: t.Title})
@@ -91,11 +93,11 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 				out.Warnings = append(out.Warnings, fmt.Sprintf("Task %q: draftUuid %q not found in this batch", t.Title, d))
 				continue
 			}
-			batch.Deps = append(batch.Deps, activities.BatchDep{TaskUUID: t.UUID, DependsOnUUID: dep,
+			batch.Deps = append(batch.Deps, store.BatchDep{TaskUUID: t.UUID, DependsOnUUID: dep,
 				Prefix: fmt.Sprintf("Task %q -> draftUuid %q: ", t.Title, d)})
 		}
 		for _, u := range spec.DependsOnTaskUUIDs {
-			batch.Deps = append(batch.Deps, activities.BatchDep{TaskUUID: t.UUID, DependsOnUUID: u,
+			batch.Deps = append(batch.Deps, store.BatchDep{TaskUUID: t.UUID, DependsOnUUID: u,
 				Prefix: fmt.Sprintf("Task %q -> taskUuid %q: ", t.Title, u)})
 		}
 	}
@@ -105,7 +107,10 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 		return CreateTasksResult{}, fmt.Errorf("could not create the tasks: %w", err)
 	}
 	out.Warnings = append(out.Warnings, warnings...)
-	if err := startTaskWorkflows(ctx, batch.Tasks, batch.Criteria); err != nil {
+	for i := range batch.Tasks {
+		batch.Tasks[i].Version, batch.Tasks[i].ChangeID = wr.Version(), wr.ID
+	}
+	if err := ensureTaskWorkflows(ctx, batch.Tasks, batch.Criteria); err != nil {
 		return CreateTasksResult{}, err
 	}
 	return out, nil

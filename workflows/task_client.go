@@ -10,14 +10,15 @@ import (
 )
 
 // CreateTasks runs one chorus_create_tasks batch and waits for its result. A retry of the same
-// batch (same BatchUUID) returns the first run's result.
+// batch (same BatchUUID) returns the first run's result; after a failed run (which wrote
+// nothing) it runs the batch again.
 func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTasksResult, error) {
 	var out CreateTasksResult
 	id := TaskBatchID(in.BatchUUID)
 	err := retryTransient(ctx, func() error {
 		run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 			StaticSummary:            "Create tasks"}, CreateTasksWorkflowName, in)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -34,6 +35,6 @@ func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTa
 // TaskUpdate sends one of TaskWorkflow's updates (the Update* constants) to the task.
 func (c *Client) TaskUpdate(ctx context.Context, call Call, taskUUID, update string, actor Actor, in any) (TaskResult, error) {
 	var out TaskResult
-	err := c.update(ctx, EntityTask, taskUUID, update, updateID(actor.UUID, call), in, &out)
+	err := c.update(ctx, EntityTask, taskUUID, update, updateID(actor.UUID, update, call), in, &out)
 	return out, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,8 +81,8 @@ func message(err error) string {
 func TestIdeaWorkflowClaimIsExclusive(t *testing.T) {
 	env, s := newEnv(t)
 	var a *activities.Activities
-	var writes []activities.IdeaChange
-	env.OnActivity(a.PersistIdea, mock.Anything, mock.Anything).Return(func(_ context.Context, c activities.IdeaChange) error {
+	var writes []store.IdeaChange
+	env.OnActivity(a.ApplyIdeaChange, mock.Anything, mock.Anything).Return(func(_ context.Context, c store.IdeaChange) error {
 		writes = append(writes, c)
 		return nil
 	})
@@ -107,21 +108,26 @@ func TestIdeaWorkflowClaimIsExclusive(t *testing.T) {
 	require.Len(t, writes, 4)
 	require.NotNil(t, writes[0].Insert)
 	require.Equal(t, []string{"status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"}, writes[1].Columns)
-	require.Equal(t, "elaborating", writes[1].Row.Status)
-	require.Equal(t, int64(2), writes[1].Version)
+	require.Equal(t, "elaborating", writes[1].Set.Status)
+	require.Equal(t, int64(1), writes[1].Expect, "the claim applies from the create's version")
+	require.Equal(t, int64(2), writes[1].Version())
+	require.True(t, strings.HasPrefix(writes[1].ID, "default-test-workflow-id#2@"), writes[1].ID)
 	require.Equal(t, "assigned", writes[1].Activities[0].Action)
-	require.Equal(t, "elaborated", writes[2].Row.Status)
+	require.Equal(t, "elaborated", writes[2].Set.Status)
 	require.True(t, writes[3].Delete)
+	require.Equal(t, int64(3), writes[3].Expect)
 }
 
-func TestIdeaWorkflowFailedWriteChangesNothing(t *testing.T) {
+// A change whose row is not where the workflow expects it is a projection conflict: the
+// command is refused as such and the state does not move (docs/write-path.md).
+func TestIdeaWorkflowConflictChangesNothing(t *testing.T) {
 	env, s := newEnv(t)
 	var a *activities.Activities
-	calls := 0
-	env.OnActivity(a.PersistIdea, mock.Anything, mock.Anything).Return(func(_ context.Context, c activities.IdeaChange) error {
-		calls++
-		if c.Insert == nil && calls < 100 {
-			return temporal.NewNonRetryableApplicationError("disk full", "StoreDown", nil)
+	env.OnActivity(a.ApplyIdeaChange, mock.Anything, mock.Anything).Return(func(_ context.Context, c store.IdeaChange) error {
+		if c.Insert == nil {
+			conflict := store.ProjectionConflict{Table: "ideas", UUID: "idea-1", Write: c.Write, Found: true, Version: 2,
+				ChangeID: "idea/idea-1#2@another-run", Status: "elaborating"}
+			return temporal.NewNonRetryableApplicationError(conflict.Error(), activities.ErrProjectionConflict, nil, conflict)
 		}
 		return nil
 	})
@@ -135,16 +141,19 @@ func TestIdeaWorkflowFailedWriteChangesNothing(t *testing.T) {
 		env.CancelWorkflow()
 	}, 3*time.Second)
 	env.ExecuteWorkflow(IdeaWorkflow, IdeaRun{})
-	require.Error(t, claim.failed)
-	require.Equal(t, "open", state.Idea.Status, "the claim's write failed, so the state did not move")
-	require.Nil(t, state.Idea.AssigneeUUID)
-	require.Equal(t, int64(1), state.Idea.Version)
+	require.Contains(t, message(claim.failed), "its stored record and its workflow disagree")
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(claim.failed, &app))
+	require.Equal(t, string(KindDiverged), app.Type())
+	require.Equal(t, "open", state.Status, "the claim was not written, so the state did not move")
+	require.Nil(t, state.Assignee)
+	require.Equal(t, int64(1), state.Row.Version)
 }
 
 func TestIdeaWorkflowContinuesAsNewWithItsState(t *testing.T) {
 	env, s := newEnv(t)
 	var a *activities.Activities
-	env.OnActivity(a.PersistIdea, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.ApplyIdeaChange, mock.Anything, mock.Anything).Return(nil)
 	s.send(time.Second, UpdateCreateIdea, CreateIdeaInput{Actor: pm, UUID: "idea-1", ProjectUUID: "p", Title: "Idea"})
 	s.send(2*time.Second, UpdateClaimIdea, IdeaCommand{Actor: pm})
 	s.send(3*time.Second, UpdateStartElaboration, StartElaborationInput{Actor: pm, Depth: "standard", Questions: []QuestionInput{
@@ -159,23 +168,25 @@ func TestIdeaWorkflowContinuesAsNewWithItsState(t *testing.T) {
 	var next IdeaRun
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.NotNil(t, next.State)
-	require.Equal(t, "elaborating", next.State.Idea.Status)
-	require.Equal(t, "pm-1", *next.State.Idea.AssigneeUUID)
+	require.Equal(t, "elaborating", next.State.Status)
+	require.Equal(t, "pm-1", next.State.Assignee.UUID)
 	require.Len(t, next.State.Rounds, 1)
-	require.Equal(t, int64(3), next.State.Idea.Version)
+	require.Equal(t, fingerprint("q1"), next.State.Rounds[0].Questions[0].ID)
+	require.Equal(t, int64(3), next.State.Row.Version)
+	require.Len(t, next.State.Recent, 3, "the updates of this run travel to the next one")
 }
 
 func TestTaskWorkflowVerifyNeedsRequiredCriteria(t *testing.T) {
 	env, s := newEnv(t)
 	var a *activities.Activities
-	env.OnActivity(a.PersistTask, mock.Anything, mock.Anything).Return(activities.TaskOutcome{}, nil)
+	env.OnActivity(a.ApplyTaskChange, mock.Anything, mock.Anything).Return(store.TaskOutcome{}, nil)
 	env.OnActivity(a.Blockers, mock.Anything, mock.Anything).Return([]store.TaskLink{}, nil)
 	dev := Actor{Type: "agent", UUID: "dev", Name: "Dev", CompanyUUID: "co"}
 	admin := Actor{Type: "agent", UUID: "admin", Name: "Admin", CompanyUUID: "co"}
-	st := TaskState{Created: true, Task: store.Task{UUID: "t", CompanyUUID: "co", ProjectUUID: "p", Title: "T", Status: "open",
-		Priority: "medium", Version: 1}, Criteria: []CriterionState{
-		{UUID: "c1", Required: true, Status: "pending", DevStatus: "pending"},
-		{UUID: "c2", Required: false, Status: "pending", DevStatus: "pending"}}}
+	st := TaskState{Created: true, UUID: "t", CompanyUUID: "co", ProjectUUID: "p", Title: "T", Status: "open",
+		Priority: "medium", Row: RowMark{Version: 1, ChangeID: "task-batch/b#1@r"}, Criteria: []CriterionState{
+			{UUID: "c1", Required: true, Status: "pending", DevStatus: "pending"},
+			{UUID: "c2", Required: false, Status: "pending", DevStatus: "pending"}}}
 	s.send(time.Second, UpdateClaimTask, TaskCommand{Actor: dev})
 	again := s.send(2*time.Second, UpdateClaimTask, TaskCommand{Actor: dev})
 	s.send(3*time.Second, UpdateUpdateTask, UpdateTaskInput{Actor: dev, Status: ptr("in_progress")})
@@ -196,17 +207,67 @@ func TestTaskWorkflowVerifyNeedsRequiredCriteria(t *testing.T) {
 	require.Equal(t, "Cannot verify task: Not all required acceptance criteria are passed. Required: 1, Passed: 0, Failed: 0, Pending: 1. "+
 		"Mark them with chorus_mark_acceptance_criteria, or reopen the task.", message(early.rejected))
 	require.NoError(t, done.rejected)
-	require.Equal(t, "done", state.Task.Status)
+	require.Equal(t, "done", state.Status)
+	require.Equal(t, int64(6), state.Row.Version)
 }
 
 func TestIdeaWorkflowEndsWhenCreateFails(t *testing.T) {
 	env, s := newEnv(t)
 	var a *activities.Activities
-	env.OnActivity(a.PersistIdea, mock.Anything, mock.Anything).Return(
+	env.OnActivity(a.ApplyIdeaChange, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("constraint", "StoreDown", nil))
 	create := s.send(time.Second, UpdateCreateIdea, CreateIdeaInput{Actor: pm, UUID: "idea-1", ProjectUUID: "p", Title: "Idea"})
 	env.ExecuteWorkflow(IdeaWorkflow, IdeaRun{})
 	require.Error(t, create.failed)
 	require.True(t, env.IsWorkflowCompleted(), "a workflow whose idea was never created does not linger")
 	require.NoError(t, env.GetWorkflowError())
+}
+
+// A workflow started by update-with-start whose create never comes (or is rejected by the
+// validator) ends instead of lingering as an empty workflow.
+func TestIdeaWorkflowEndsWhenNoCreateArrives(t *testing.T) {
+	env, s := newEnv(t)
+	blank := s.send(time.Second, UpdateCreateIdea, CreateIdeaInput{Actor: pm, UUID: "idea-1", ProjectUUID: "p", Title: "  "})
+	env.ExecuteWorkflow(IdeaWorkflow, IdeaRun{})
+	require.Contains(t, message(blank.rejected), "title must not be blank")
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+}
+
+// An update id applied in an earlier run (before continue-as-new) returns its recorded result
+// and is not applied again (docs/write-path.md, "Exactly once").
+func TestRecentUpdatesSurviveContinueAsNew(t *testing.T) {
+	env, _ := newEnv(t)
+	var a *activities.Activities
+	writes := 0
+	env.OnActivity(a.ApplyIdeaChange, mock.Anything, mock.Anything).Return(func(context.Context, store.IdeaChange) error {
+		writes++
+		return nil
+	})
+	st := IdeaState{Created: true, UUID: "idea-1", CompanyUUID: "co", ProjectUUID: "p", Title: "Idea", Status: "elaborating",
+		Assignee: &Holder{Type: "agent", UUID: pm.UUID}, Row: RowMark{Version: 2, ChangeID: "idea/idea-1#2@old"}}
+	st.Recent.add("chorus_claim_idea/pm-1/r1/0", IdeaResult{UUID: "idea-1", Status: "elaborating"})
+	var replayedResult any
+	var replayedErr error
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateClaimIdea, "chorus_claim_idea/pm-1/r1/0", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { replayedErr = err },
+			OnComplete: func(r any, err error) { replayedResult, replayedErr = r, err },
+		}, IdeaCommand{Actor: pm})
+	}, time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 2*time.Second)
+	env.ExecuteWorkflow(IdeaWorkflow, IdeaRun{State: &st})
+	require.NoError(t, replayedErr, "the repeated claim is answered, not refused as a second claim")
+	require.Equal(t, IdeaResult{UUID: "idea-1", Status: "elaborating"}, replayedResult)
+	require.Zero(t, writes, "nothing is applied again")
+
+	var r Recent
+	for i := range maxRecent + 5 {
+		r.add(strings.Repeat("x", i), IdeaResult{})
+	}
+	require.Len(t, r, maxRecent, "the list is bounded")
+	r.add("big", strings.Repeat("y", maxRecentResult+1))
+	big, ok := r.find("big")
+	require.True(t, ok)
+	require.Nil(t, big.Result, "a large result is not kept")
 }

@@ -119,7 +119,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 
 	var w worker.Worker
 	if cfg.role != roleAPI {
-		w = workflows.NewWorker(tc, "", activities.New(st), worker.Options{WorkerStopTimeout: 10 * time.Second})
+		w = workflows.NewWorker(tc, "", activities.New(st, tc), worker.Options{WorkerStopTimeout: 10 * time.Second})
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start worker: %w", err)
 		}

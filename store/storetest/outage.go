@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/chorus-dev/chorus/store"
 )
 
@@ -153,35 +151,8 @@ func (o *Outage) currentEpoch() (uint64, bool) {
 }
 
 // IsOutage reports whether err is what a store call returns when its database is unreachable or
-// its connection broke, on either dialect: driver.ErrBadConn, a refused, reset or broken
-// connection, an unexpected EOF, an I/O error (SQLite), a pgx connect error, or a pgx error
-// that pgx itself marks safe to retry (nothing reached the server, e.g. "conn closed"). It is
-// false for nil, for errors the database answered with (constraint violations, syntax), for
-// store sentinels such as store.ErrNotFound, and for a call that ended because its context did.
-//
-// Measured through OpenFaulty: while PostgreSQL is down a call fails with a pgx ConnectError
-// ("dial tcp ...: connect: connection refused"), a Commit in flight with "conn closed", a result
-// set being read with "unexpected EOF"; on SQLite a new call fails with "open <file>:
-// input/output error" and one on an existing connection with "driver: bad connection: write
-// <file>: input/output error".
-func IsOutage(err error) bool {
-	if err == nil {
-		return false
-	}
-	var connectErr *pgconn.ConnectError
-	var opErr *net.OpError
-	return errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.EIO) ||
-		errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) ||
-		errors.As(err, &connectErr) ||
-		errors.As(err, &opErr) ||
-		// pgx also marks a call refused because its context had already ended as safe to retry.
-		pgconn.SafeToRetry(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
+// its connection broke (store.IsUnavailable, which holds the measurements).
+func IsOutage(err error) bool { return store.IsUnavailable(err) }
 
 // ---- SQLite: a connector whose connections fail while the database is down ----
 

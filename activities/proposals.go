@@ -1,0 +1,92 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/chorus-dev/chorus/store"
+)
+
+// ErrDraftsTooLarge is the type of the non-retryable error ApplyProposalChange returns when a
+// draft edit would grow the drafts past store.MaxDraftBytes.
+const ErrDraftsTooLarge = "chorus.DraftsTooLarge"
+
+// ApplyProposalChange writes one proposal command's change by the write protocol.
+func (a *Activities) ApplyProposalChange(ctx context.Context, c store.ProposalChange) error {
+	err := a.Store.ApplyProposalChange(ctx, c)
+	var big *store.DraftsTooLargeError
+	if errors.As(err, &big) {
+		return temporal.NewNonRetryableApplicationError(big.Error(), ErrDraftsTooLarge, nil)
+	}
+	return outcome(err)
+}
+
+// ProposalDrafts reads a proposal with its drafts (SPEC 4.4 validation, 4.7 approval).
+func (a *Activities) ProposalDrafts(ctx context.Context, proposalUUID string) (store.Proposal, error) {
+	p, err := a.Store.ProposalDrafts(ctx, proposalUUID)
+	return p, outcome(err)
+}
+
+// LoadInputIdeas reads the input ideas of a proposal, in input order (see store.LoadIdeaFacts).
+func (a *Activities) LoadInputIdeas(ctx context.Context, companyUUID string, uuids []string) ([]store.IdeaFacts, error) {
+	return a.Store.LoadIdeaFacts(ctx, companyUUID, uuids)
+}
+
+// ApplyApproval writes an approval's materialization in one transaction (SPEC 4.7).
+func (a *Activities) ApplyApproval(ctx context.Context, ap store.Approval) error {
+	return outcome(a.Store.ApplyApproval(ctx, ap))
+}
+
+// RevokeCascade applies a revoke (SPEC 4.8) in one transaction and reports what it closed and
+// deleted.
+func (a *Activities) RevokeCascade(ctx context.Context, c store.ProposalChange, reviewNote *string) (store.Revoked, error) {
+	out, err := a.Store.RevokeCascade(ctx, c, reviewNote)
+	return out, outcome(err)
+}
+
+// WorkflowStart is one workflow to make sure of: its id, type, input (JSON) and what operators
+// see before it first runs.
+type WorkflowStart struct {
+	ID      string
+	Type    string
+	Input   json.RawMessage
+	Summary string
+	// Keywords are keyword search attributes, by name.
+	Keywords map[string]string
+	Memo     map[string]any
+}
+
+// StartWorkflows makes sure each workflow runs: it starts those not started yet, on this
+// activity's task queue, and leaves running ones alone (conflict policy "use existing"); one
+// that has already closed counts as started. It is retried until every start succeeded, so an
+// approval never leaves a task without its workflow (docs/write-path.md).
+func (a *Activities) StartWorkflows(ctx context.Context, starts []WorkflowStart) error {
+	if a.Temporal == nil {
+		return errors.New("no Temporal client: the worker was built without one")
+	}
+	queue := activity.GetInfo(ctx).TaskQueue
+	for _, s := range starts {
+		var attrs []temporal.SearchAttributeUpdate
+		for k, v := range s.Keywords {
+			attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(k).ValueSet(v))
+		}
+		_, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.ID, TaskQueue: queue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			StaticSummary:            s.Summary, Memo: s.Memo, TypedSearchAttributes: temporal.NewSearchAttributes(attrs...),
+		}, s.Type, s.Input)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if err != nil && !errors.As(err, &started) {
+			return fmt.Errorf("start workflow %s: %w", s.ID, err)
+		}
+	}
+	return nil
+}

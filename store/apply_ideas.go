@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/uptrace/bun"
+)
+
+// IdeaChange is everything one idea command writes, in one transaction (docs/write-path.md).
+type IdeaChange struct {
+	Write
+	UUID        string
+	CompanyUUID string
+
+	// Insert creates the idea (chorus_pm_create_idea); Version and ChangeID are set from Write.
+	Insert *Idea
+	// Set and Columns: set these columns of the idea to Set's values.
+	Set     Idea
+	Columns []string
+	// NewRound is an elaboration round to add, with its questions.
+	NewRound *ElaborationRound
+	// Answers set the answer fields of these questions (by uuid).
+	Answers []ElaborationQuestion
+	// RoundStatus sets round statuses, by round uuid.
+	RoundStatus map[string]string
+	// Delete orphans the idea's children and deletes it with its rounds.
+	Delete bool
+
+	Activities    []Activity
+	Notifications []NotifySpec
+}
+
+// ApplyIdeaChange applies c by the write protocol: once, from the version it expects; a retry of
+// an applied change writes nothing; anything else is a *ProjectionConflict.
+func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var applied bool
+		var err error
+		switch {
+		case c.Insert != nil:
+			row := *c.Insert
+			row.Version, row.ChangeID = c.Version(), c.ID
+			applied, err = claimNew(ctx, tx, "ideas", c.UUID, c.Write, tx.NewInsert().Model(&row))
+		case c.Delete:
+			if applied, err = claimDelete(ctx, tx, "ideas", c.UUID, c.Write); err == nil && applied {
+				_, err = tx.NewUpdate().Table("ideas").Set("parent_uuid = NULL").Set("updated_at = ?", c.At).
+					Where("parent_uuid = ?", c.UUID).Exec(ctx)
+			}
+		default:
+			var q *bun.UpdateQuery
+			if len(c.Columns) > 0 {
+				row := c.Set
+				q = tx.NewUpdate().Model(&row).ModelTableExpr("ideas").Column(c.Columns...)
+			}
+			applied, err = claim(ctx, tx, "ideas", c.UUID, c.Write, q)
+		}
+		if err != nil || !applied {
+			return err
+		}
+		if r := c.NewRound; r != nil {
+			if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
+				return err
+			}
+			if len(r.Questions) > 0 {
+				qs := r.Questions
+				if _, err := tx.NewInsert().Model(&qs).Exec(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		for i := range c.Answers {
+			q := c.Answers[i]
+			if _, err := tx.NewUpdate().Model(&q).
+				Column("selected_option_id", "custom_text", "answered_at", "answered_by_type", "answered_by_uuid").
+				WherePK().Exec(ctx); err != nil {
+				return err
+			}
+		}
+		for _, roundUUID := range slices.Sorted(maps.Keys(c.RoundStatus)) {
+			if _, err := tx.NewUpdate().Table("elaboration_rounds").Set("status = ?", c.RoundStatus[roundUUID]).
+				Set("updated_at = ?", c.At).Where("uuid = ?", roundUUID).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return writeAudit(ctx, tx, c.CompanyUUID, c.Activities, c.Notifications)
+	})
+}
+
+// Lineage is what SPEC 4.5 checks about a proposed parent idea.
+type Lineage struct {
+	// ParentFound: the proposed parent exists in the company.
+	ParentFound bool
+	// ParentProject is the parent's project.
+	ParentProject string
+	// ParentIsDescendant: the proposed parent is the idea itself or one of its descendants.
+	ParentIsDescendant bool
+}
+
+// IdeaLineage reads what SPEC 4.5 needs to accept parentUUID as the parent of ideaUUID.
+func (s *Store) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, parentUUID string) (Lineage, error) {
+	var out Lineage
+	var parent Idea
+	err := s.DB.NewSelect().Model(&parent).Column("uuid", "project_uuid", "parent_uuid").
+		Where("uuid = ?", parentUUID).Where("company_uuid = ?", companyUUID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.ParentFound, out.ParentProject = true, parent.ProjectUUID
+	// Walk up from the proposed parent; meeting the idea means the parent is its descendant.
+	cur := &parent
+	for hops := 0; cur != nil && hops < 10000; hops++ {
+		if cur.UUID == ideaUUID {
+			out.ParentIsDescendant = true
+			return out, nil
+		}
+		if cur.ParentUUID == nil {
+			break
+		}
+		var next Idea
+		err := s.DB.NewSelect().Model(&next).Column("uuid", "parent_uuid").Where("uuid = ?", *cur.ParentUUID).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		cur = &next
+	}
+	return out, nil
+}

@@ -1,0 +1,324 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/uptrace/bun"
+)
+
+// TaskChange is everything one task command writes, in one transaction (docs/write-path.md).
+type TaskChange struct {
+	Write
+	UUID        string
+	CompanyUUID string
+	ProjectUUID string
+
+	// Set and Columns: set these columns of the task to Set's values.
+	Set     Task
+	Columns []string
+	// ReplaceCriteria deletes every criterion of the task and inserts these (ReplacingAll).
+	ReplaceCriteria []AcceptanceCriterion
+	ReplacingAll    bool
+	// Marks set the developer or admin fields of criteria (by uuid), per MarkColumns.
+	Marks       []AcceptanceCriterion
+	MarkColumns []string
+	// ResetCriteria clears every mark of the task's criteria (SPEC 4.2 reset rule).
+	ResetCriteria bool
+	// AddDeps and RemoveDeps edit the task's dependencies; each add is checked (SPEC 4.3) and
+	// its outcome reported, and a failed add does not fail the change.
+	AddDeps    []string
+	RemoveDeps []string
+	// CountAddedDepsIn names the activity (by action) whose value gets "addedDependencies": the
+	// number of AddDeps that passed their checks.
+	CountAddedDepsIn string
+	// Comment is a comment to add (chorus_report_work).
+	Comment *Comment
+	// Delete removes the task with its criteria and dependency edges.
+	Delete bool
+
+	Activities    []Activity
+	Notifications []NotifySpec
+}
+
+// TaskOutcome reports what ApplyTaskChange could not do.
+type TaskOutcome struct {
+	// DepErrors holds, per AddDeps entry that failed, its message (SPEC 4.3 wording).
+	DepErrors map[string]string
+}
+
+// ApplyTaskChange applies c by the write protocol. A retry of an applied change writes nothing
+// and reports the dependency outcome recorded with it; anything else is a *ProjectionConflict.
+func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome, error) {
+	var out TaskOutcome
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		out = TaskOutcome{}
+		if c.Delete {
+			applied, err := claimDelete(ctx, tx, "tasks", c.UUID, c.Write)
+			if err != nil || !applied {
+				return err
+			}
+			for _, q := range []*bun.DeleteQuery{
+				tx.NewDelete().Table("task_dependencies").Where("task_uuid = ? OR depends_on_uuid = ?", c.UUID, c.UUID),
+				tx.NewDelete().Table("acceptance_criteria").Where("task_uuid = ?", c.UUID),
+			} {
+				if _, err := q.Exec(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		var q *bun.UpdateQuery
+		if len(c.Columns) > 0 {
+			row := c.Set
+			q = tx.NewUpdate().Model(&row).ModelTableExpr("tasks").Column(c.Columns...)
+		}
+		applied, err := claim(ctx, tx, "tasks", c.UUID, c.Write, q)
+		if err != nil {
+			return err
+		}
+		if !applied {
+			out = recordedDepErrors(ctx, tx, c)
+			return nil
+		}
+		if c.ReplacingAll {
+			if _, err := tx.NewDelete().Table("acceptance_criteria").Where("task_uuid = ?", c.UUID).Exec(ctx); err != nil {
+				return err
+			}
+			if len(c.ReplaceCriteria) > 0 {
+				rows := c.ReplaceCriteria
+				if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		if c.ResetCriteria {
+			if _, err := tx.NewUpdate().Table("acceptance_criteria").
+				Set("status = 'pending'").Set("evidence = NULL").Set("marked_by_type = NULL").Set("marked_by = NULL").Set("marked_at = NULL").
+				Set("dev_status = 'pending'").Set("dev_evidence = NULL").Set("dev_marked_by_type = NULL").Set("dev_marked_by = NULL").
+				Set("dev_marked_at = NULL").Set("updated_at = ?", c.At).Where("task_uuid = ?", c.UUID).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		for i := range c.Marks {
+			m := c.Marks[i]
+			m.UpdatedAt = c.At
+			if _, err := tx.NewUpdate().Model(&m).Column(append(c.MarkColumns, "updated_at")...).WherePK().
+				Where("task_uuid = ?", c.UUID).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		if len(c.AddDeps) > 0 {
+			if err := lockProject(ctx, tx, c.ProjectUUID); err != nil {
+				return err
+			}
+		}
+		for _, dep := range c.AddDeps {
+			// A savepoint keeps a failed add from spoiling the transaction on PostgreSQL.
+			sp, err := tx.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			if err := AddDependency(ctx, sp, c.CompanyUUID, c.UUID, dep, c.At); err != nil {
+				_ = sp.Rollback()
+				if !isDependencyError(err) {
+					return err
+				}
+				if out.DepErrors == nil {
+					out.DepErrors = map[string]string{}
+				}
+				out.DepErrors[dep] = err.Error()
+				continue
+			}
+			if err := sp.Commit(); err != nil {
+				return err
+			}
+		}
+		if len(c.RemoveDeps) > 0 {
+			if _, err := tx.NewDelete().Table("task_dependencies").Where("task_uuid = ?", c.UUID).
+				Where("depends_on_uuid IN (?)", bun.List(c.RemoveDeps)).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		acts := c.Activities
+		if c.CountAddedDepsIn != "" {
+			acts = withDepOutcome(acts, c, out)
+		}
+		if c.Comment != nil {
+			if _, err := tx.NewInsert().Model(c.Comment).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return writeAudit(ctx, tx, c.CompanyUUID, acts, c.Notifications)
+	})
+	return out, err
+}
+
+// withDepOutcome records, in the value of the activity named by c.CountAddedDepsIn, how many
+// dependencies were added and why the others failed, so a retry can report the same outcome.
+func withDepOutcome(acts []Activity, c TaskChange, out TaskOutcome) []Activity {
+	acts = append([]Activity(nil), acts...)
+	for i := range acts {
+		if acts[i].Action != c.CountAddedDepsIn {
+			continue
+		}
+		v := map[string]any{}
+		_ = json.Unmarshal(acts[i].Value, &v)
+		if added := len(c.AddDeps) - len(out.DepErrors); added > 0 {
+			v["addedDependencies"] = added
+		}
+		if len(out.DepErrors) > 0 {
+			v["dependencyErrors"] = out.DepErrors
+		}
+		acts[i].Value, _ = json.Marshal(v)
+	}
+	return acts
+}
+
+// recordedDepErrors reads back the dependency outcome an applied change recorded.
+func recordedDepErrors(ctx context.Context, tx bun.Tx, c TaskChange) TaskOutcome {
+	var out TaskOutcome
+	for _, a := range c.Activities {
+		if a.Action != c.CountAddedDepsIn || c.CountAddedDepsIn == "" {
+			continue
+		}
+		var row Activity
+		if tx.NewSelect().Model(&row).Where("uuid = ?", a.UUID).Scan(ctx) != nil {
+			continue
+		}
+		var v struct {
+			DependencyErrors map[string]string `json:"dependencyErrors"`
+		}
+		if json.Unmarshal(row.Value, &v) == nil {
+			out.DepErrors = v.DependencyErrors
+		}
+	}
+	return out
+}
+
+func isDependencyError(err error) bool {
+	for _, e := range []error{ErrDepSelf, ErrDepNotFound, ErrDepProject, ErrDepCycle, ErrDepExists, ErrTaskNotFound} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockProject serializes, per project, the changes whose checks read more than their own rows
+// (a dependency cycle spans tasks): on PostgreSQL it takes the project row's lock for the rest
+// of the transaction; SQLite's one writer at a time needs nothing more (cases/06).
+func lockProject(ctx context.Context, tx bun.Tx, projectUUID string) error {
+	return lockRow(ctx, tx, "projects", projectUUID)
+}
+
+// lockRow takes table's row uuid FOR UPDATE on PostgreSQL; on SQLite transactions already
+// hold the database's write lock (immediate transactions).
+func lockRow(ctx context.Context, tx bun.Tx, table, uuid string) error {
+	if !strings.EqualFold(tx.Dialect().Name().String(), "pg") {
+		return nil
+	}
+	_, err := tx.NewSelect().Table(table).Column("uuid").Where("uuid = ?", uuid).For("UPDATE").Exec(ctx)
+	return err
+}
+
+// TaskBatch is one chorus_create_tasks call, ids chosen by the workflow from its change.
+type TaskBatch struct {
+	Write
+	CompanyUUID string
+	ProjectUUID string
+	Tasks       []Task
+	Criteria    []AcceptanceCriterion
+	// Deps are the requested edges, in input order; each is checked and may fail alone.
+	Deps       []BatchDep
+	Activities []Activity
+}
+
+// BatchDep is one requested edge of a batch and how to word its failure.
+type BatchDep struct {
+	TaskUUID      string
+	DependsOnUUID string
+	// Prefix words a failure: `Task "<title>" -> draftUuid "<d>": `.
+	Prefix string
+}
+
+// CreateTaskBatch writes a batch of tasks in ONE transaction: the tasks (version 1, marked with
+// the batch's change id), criteria, the dependencies that pass SPEC 4.3's checks and the
+// "created" activities. It returns the warnings of the dependencies that failed; a retry of a
+// committed batch writes nothing and returns the same warnings, which the first activity row
+// records.
+func (s *Store) CreateTaskBatch(ctx context.Context, b TaskBatch) ([]string, error) {
+	var warnings []string
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		warnings = nil
+		if len(b.Tasks) == 0 {
+			return nil
+		}
+		tasks := b.Tasks
+		for i := range tasks {
+			tasks[i].Version, tasks[i].ChangeID = b.Version(), b.ID
+		}
+		applied, err := claimNew(ctx, tx, "tasks", tasks[0].UUID, b.Write, tx.NewInsert().Model(&tasks))
+		if err != nil {
+			return err
+		}
+		if !applied {
+			warnings = recordedWarnings(ctx, tx, b)
+			return nil
+		}
+		if len(b.Criteria) > 0 {
+			acs := b.Criteria
+			if _, err := tx.NewInsert().Model(&acs).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		if len(b.Deps) > 0 {
+			if err := lockProject(ctx, tx, b.ProjectUUID); err != nil {
+				return err
+			}
+		}
+		for _, d := range b.Deps {
+			sp, err := tx.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			if err := AddDependency(ctx, sp, b.CompanyUUID, d.TaskUUID, d.DependsOnUUID, b.At); err != nil {
+				_ = sp.Rollback()
+				if !isDependencyError(err) {
+					return err
+				}
+				warnings = append(warnings, d.Prefix+err.Error())
+				continue
+			}
+			if err := sp.Commit(); err != nil {
+				return err
+			}
+		}
+		acts := append([]Activity(nil), b.Activities...)
+		if len(acts) > 0 && len(warnings) > 0 {
+			v := map[string]any{}
+			_ = json.Unmarshal(acts[0].Value, &v)
+			v["batchWarnings"] = warnings
+			acts[0].Value, _ = json.Marshal(v)
+		}
+		return writeAudit(ctx, tx, b.CompanyUUID, acts, nil)
+	})
+	return warnings, err
+}
+
+func recordedWarnings(ctx context.Context, tx bun.Tx, b TaskBatch) []string {
+	if len(b.Activities) == 0 {
+		return nil
+	}
+	var row Activity
+	if tx.NewSelect().Model(&row).Where("uuid = ?", b.Activities[0].UUID).Scan(ctx) != nil {
+		return nil
+	}
+	var v struct {
+		BatchWarnings []string `json:"batchWarnings"`
+	}
+	_ = json.Unmarshal(row.Value, &v)
+	return v.BatchWarnings
+}

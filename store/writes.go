@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// The write protocol of lifecycle rows (docs/write-path.md, "One write protocol"): a change
+// applies only from the version it expects, a retried change is recognised by its id, and
+// anything else is a conflict, never a success.
+
+// Write is the protocol part of one change to a lifecycle row.
+type Write struct {
+	// ID is the change id, "<workflow id>#<new version>@<run id>"; the row keeps it once applied.
+	ID string
+	// Expect is the version the row must be at; 0 means the change creates the row.
+	Expect int64
+	// At is the change's time: the row's updated_at (and created_at for a create).
+	At time.Time
+}
+
+// Version is the row's version once the change is applied.
+func (w Write) Version() int64 { return w.Expect + 1 }
+
+// ErrProjectionConflict matches every *ProjectionConflict.
+var ErrProjectionConflict = errors.New("the row is not where the change expects it")
+
+// ProjectionConflict says a lifecycle row is not at the version a change expects, or carries
+// another change's id: the row and its workflow disagree. Nothing was written.
+type ProjectionConflict struct {
+	Table string
+	UUID  string
+	Write Write
+	// Found is false when the row does not exist.
+	Found    bool
+	Version  int64
+	ChangeID string
+	// Status is the row's status column, where it has one.
+	Status string
+}
+
+func (e *ProjectionConflict) Error() string {
+	if !e.Found {
+		return fmt.Sprintf("%s row %s does not exist; change %s expected it at version %d", e.Table, e.UUID, e.Write.ID, e.Write.Expect)
+	}
+	return fmt.Sprintf("%s row %s is at version %d (change %q, status %q); change %s expected version %d",
+		e.Table, e.UUID, e.Version, e.ChangeID, e.Status, e.Write.ID, e.Write.Expect)
+}
+
+// Is makes errors.Is(err, ErrProjectionConflict) hold.
+func (e *ProjectionConflict) Is(target error) bool { return target == ErrProjectionConflict }
+
+// claim moves table's row uuid from w.Expect to w.Expect+1, marked w.ID, together with the
+// columns q sets (q may be nil). It returns true when this call applied the change, and false
+// when an earlier attempt of the same change did (the caller must then write nothing more).
+// Anything else is a *ProjectionConflict.
+func claim(ctx context.Context, tx bun.Tx, table, uuid string, w Write, q *bun.UpdateQuery) (bool, error) {
+	if q == nil {
+		q = tx.NewUpdate().Table(table)
+	}
+	res, err := q.Set("version = ?", w.Version()).Set("change_id = ?", w.ID).Set("updated_at = ?", w.At).
+		Where("uuid = ?", uuid).Where("version = ?", w.Expect).Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	return false, alreadyOrConflict(ctx, tx, table, uuid, w)
+}
+
+// claimNew is claim for a change that inserts its row (or, for a batch, its rows, uuid being
+// the first): the insert is the claim.
+func claimNew(ctx context.Context, tx bun.Tx, table, uuid string, w Write, insert *bun.InsertQuery) (bool, error) {
+	res, err := insert.On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return true, nil
+	}
+	return false, alreadyOrConflict(ctx, tx, table, uuid, w)
+}
+
+// claimDelete deletes table's row uuid if it is at w.Expect. A row already gone counts as
+// deleted by an earlier attempt; a row elsewhere is a conflict.
+func claimDelete(ctx context.Context, tx bun.Tx, table, uuid string, w Write) (bool, error) {
+	res, err := tx.NewDelete().Table(table).Where("uuid = ?", uuid).Where("version = ?", w.Expect).Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	cur, err := rowMark(ctx, tx, table, uuid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return false, conflict(table, uuid, w, cur)
+}
+
+type mark struct {
+	Version  int64  `bun:"version"`
+	ChangeID string `bun:"change_id"`
+	Status   string `bun:"status"`
+}
+
+func rowMark(ctx context.Context, db bun.IDB, table, uuid string) (mark, error) {
+	var m mark
+	cols := []string{"version", "change_id"}
+	if table != "documents" {
+		cols = append(cols, "status")
+	}
+	err := db.NewSelect().Table(table).Column(cols...).Where("uuid = ?", uuid).Scan(ctx, &m)
+	return m, err
+}
+
+func alreadyOrConflict(ctx context.Context, tx bun.Tx, table, uuid string, w Write) error {
+	cur, err := rowMark(ctx, tx, table, uuid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &ProjectionConflict{Table: table, UUID: uuid, Write: w}
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Version == w.Version() && cur.ChangeID == w.ID {
+		return nil // applied by an earlier attempt
+	}
+	return conflict(table, uuid, w, cur)
+}
+
+func conflict(table, uuid string, w Write, cur mark) *ProjectionConflict {
+	return &ProjectionConflict{Table: table, UUID: uuid, Write: w, Found: true, Version: cur.Version, ChangeID: cur.ChangeID,
+		Status: cur.Status}
+}
+
+// writeAudit inserts activity rows and notifications in tx. Their uuids derive from the change
+// id, so a retry inserts nothing twice.
+func writeAudit(ctx context.Context, tx bun.Tx, companyUUID string, acts []Activity, notes []NotifySpec) error {
+	for i := range acts {
+		row := acts[i]
+		if _, err := tx.NewInsert().Model(&row).On("CONFLICT (uuid) DO NOTHING").Exec(ctx); err != nil {
+			return fmt.Errorf("insert activity %s: %w", row.Action, err)
+		}
+	}
+	for _, n := range notes {
+		if err := InsertNotifications(ctx, tx, companyUUID, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
