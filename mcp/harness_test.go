@@ -17,9 +17,12 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
 	"github.com/chorus-dev/chorus/workflows"
@@ -35,46 +38,112 @@ type env struct {
 	adminKey string
 	company  string
 	owner    string
+
+	// With Temporal: its client, the endpoint's dependencies, and the fault hooks in use.
+	tc     client.Client
+	deps   *Deps
+	faults *wftest.ActivityFaults
+	// outage switches the database off and on (envOptions.faultyDB).
+	outage *storetest.Outage
 }
 
 func TestMain(m *testing.M) { os.Exit(wftest.Main(m)) }
 
+// envOptions shape an env.
+type envOptions struct {
+	// flows gives the env Temporal (the shared dev server unless temporal is set) and, unless
+	// noWorker, a worker on the env's own task queue.
+	flows    bool
+	noWorker bool
+	temporal client.Client
+	// faultyDB opens the store through storetest.OpenFaulty.
+	faultyDB bool
+	// callTimeout bounds each tool call (Deps.CallTimeout); zero keeps the default.
+	callTimeout time.Duration
+}
+
 // newEnv is an endpoint over a fresh store, with no Temporal (for tools that only read and
 // write records).
-func newEnv(t testing.TB, dialect string) *env { return startEnv(t, dialect, false) }
+func newEnv(t testing.TB, dialect string) *env { return startEnv(t, dialect, envOptions{}) }
 
 // newFlowEnv is an endpoint over a fresh store, with the Temporal dev server and a worker on
 // the env's own task queue, so lifecycle tools run for real.
-func newFlowEnv(t testing.TB, dialect string) *env { return startEnv(t, dialect, true) }
+func newFlowEnv(t testing.TB, dialect string) *env {
+	return startEnv(t, dialect, envOptions{flows: true})
+}
 
 // newFlowEnvNoWorker is newFlowEnv without a worker: the test runs its own.
-func newFlowEnvNoWorker(t testing.TB, dialect string) *env { return startEnv(t, dialect, false, true) }
+func newFlowEnvNoWorker(t testing.TB, dialect string) *env {
+	return startEnv(t, dialect, envOptions{flows: true, noWorker: true})
+}
 
-func startEnv(t testing.TB, dialect string, flows bool, noWorker ...bool) *env {
+func startEnv(t testing.TB, dialect string, o envOptions) *env {
 	t.Helper()
-	st := storetest.Open(t, dialect)
-	boot, err := st.EnsureBootstrap(context.Background(), store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
+	e := &env{t: t}
+	if o.faultyDB {
+		e.st, e.outage = storetest.OpenFaulty(t, dialect)
+	} else {
+		e.st = storetest.Open(t, dialect)
+	}
+	boot, err := e.st.EnsureBootstrap(context.Background(), store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
 		OwnerEmail: "owner@example.com", AgentName: "Admin Agent"})
 	require.NoError(t, err)
-	deps := &Deps{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	queue := ""
-	if flows || len(noWorker) > 0 {
-		srv := wftest.Server(t)
-		queue = "test-" + store.NewUUID()
-		if flows {
-			w := workflows.NewWorker(srv.Client(), queue, activities.New(st, srv.Client()), worker.Options{})
-			require.NoError(t, w.Start())
-			t.Cleanup(w.Stop)
+	e.adminKey, e.company, e.owner = boot.Key, boot.Company.UUID, boot.Owner.UUID
+	e.deps = &Deps{Store: e.st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: o.callTimeout}
+	if o.flows {
+		e.tc = o.temporal
+		if e.tc == nil {
+			e.tc = wftest.Server(t).Client()
 		}
-		deps.Flows = workflows.NewClient(srv.Client(), queue)
+		e.queue = "test-" + store.NewUUID()
+		e.faults = wftest.NewActivityFaults()
+		if !o.noWorker {
+			e.startWorker()
+		}
+		e.deps.Flows = workflows.NewClient(e.tc, e.queue)
 	}
-	ep, err := NewEndpoint(deps, "test")
+	ep, err := NewEndpoint(e.deps, "test")
 	require.NoError(t, err)
-	e := echo.New()
-	ep.Mount(e)
-	srv := httptest.NewServer(e)
+	ech := echo.New()
+	ep.Mount(ech)
+	srv := httptest.NewServer(ech)
 	t.Cleanup(srv.Close)
-	return &env{t: t, st: st, queue: queue, url: srv.URL + Path, adminKey: boot.Key, company: boot.Company.UUID, owner: boot.Owner.UUID}
+	e.url = srv.URL + Path
+	return e
+}
+
+// startWorker starts a worker for the env's task queue, with the env's fault hooks; it stops
+// when the test ends (stopping it twice is harmless).
+func (e *env) startWorker() worker.Worker {
+	e.t.Helper()
+	w := workflows.NewWorker(e.tc, e.queue, activities.New(e.st, e.tc),
+		worker.Options{Interceptors: []interceptor.WorkerInterceptor{e.faults}})
+	require.NoError(e.t, w.Start())
+	e.t.Cleanup(w.Stop)
+	return w
+}
+
+// ops is chorus ops over the env.
+func (e *env) ops() *ops.Ops {
+	return &ops.Ops{Store: e.st, Flows: workflows.NewClient(e.tc, e.queue)}
+}
+
+// requireAgreement fails unless chorus ops check finds every workflow of the env in agreement
+// with its rows (polling briefly: a signal may still be on its way).
+func (e *env) requireAgreement() {
+	e.t.Helper()
+	var found []ops.Finding
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var err error
+		found, err = e.ops().Check(context.Background(), "")
+		require.NoError(e.t, err)
+		if len(found) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Empty(e.t, found, "chorus ops check must be clean")
 }
 
 // agent creates an agent with the given presets (owned by the company owner) and returns its key.

@@ -114,6 +114,7 @@ func TestIdeaLifecycleThroughElaboration(t *testing.T) {
 		require.Equal(t, 1, list.Total)
 		ok(t, pm, "chorus_get_ideas", map[string]any{"projectUuid": project, "status": "completed"}, &list)
 		require.Equal(t, 0, list.Total, "legacy status words match nothing")
+		e.requireAgreement()
 	})
 }
 
@@ -171,6 +172,7 @@ func TestIllegalIdeaTransitionsChangeNothing(t *testing.T) {
 	ok(t, pm, "chorus_release_idea", map[string]any{"ideaUuid": idea}, &v)
 	require.Equal(t, "open", v.Status)
 	require.Nil(t, v.Assignee)
+	e.requireAgreement()
 }
 
 func TestIdeaLineage(t *testing.T) {
@@ -213,4 +215,5 @@ func TestIdeaLineage(t *testing.T) {
 	require.Nil(t, v.ParentUUID)
 	require.Equal(t, "Idea not found", fails(t, pm, "chorus_get_idea", map[string]any{"ideaUuid": theme}))
 	require.Equal(t, "Idea not found", fails(t, pm, "chorus_claim_idea", map[string]any{"ideaUuid": theme}))
+	e.requireAgreement()
 }

@@ -173,6 +173,7 @@ func TestIdeaToApprovedProposal(t *testing.T) {
 		n, err := e.st.DB.NewSelect().Model((*store.Task)(nil)).Where("proposal_uuid = ?", proposal).Count(ctx)
 		require.NoError(t, err)
 		require.EqualValues(t, 6, n)
+		e.requireAgreement()
 	})
 }
 
@@ -266,6 +267,7 @@ func TestIllegalProposalTransitions(t *testing.T) {
 		"You can only revoke your own proposals")
 	require.Contains(t, fails(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}),
 		"Can only approve pending Proposals, current status: approved")
+	e.requireAgreement()
 }
 
 func TestConcurrentApprovalsAndDraftEdits(t *testing.T) {
@@ -328,4 +330,5 @@ func TestConcurrentApprovalsAndDraftEdits(t *testing.T) {
 	n, err := e.st.DB.NewSelect().Model((*store.Task)(nil)).Where("proposal_uuid = ?", proposal).Count(context.Background())
 	require.NoError(t, err)
 	require.EqualValues(t, 10, n)
+	e.requireAgreement()
 }

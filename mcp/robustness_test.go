@@ -111,6 +111,7 @@ func TestProposalDraftsStayWithinTheirBudget(t *testing.T) {
 	ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
 	ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
 	require.Equal(t, "approved", pv.Status)
+	e.requireAgreement()
 }
 
 func TestAssigningIntoAPrivateProjectNeedsAccess(t *testing.T) {
@@ -308,6 +309,7 @@ func TestUUIDsAreCaseInsensitiveAtAnyDepth(t *testing.T) {
 	}
 	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": t2}, &v)
 	require.Len(t, v.DependsOn, 1)
+	e.requireAgreement()
 }
 
 // Equivalent calls are the same call: for the requestId ledger (labels that are uuids in another
@@ -347,4 +349,5 @@ func TestEquivalentCallsAreOneCall(t *testing.T) {
 	var list TaskList
 	ok(t, admin, "chorus_list_tasks", map[string]any{"projectUuid": project, "page": "+1", "pageSize": "1e1"}, &list)
 	require.Equal(t, 10, list.PageSize)
+	e.requireAgreement()
 }

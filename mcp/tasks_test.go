@@ -159,6 +159,7 @@ func TestIdeaToDone(t *testing.T) {
 			actions[n.Action] = true
 		}
 		require.True(t, actions["task_verified"] && actions["task_reopened"], "%v", actions)
+		e.requireAgreement()
 	})
 }
 
@@ -211,6 +212,7 @@ func TestQuickTask(t *testing.T) {
 		require.Equal(t, a.Tasks, b.Tasks)
 		ok(t, dev, "chorus_list_tasks", map[string]any{"projectUuid": project}, &list)
 		require.Equal(t, 3, list.Total)
+		e.requireAgreement()
 	})
 }
 
@@ -254,6 +256,7 @@ func TestTwentyAgentsClaimOneTask(t *testing.T) {
 	}
 	require.Equal(t, 1, winners)
 	require.Equal(t, 1, activityCount(t, e.st, task, "assigned"))
+	e.requireAgreement()
 }
 
 func TestIllegalTaskTransitionsChangeNothing(t *testing.T) {
@@ -329,6 +332,7 @@ func TestIllegalTaskTransitionsChangeNothing(t *testing.T) {
 	require.False(t, res.IsError, text(res))
 	require.Equal(t, "Task not found", fails(t, dev, "chorus_get_task", map[string]any{"taskUuid": task}))
 	require.Equal(t, "Task not found", fails(t, admin, "chorus_admin_verify_task", map[string]any{"taskUuid": task}))
+	e.requireAgreement()
 }
 
 func TestTaskDependencyEdits(t *testing.T) {
@@ -393,4 +397,5 @@ func TestTaskDependencyEdits(t *testing.T) {
 	require.Equal(t, "in_progress", st.Status)
 	require.Equal(t, 1, activityCount(t, e.st, a, "force_status_change"))
 	require.Equal(t, 1, activityCount(t, e.st, a, "reopened"))
+	e.requireAgreement()
 }

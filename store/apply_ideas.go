@@ -92,6 +92,8 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 
 // Lineage is what SPEC 4.5 checks about a proposed parent idea.
 type Lineage struct {
+	// CurrentParent is the idea's parent now (nil: none, or the idea does not exist yet).
+	CurrentParent *string
 	// ParentFound: the proposed parent exists in the company.
 	ParentFound bool
 	// ParentProject is the parent's project.
@@ -100,9 +102,19 @@ type Lineage struct {
 	ParentIsDescendant bool
 }
 
-// IdeaLineage reads what SPEC 4.5 needs to accept parentUUID as the parent of ideaUUID.
+// IdeaLineage reads what SPEC 4.5 needs to accept parentUUID as the parent of ideaUUID, and the
+// idea's current parent. With parentUUID "" it reads only the current parent.
 func (s *Store) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, parentUUID string) (Lineage, error) {
 	var out Lineage
+	var self Idea
+	if err := s.DB.NewSelect().Model(&self).Column("parent_uuid").Where("uuid = ?", ideaUUID).Scan(ctx); err == nil {
+		out.CurrentParent = self.ParentUUID
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return out, err
+	}
+	if parentUUID == "" {
+		return out, nil
+	}
 	var parent Idea
 	err := s.DB.NewSelect().Model(&parent).Column("uuid", "project_uuid", "parent_uuid").
 		Where("uuid = ?", parentUUID).Where("company_uuid = ?", companyUUID).Scan(ctx)

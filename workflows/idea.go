@@ -32,7 +32,8 @@ const (
 // IdeaState is everything IdeaWorkflow knows; it is what continue-as-new carries. It holds
 // what the state machine needs and nothing of the idea's text but its title
 // (docs/write-path.md, "Bounded state and payloads"): the content lives in the database, and
-// questions and options are kept as fingerprints of their ids.
+// questions and options are kept as fingerprints of their ids. The parent is the row's alone: a
+// parent's deletion detaches its children in the parent's transaction (SPEC 4.5).
 type IdeaState struct {
 	Created     bool    `json:"created"`
 	Deleted     bool    `json:"deleted,omitempty"`
@@ -42,7 +43,6 @@ type IdeaState struct {
 	Title       string  `json:"title"`
 	Status      string  `json:"status"`
 	Assignee    *Holder `json:"assignee,omitempty"`
-	ParentUUID  string  `json:"parentUuid,omitempty"`
 	IsContainer bool    `json:"isContainer,omitempty"`
 	// ElaborationDepth and ElaborationStatus are "" where the row has null.
 	ElaborationDepth  string       `json:"elaborationDepth,omitempty"`
@@ -124,12 +124,12 @@ func (s IdeaState) assigneeText() string {
 	return s.Assignee.Type + " " + s.Assignee.UUID
 }
 
-// row is the idea's row as far as the workflow owns it: the columns repair rewrites and check
-// compares (see ideaColumns).
-func (s IdeaState) row() store.Idea {
+// Projection is the idea's row as far as the workflow owns it: the columns ops repair rewrites and
+// ops check compares (IdeaColumns, with version and change_id).
+func (s IdeaState) Projection() store.Idea {
 	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: s.Status,
 		ElaborationDepth: nilIfBlank(s.ElaborationDepth), ElaborationStatus: nilIfBlank(s.ElaborationStatus),
-		ParentUUID: nilIfBlank(s.ParentUUID), IsContainer: s.IsContainer, CreatedByType: s.CreatedBy.Type,
+		IsContainer: s.IsContainer, CreatedByType: s.CreatedBy.Type,
 		CreatedByUUID: s.CreatedBy.UUID, Version: s.Row.Version, ChangeID: s.Row.ChangeID}
 	if h := s.Assignee; h != nil {
 		at := h.At
@@ -140,7 +140,7 @@ func (s IdeaState) row() store.Idea {
 
 // IdeaColumns are the columns of an idea row its workflow owns (IdeaState.row).
 var IdeaColumns = []string{"title", "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-	"parent_uuid", "is_container", "elaboration_depth", "elaboration_status"}
+	"is_container", "elaboration_depth", "elaboration_status"}
 
 func nilIfBlank(s string) *string {
 	if s == "" {
@@ -326,7 +326,7 @@ func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write,
 
 // set is a change that sets the given columns of the idea to n's values.
 func set(n IdeaState, cols ...string) store.IdeaChange {
-	return store.IdeaChange{Set: n.row(), Columns: cols}
+	return store.IdeaChange{Set: n.Projection(), Columns: cols}
 }
 
 // activity builds an audit row of this idea for the change wr.
@@ -410,7 +410,12 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 		return result(w.state), nil
 	}
 	if in.ParentUUID != nil {
-		if err := w.checkParent(ctx, in.Actor, in.UUID, in.ProjectUUID, *in.ParentUUID); err != nil {
+		lineage, err := w.lineage(ctx, in.Actor, in.UUID, *in.ParentUUID)
+		if err != nil {
+			w.abandoned = true
+			return IdeaResult{}, err
+		}
+		if err := checkParent(in.UUID, in.ProjectUUID, *in.ParentUUID, lineage); err != nil {
 			w.abandoned = true
 			return IdeaResult{}, err
 		}
@@ -418,9 +423,9 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
 	n := IdeaState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
 		Title: strings.TrimSpace(in.Title), Status: string(IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
-		ParentUUID: deref(in.ParentUUID), IsContainer: in.IsContainer, Recent: w.state.Recent}
-	row := n.row()
-	row.Content = emptyToNil(in.Content)
+		IsContainer: in.IsContainer, Recent: w.state.Recent}
+	row := n.Projection()
+	row.Content, row.ParentUUID = emptyToNil(in.Content), in.ParentUUID
 	row.CreatedAt, row.UpdatedAt = wr.At, wr.At
 	if err := w.commit(ctx, n, wr, store.IdeaChange{Insert: &row}); err != nil {
 		w.abandoned = true // nothing was created: end rather than linger as an empty workflow
@@ -429,17 +434,22 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	return result(w.state), nil
 }
 
-// checkParent applies SPEC 4.5 to a proposed parent, reading the lineage from the database.
-func (w *ideaWorkflow) checkParent(ctx workflow.Context, a Actor, ideaUUID, projectUUID, parentUUID string) error {
-	if parentUUID == ideaUUID {
-		return Refuse(KindInvalid, "An idea cannot be its own parent")
-	}
+// lineage reads, for SPEC 4.5, the idea's current parent and what the database knows of a
+// proposed one (parentUUID "" reads only the current parent).
+func (w *ideaWorkflow) lineage(ctx workflow.Context, a Actor, ideaUUID, parentUUID string) (store.Lineage, error) {
 	var acts *activities.Activities
 	var refs store.Lineage
-	err := read(ctx, acts.IdeaLineage, a.CompanyUUID, ideaUUID, parentUUID).Get(ctx, &refs)
+	if err := read(ctx, acts.IdeaLineage, a.CompanyUUID, ideaUUID, parentUUID).Get(ctx, &refs); err != nil {
+		return refs, fmt.Errorf("could not check the parent idea: %w", err)
+	}
+	return refs, nil
+}
+
+// checkParent applies SPEC 4.5 to a proposed parent, given its lineage.
+func checkParent(ideaUUID, projectUUID, parentUUID string, refs store.Lineage) *Error {
 	switch {
-	case err != nil:
-		return fmt.Errorf("could not check the parent idea: %w", err)
+	case parentUUID == ideaUUID:
+		return Refuse(KindInvalid, "An idea cannot be its own parent")
 	case !refs.ParentFound:
 		return Refuse(KindNotFound, "Parent idea not found")
 	case refs.ParentProject != projectUUID:
@@ -545,26 +555,29 @@ func (w *ideaWorkflow) validateEdit(in EditIdeaInput) error {
 	return nil
 }
 
-// edit changes the title, parent and theme flag (state and row) and the content (row only).
-// SPEC 4.5's checks read the lineage first; "reparented" is recorded only for a real move.
+// edit changes the title and theme flag (state and row) and the content and parent (row only).
+// SPEC 4.5's checks read the lineage first, with the current parent, so "reparented" is
+// recorded only for a real move.
 func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult, error) {
-	if in.SetParent && in.ParentUUID != nil {
-		if err := w.checkParent(ctx, in.Actor, w.state.UUID, w.state.ProjectUUID, *in.ParentUUID); err != nil {
-			var e *Error
-			if asError(err, &e) {
-				return IdeaResult{}, Refuse(e.Kind, "Failed to edit Idea: %s", e.Message)
-			}
+	var current *string
+	if in.SetParent {
+		lineage, err := w.lineage(ctx, in.Actor, w.state.UUID, deref(in.ParentUUID))
+		if err != nil {
 			return IdeaResult{}, err
 		}
+		if in.ParentUUID != nil {
+			if err := checkParent(w.state.UUID, w.state.ProjectUUID, *in.ParentUUID, lineage); err != nil {
+				return IdeaResult{}, Refuse(err.Kind, "Failed to edit Idea: %s", err.Message)
+			}
+		}
+		current = lineage.CurrentParent
 	}
 	n, wr := w.next(ctx)
 	var cols, changed []string
 	var acts []store.Activity
-	if in.SetParent && deref(in.ParentUUID) != n.ParentUUID {
-		from := nilIfBlank(n.ParentUUID)
-		n.ParentUUID = deref(in.ParentUUID)
+	if in.SetParent && deref(in.ParentUUID) != deref(current) {
 		cols = append(cols, "parent_uuid")
-		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", map[string]*string{"fromParentUuid": from, "toParentUuid": in.ParentUUID}))
+		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", map[string]*string{"fromParentUuid": current, "toParentUuid": in.ParentUUID}))
 	}
 	if in.Title != nil {
 		n.Title = strings.TrimSpace(*in.Title)
@@ -578,7 +591,7 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 		cols = append(cols, "is_container")
 	}
 	change := set(n, cols...)
-	change.Set.Content = emptyToNil(in.Content)
+	change.Set.Content, change.Set.ParentUUID = emptyToNil(in.Content), in.ParentUUID
 	change.Activities = acts
 	if len(changed) > 0 {
 		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", map[string][]string{"changedFields": changed}))
@@ -777,7 +790,7 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 			change.Columns = []string{"elaboration_status"}
 		}
 	}
-	change.Set = n.row()
+	change.Set = n.Projection()
 	answered := 0
 	for _, q := range r.Questions {
 		if q.Answered {

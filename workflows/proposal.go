@@ -73,8 +73,9 @@ func (s ProposalState) clone() ProposalState {
 
 func (s ProposalState) status() ProposalStatus { return ProposalStatus(s.Status) }
 
-// row is the proposal's row as far as the workflow owns it (ProposalColumns).
-func (s ProposalState) row() store.Proposal {
+// Projection is the proposal's row as far as the workflow owns it (ProposalColumns, with version
+// and change_id).
+func (s ProposalState) Projection() store.Proposal {
 	return store.Proposal{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title,
 		InputType: s.InputType, InputUUIDs: s.InputUUIDs, Status: s.Status, CreatedByType: s.CreatedBy.Type,
 		CreatedByUUID: s.CreatedBy.UUID, ReviewedByUUID: nilIfBlank(s.ReviewedBy), ReviewedAt: s.ReviewedAt,
@@ -264,7 +265,7 @@ func (w *proposalWorkflow) next(ctx workflow.Context) (ProposalState, store.Writ
 
 // change is a write of the given columns of the proposal, from n.
 func (w *proposalWorkflow) change(n ProposalState, cols ...string) store.ProposalChange {
-	return store.ProposalChange{Set: n.row(), Columns: cols}
+	return store.ProposalChange{Set: n.Projection(), Columns: cols}
 }
 
 func (w *proposalWorkflow) activity(n ProposalState, wr store.Write, a Actor, action string, value any) store.Activity {
@@ -346,7 +347,7 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 	n := ProposalState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
 		Title: strings.TrimSpace(in.Title), Status: string(ProposalDraft), InputType: in.InputType, InputUUIDs: inputs,
 		CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID}, Recent: w.state.Recent}
-	row := n.row()
+	row := n.Projection()
 	row.Description, row.CreatedAt, row.UpdatedAt = in.Description, wr.At, wr.At
 	if err := w.persist(ctx, n, wr, store.ProposalChange{Insert: &row}); err != nil {
 		w.abandoned = true // nothing was created: end rather than linger as an empty workflow

@@ -106,8 +106,9 @@ func (s TaskState) assigneeText() string {
 	return s.Assignee.UUID
 }
 
-// row is the task's row as far as the workflow owns it (TaskColumns).
-func (s TaskState) row() store.Task {
+// Projection is the task's row as far as the workflow owns it (TaskColumns, with version and
+// change_id).
+func (s TaskState) Projection() store.Task {
 	t := store.Task{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, ProposalUUID: nilIfBlank(s.ProposalUUID),
 		Title: s.Title, Status: s.Status, Priority: s.Priority, CreatedByType: s.CreatedBy.Type, CreatedByUUID: s.CreatedBy.UUID,
 		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
@@ -311,7 +312,7 @@ func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, store.Write) {
 
 // change is a write of the given columns of the task, from n.
 func (w *taskWorkflow) change(n TaskState, cols ...string) store.TaskChange {
-	return store.TaskChange{Set: n.row(), Columns: cols}
+	return store.TaskChange{Set: n.Projection(), Columns: cols}
 }
 
 func (w *taskWorkflow) activity(n TaskState, wr store.Write, a Actor, action string, value any, session ...*string) store.Activity {
@@ -538,7 +539,7 @@ func BlockedError(blockers []store.TaskLink) *Error {
 func move(n *TaskState, c *store.TaskChange, to TaskStatus) {
 	from := n.status()
 	n.Status = string(to)
-	c.Set = n.row()
+	c.Set = n.Projection()
 	if !slices.Contains(c.Columns, "status") {
 		c.Columns = append(c.Columns, "status")
 	}
@@ -641,7 +642,7 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 		c.CountAddedDepsIn = action
 	}
 	desc, points := c.Set.Description, c.Set.StoryPoints
-	c.Set = n.row()
+	c.Set = n.Projection()
 	c.Set.Description, c.Set.StoryPoints = desc, points
 	out, err := w.commit(ctx, n, wr, c)
 	if err != nil {

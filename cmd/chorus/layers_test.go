@@ -24,7 +24,8 @@ func TestImportDirection(t *testing.T) {
 		"workflows/wftest":    {"workflows", "workflows/devserver"},
 		"workflows/devserver": {"workflows"},
 		"mcp":                 {"perm", "store", "workflows"},
-		"cmd/chorus":          {"activities", "mcp", "perm", "store", "workflows", "workflows/devserver"},
+		"ops":                 {"store", "workflows"},
+		"cmd/chorus":          {"activities", "mcp", "ops", "perm", "store", "workflows", "workflows/devserver"},
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)

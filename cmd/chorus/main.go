@@ -6,6 +6,7 @@
 //	chorus agent create|list            agents and their first API key
 //	chorus key create|list|revoke       API keys
 //	chorus mcp tools|call               an MCP client for shells and scripts
+//	chorus ops check|repair             compare workflows with their rows, and make them agree
 //
 // This package is wiring only: configuration, subcommands, process lifecycle.
 package main
@@ -65,7 +66,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
-	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newMCPCmd(g))
+	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newMCPCmd(g), newOpsCmd(g))
 	return root
 }
 

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+func newOpsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ops",
+		Short: "Check that every workflow agrees with its rows, and repair those that do not",
+		Long: `Check and repair the projection of workflows onto database rows (docs/write-path.md).
+
+Both need the database (--data-dir, or CHORUS_DATABASE_URL) and a Temporal server with Chorus's
+workers running (TEMPORAL_ADDRESS, default 127.0.0.1:7233 as chorus dev uses; TEMPORAL_NAMESPACE):
+they read each workflow's state through its "state" query. Both are safe on a live system.`,
+	}
+	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g))
+	return cmd
+}
+
+type opsOptions struct {
+	temporalAddress string
+	namespace       string
+	asJSON          bool
+	all             bool
+	dryRun          bool
+}
+
+func (o *opsOptions) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.temporalAddress, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		"Temporal frontend (env TEMPORAL_ADDRESS)")
+	cmd.Flags().StringVar(&o.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
+		"Temporal namespace (env TEMPORAL_NAMESPACE)")
+}
+
+// open connects to the store and Temporal for an ops command; close releases both.
+func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), error) {
+	st, err := g.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tc, err := dialTemporal(ctx, quiet, o.temporalAddress, o.namespace, 10*time.Second)
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, err
+	}
+	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, "")}, func() { tc.Close(); _ = st.Close() }, nil
+}
+
+func newOpsCheckCmd(g *globals) *cobra.Command {
+	o := opsOptions{}
+	cmd := &cobra.Command{
+		Use:   "check [WORKFLOW_ID]",
+		Short: "List every workflow that disagrees with its rows; exit 1 when there is one",
+		Long: `Compare every idea, proposal and task workflow (or just WORKFLOW_ID, e.g. task/<uuid>) with its
+rows and list each disagreement:
+
+  diverged          the workflow runs and a column it owns differs from the row (shown per column)
+  missing-workflow  the row exists and its workflow was never started
+  closed-workflow   the row exists and its workflow's last run ended (terminated, failed, ...)
+  missing-row       the workflow runs and holds the entity, but its row is missing
+
+Exit status: 0 when everything agrees, 1 when something does not, 2 when the check could not run.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			only := ""
+			if len(args) == 1 {
+				only = args[0]
+			}
+			return runCheck(cmd.Context(), g, o, only, cmd.OutOrStdout())
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the findings as JSON")
+	return cmd
+}
+
+func runCheck(ctx context.Context, g *globals, o opsOptions, only string, out io.Writer) error {
+	x, closeAll, err := o.open(ctx, g)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	defer closeAll()
+	found, err := x.Check(ctx, only)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	if o.asJSON {
+		if found == nil {
+			found = []ops.Finding{}
+		}
+		if err := writeJSON(out, found); err != nil {
+			return err
+		}
+	} else {
+		printFindings(out, found)
+	}
+	if len(found) > 0 {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+func printFindings(out io.Writer, found []ops.Finding) {
+	if len(found) == 0 {
+		fmt.Fprintln(out, "clean: every workflow agrees with its rows")
+		return
+	}
+	kinds := map[string]int{}
+	for _, f := range found {
+		kinds[f.Kind]++
+		fmt.Fprintf(out, "%s  %s  %s\n", f.WorkflowID, f.Kind, f.Detail)
+		for _, d := range f.Differences {
+			fmt.Fprintf(out, "    %s: row %s, workflow %s\n", d.Column, d.Row, d.Workflow)
+		}
+	}
+	var parts []string
+	for _, k := range []string{ops.Diverged, ops.MissingWorkflow, ops.ClosedWorkflow, ops.MissingRow} {
+		if kinds[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+		}
+	}
+	fmt.Fprintf(out, "%d finding(s): %s. Repair them with: chorus ops repair --all\n", len(found), strings.Join(parts, ", "))
+}
+
+func newOpsRepairCmd(g *globals) *cobra.Command {
+	o := opsOptions{}
+	cmd := &cobra.Command{
+		Use:   "repair WORKFLOW_ID | --all",
+		Short: "Make workflows and rows agree again (the running workflow is the truth)",
+		Long: `Repair what "chorus ops check" finds, for one workflow (e.g. idea/<uuid>) or --all:
+
+  diverged, missing-row               the row is rewritten from the running workflow's state (the
+                                      columns it owns, version and change_id): use this after a
+                                      "temporal workflow reset", which rolls a workflow back
+  missing-workflow, closed-workflow   a new run of the workflow is started from the rows, so the
+                                      entity takes commands again
+
+It checks first, repairs each finding, checks again, and exits 1 if anything still disagrees.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == o.all {
+				return errors.New("name one workflow id (e.g. task/<uuid>) or pass --all")
+			}
+			only := ""
+			if len(args) == 1 {
+				only = args[0]
+				if _, _, err := workflows.ParseWorkflowID(only); err != nil {
+					return err
+				}
+			}
+			return runRepair(cmd.Context(), g, o, only, cmd.OutOrStdout())
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().BoolVar(&o.all, "all", false, "repair every finding")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "only say what would be repaired")
+	return cmd
+}
+
+func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out io.Writer) error {
+	x, closeAll, err := o.open(ctx, g)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	defer closeAll()
+	found, err := x.Check(ctx, only)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	if len(found) == 0 {
+		fmt.Fprintln(out, "clean: nothing to repair")
+		return nil
+	}
+	for _, f := range found {
+		if o.dryRun {
+			fmt.Fprintf(out, "%s  %s: would repair (%s)\n", f.WorkflowID, f.Kind, f.Detail)
+			continue
+		}
+		did, err := x.Repair(ctx, f)
+		if err != nil {
+			fmt.Fprintf(out, "%s  %s: repair failed: %v\n", f.WorkflowID, f.Kind, err)
+			continue
+		}
+		fmt.Fprintf(out, "%s  %s: %s\n", f.WorkflowID, f.Kind, did)
+	}
+	if o.dryRun {
+		return exitError{code: 1}
+	}
+	// A restarted workflow answers its state query once a worker has picked it up.
+	var left []ops.Finding
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		left, err = x.Check(ctx, only)
+		if err == nil && len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		return exitWith(2, err)
+	}
+	if len(left) > 0 {
+		fmt.Fprintln(out, "still disagreeing after the repair:")
+		printFindings(out, left)
+		return exitError{code: 1}
+	}
+	fmt.Fprintln(out, "clean: every workflow agrees with its rows")
+	return nil
+}
+
+// exitWith prints err and ends the process with code.
+func exitWith(code int, err error) error {
+	fmt.Fprintln(os.Stderr, "chorus:", err)
+	return exitError{code: code}
+}

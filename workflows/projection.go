@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/chorus-dev/chorus/store"
+)
+
+// What ops check and ops repair need of the workflows (docs/write-path.md, "Check and
+// repair"): the state each workflow would start from, given its rows, and a way to start it.
+
+// IdeaStateFromRows is the state an idea's workflow starts from when ops repair restarts it:
+// the idea's row and its rounds with their questions.
+func IdeaStateFromRows(i store.Idea, rounds []store.ElaborationRound) IdeaState {
+	s := IdeaState{Created: true, UUID: i.UUID, CompanyUUID: i.CompanyUUID, ProjectUUID: i.ProjectUUID, Title: i.Title,
+		Status: i.Status, IsContainer: i.IsContainer,
+		ElaborationDepth: deref(i.ElaborationDepth), ElaborationStatus: deref(i.ElaborationStatus),
+		CreatedBy: Party{Type: i.CreatedByType, UUID: i.CreatedByUUID}, Row: RowMark{Version: i.Version, ChangeID: i.ChangeID}}
+	if i.AssigneeUUID != nil {
+		s.Assignee = &Holder{Type: deref(i.AssigneeType), UUID: *i.AssigneeUUID, By: i.AssignedByUUID}
+		if i.AssignedAt != nil {
+			s.Assignee.At = *i.AssignedAt
+		}
+	}
+	for _, r := range rounds {
+		rs := RoundState{UUID: r.UUID, Number: r.RoundNumber, Status: r.Status}
+		for _, q := range r.Questions {
+			qs := QuestionState{UUID: q.UUID, ID: fingerprint(q.QuestionID), Required: q.Required, Answered: q.AnsweredAt != nil}
+			for _, o := range q.Options {
+				qs.Options = append(qs.Options, fingerprint(o.ID))
+			}
+			rs.Questions = append(rs.Questions, qs)
+		}
+		s.Rounds = append(s.Rounds, rs)
+	}
+	return s
+}
+
+// ProposalStateFromRow is the state a proposal's workflow starts from when ops repair restarts
+// it. Approvals counts from zero again: approval ids derive from the approval's change, not the
+// count.
+func ProposalStateFromRow(p store.Proposal) ProposalState {
+	s := ProposalState{Created: true, UUID: p.UUID, CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID, Title: p.Title,
+		Status: p.Status, InputType: p.InputType, InputUUIDs: p.InputUUIDs, CreatedBy: Party{Type: p.CreatedByType, UUID: p.CreatedByUUID},
+		ReviewedBy: deref(p.ReviewedByUUID), ReviewedAt: p.ReviewedAt, Row: RowMark{Version: p.Version, ChangeID: p.ChangeID}}
+	if s.InputUUIDs == nil {
+		s.InputUUIDs = []string{}
+	}
+	for _, d := range p.DocumentDrafts {
+		s.Documents = append(s.Documents, d.UUID)
+	}
+	for _, t := range p.TaskDrafts {
+		s.Tasks = append(s.Tasks, t.UUID)
+	}
+	return s
+}
+
+// StartFromState starts a new run of an entity's workflow from state (an IdeaState,
+// ProposalState or TaskState), for ops repair: the workflow is missing, or its last run ended
+// (terminated, failed). It refuses when a run is still open.
+func (c *Client) StartFromState(ctx context.Context, state any) (string, error) {
+	var id, typ string
+	var run any
+	var attrs = func(e Entity, project, status string) client.StartWorkflowOptions {
+		return client.StartWorkflowOptions{TypedSearchAttributes: initialAttributes(e, project, status)}
+	}
+	var opts client.StartWorkflowOptions
+	switch s := state.(type) {
+	case IdeaState:
+		id, typ, run, opts = IdeaID(s.UUID), IdeaWorkflowName, IdeaRun{State: &s}, attrs(EntityIdea, s.ProjectUUID, s.Status)
+		opts.StaticSummary, opts.Memo = "Idea: "+s.Title, map[string]any{"title": s.Title}
+	case ProposalState:
+		id, typ, run, opts = ProposalID(s.UUID), ProposalWorkflowName, ProposalRun{State: &s}, attrs(EntityProposal, s.ProjectUUID, s.Status)
+		opts.StaticSummary, opts.Memo = "Proposal: "+s.Title, map[string]any{"title": s.Title}
+	case TaskState:
+		id, typ, run, opts = TaskID(s.UUID), TaskWorkflowName, TaskRun{State: &s}, attrs(EntityTask, s.ProjectUUID, s.Status)
+		opts.StaticSummary, opts.Memo = "Task: "+s.Title, map[string]any{"title": s.Title}
+	default:
+		return "", fmt.Errorf("no workflow starts from a %T", state)
+	}
+	opts.ID, opts.TaskQueue = id, c.TaskQueue
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	r, err := c.Temporal.ExecuteWorkflow(ctx, opts, typ, run)
+	if err != nil {
+		return "", fmt.Errorf("start %s: %w", id, err)
+	}
+	return r.GetRunID(), nil
+}
