@@ -89,7 +89,11 @@ func startEnv(t testing.TB, dialect string, o envOptions) *env {
 		OwnerEmail: "owner@example.com", AgentName: "Admin Agent"})
 	require.NoError(t, err)
 	e.adminKey, e.company, e.owner = boot.Key, boot.Company.UUID, boot.Owner.UUID
-	e.deps = &Deps{Store: e.st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), CallTimeout: o.callTimeout}
+	var logs io.Writer = io.Discard
+	if os.Getenv("CHORUS_TEST_LOG") != "" { // see what a failing test's server logged
+		logs = os.Stderr
+	}
+	e.deps = &Deps{Store: e.st, Log: slog.New(slog.NewTextHandler(logs, nil)), CallTimeout: o.callTimeout}
 	if o.flows {
 		e.tc = o.temporal
 		if e.tc == nil {

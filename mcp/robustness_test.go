@@ -9,10 +9,12 @@ import (
 	"sync"
 	"testing"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Inputs found by trying the product the way users (and careless agents) do. Each used to end
@@ -350,4 +352,129 @@ func TestEquivalentCallsAreOneCall(t *testing.T) {
 	ok(t, admin, "chorus_list_tasks", map[string]any{"projectUuid": project, "page": "+1", "pageSize": "1e1"}, &list)
 	require.Equal(t, 10, list.PageSize)
 	e.requireAgreement()
+}
+
+// cases/04: no sequence of schema-valid calls pushes a payload, a history or a continue-as-new
+// input past Temporal's limits. A call too large for one payload is refused up front, naming
+// the limit; a long sequence keeps the workflow's state small, and the idea stays usable.
+func TestPayloadsStayWithinTemporalLimits(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	emoji := func(n int) string { return strings.Repeat("\U0001F600", n) }
+
+	// A: six tasks of 100,000 emoji each: every field within its schema, the call far over budget.
+	var tasks []map[string]any
+	for i := range 6 {
+		tasks = append(tasks, map[string]any{"title": fmt.Sprintf("T%d", i), "description": emoji(100_000),
+			"acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}})
+	}
+	msg := fails(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": tasks})
+	require.Contains(t, msg, "one call may carry at most 524288 (512 KiB)")
+	var list TaskList
+	ok(t, admin, "chorus_list_tasks", map[string]any{"projectUuid": project}, &list)
+	require.Equal(t, 0, list.Total, "nothing half-created")
+
+	// B: a 500-emoji title, 100,000-emoji content, then ten rounds of fifteen questions with five
+	// options, every id about 500 characters, each round answered.
+	var created CreatedIdea
+	ok(t, admin, "chorus_pm_create_idea", map[string]any{"projectUuid": project, "title": emoji(500), "content": emoji(100_000)}, &created)
+	idea := created.UUID
+	ok(t, admin, "chorus_claim_idea", map[string]any{"ideaUuid": idea}, nil)
+	longID := func(round, q, o int) string { return fmt.Sprintf("%02d-%02d-%d-%s", round, q, o, emoji(490)) }
+	for round := range 10 {
+		var questions []map[string]any
+		var answers []map[string]any
+		for q := range 15 {
+			var options []map[string]any
+			for o := range 5 {
+				options = append(options, map[string]any{"id": longID(round, q, o), "label": fmt.Sprintf("Option %d", o)})
+			}
+			questions = append(questions, map[string]any{"id": longID(round, q, 9), "text": "Which?", "category": "scope", "options": options})
+			answers = append(answers, map[string]any{"questionId": longID(round, q, 9), "selectedOptionId": longID(round, q, 0), "customText": nil})
+		}
+		ok(t, admin, "chorus_pm_start_elaboration", map[string]any{"ideaUuid": idea, "depth": "comprehensive", "questions": questions}, nil)
+		ok(t, admin, "chorus_answer_elaboration", map[string]any{"ideaUuid": idea, "answers": answers}, nil)
+	}
+
+	// The workflow's state, which continue-as-new carries, stays small.
+	v, err := e.tc.QueryWorkflow(context.Background(), workflows.IdeaID(idea), "", workflows.QueryState)
+	require.NoError(t, err)
+	var raw json.RawMessage
+	require.NoError(t, v.Get(&raw))
+	t.Logf("idea state after 10 rounds of 15 questions with 500-character ids: %d bytes", len(raw))
+	require.Less(t, len(raw), 64<<10, "state stays far below Temporal's 2 MB payload limit")
+	desc, err := e.tc.DescribeWorkflowExecution(context.Background(), workflows.IdeaID(idea), "")
+	require.NoError(t, err)
+	require.Less(t, desc.GetWorkflowExecutionInfo().GetHistorySizeBytes(), int64(16<<20), "the run's history stays bounded")
+
+	// And the idea still takes every command.
+	ok(t, admin, "chorus_edit_idea", map[string]any{"ideaUuid": idea, "title": "Shorter"}, nil)
+	ok(t, admin, "chorus_pm_validate_elaboration", map[string]any{"ideaUuid": idea}, nil)
+	e.requireAgreement()
+	res := call(t, admin, "chorus_admin_delete_idea", map[string]any{"ideaUuid": idea})
+	require.False(t, res.IsError, text(res))
+	require.Equal(t, "Idea not found", fails(t, admin, "chorus_get_idea", map[string]any{"ideaUuid": idea}))
+}
+
+// cases/06: a check-then-write invariant holds under concurrent calls on PostgreSQL as on
+// SQLite: one report per proposal unless forced, and no dependency cycle from two concurrent
+// edits.
+func TestConcurrentGuardsHoldOnEveryDatabase(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		pm2 := e.pmWithIdeaAdmin("PM2")
+		project := createProject(t, admin, "Apollo")
+		idea := elaboratedIdea(t, pm, admin, project, "Idea")
+		proposal, _ := fullProposal(t, pm, project, idea)
+		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+		var pv ProposalView
+		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+
+		var wg sync.WaitGroup
+		results := make([]*mcpsdk.CallToolResult, 6)
+		for i := range results {
+			s := pm
+			if i%2 == 1 {
+				s = pm2
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = call(t, s, "chorus_create_report", map[string]any{"proposalUuid": proposal,
+					"title": fmt.Sprintf("Report %d", i), "content": "done"})
+			}()
+		}
+		wg.Wait()
+		succeeded := 0
+		for _, r := range results {
+			if !r.IsError {
+				succeeded++
+			} else {
+				require.Contains(t, text(r), "A report already exists for this proposal")
+			}
+		}
+		require.Equal(t, 1, succeeded, "exactly one report")
+
+		// Two tasks made to depend on each other at the same moment: one edge, one cycle warning.
+		a, b := pv.MaterializedTasks[0].TaskUUID, pv.MaterializedTasks[2].TaskUUID
+		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": pv.MaterializedTasks[1].TaskUUID,
+			"removeDependsOn": []string{a}}, nil)
+		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": b, "removeDependsOn": []string{pv.MaterializedTasks[1].TaskUUID}}, nil)
+		var va, vb TaskView
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": a, "addDependsOn": []string{b}}, &va)
+		}()
+		go func() {
+			defer wg.Done()
+			ok(t, pm, "chorus_update_task", map[string]any{"taskUuid": b, "addDependsOn": []string{a}}, &vb)
+		}()
+		wg.Wait()
+		require.Equal(t, 1, len(va.Warnings)+len(vb.Warnings), "one of the two edges would close a cycle")
+		require.Contains(t, strings.Join(append(va.Warnings, vb.Warnings...), " "), "cycle")
+		e.requireAgreement()
+	})
 }

@@ -131,7 +131,11 @@ func transient(err error) bool {
 	var unavailable *serviceerror.Unavailable
 	var timeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
 	var aborted *serviceerror.Aborted
+	var deadline *serviceerror.DeadlineExceeded
+	var canceled *serviceerror.Canceled
 	switch {
+	case errors.As(err, &deadline), errors.As(err, &canceled):
+		return true
 	case errors.As(err, &exhausted), errors.As(err, &unavailable), errors.As(err, &aborted):
 		return true
 	case errors.As(err, &timeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

@@ -65,11 +65,17 @@ var nonRetryable = []string{string(KindNotFound), string(KindConflict), string(K
 // so a database outage delays a command instead of failing it.
 func read(ctx workflow.Context, activity any, args ...any) workflow.Future {
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
+		// Without a schedule-to-close timeout the SDK stops retrying after the start-to-close one.
+		ScheduleToCloseTimeout: readPatience,
+		StartToCloseTimeout:    10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2,
 			MaximumInterval: 10 * time.Second, NonRetryableErrorTypes: nonRetryable},
 	}), activity, args...)
 }
+
+// readPatience is how long a guard's read keeps retrying: longer than any outage worth riding
+// out, so in practice until the database answers.
+const readPatience = 7 * 24 * time.Hour
 
 // registerUpdate registers one command as a workflow update named after its tool. The validator
 // runs first and cheaply (a rejection writes nothing to history); the handler takes the

@@ -32,6 +32,7 @@ type ActivityFaults struct {
 
 	mu        sync.Mutex
 	failAfter map[string]int
+	before    map[string][]func()
 	after     map[string][]func()
 	runs      map[string]int
 	injected  map[string]int
@@ -40,7 +41,7 @@ type ActivityFaults struct {
 // NewActivityFaults returns an interceptor with nothing armed: every activity runs and reports
 // normally, and is counted.
 func NewActivityFaults() *ActivityFaults {
-	return &ActivityFaults{failAfter: map[string]int{}, after: map[string][]func(){}, runs: map[string]int{},
+	return &ActivityFaults{failAfter: map[string]int{}, before: map[string][]func(){}, after: map[string][]func(){}, runs: map[string]int{},
 		injected: map[string]int{}}
 }
 
@@ -68,6 +69,15 @@ func (f *ActivityFaults) OnceAfter(name string, hook func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.after[name] = append(f.after[name], hook)
+}
+
+// OnceBefore arms the next execution of the named activity on this worker to call hook just
+// before it runs, e.g. to take the database down under a write that is about to happen. Hooks
+// armed several times run on successive executions, in order.
+func (f *ActivityFaults) OnceBefore(name string, hook func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.before[name] = append(f.before[name], hook)
 }
 
 // Runs is how many executions of the named activity this worker has finished (successes and
@@ -100,9 +110,18 @@ type faultyActivity struct {
 func (a *faultyActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	info := activity.GetInfo(ctx)
 	name := info.ActivityType.Name
+	f := a.f
+	f.mu.Lock()
+	if hooks := f.before[name]; len(hooks) > 0 {
+		hook := hooks[0]
+		f.before[name] = hooks[1:]
+		f.mu.Unlock()
+		hook()
+	} else {
+		f.mu.Unlock()
+	}
 	out, err := a.Next.ExecuteActivity(ctx, in)
 
-	f := a.f
 	f.mu.Lock()
 	f.runs[name]++
 	if err != nil {
