@@ -213,16 +213,16 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 }
 
 // ideaUpdate gates an idea (editor on its project, SPEC 5.3) and sends one update to its workflow.
-func ideaUpdate(ctx context.Context, d *Deps, call *Call, ideaUUID, update string, in any) (workflows.IdeaResult, error) {
+func ideaUpdate[In any](ctx context.Context, d *Deps, call *Call, ideaUUID string, cmd workflows.Command[In, workflows.IdeaResult], in In) (workflows.IdeaResult, error) {
 	if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, ideaUUID, store.AccessEditor); err != nil {
 		return workflows.IdeaResult{}, err
 	}
-	return d.Flows.IdeaUpdate(ctx, flowCall(call), ideaUUID, update, actor(call.Who), in)
+	return workflows.Send(ctx, d.Flows, cmd, ideaUUID, flowCall(call), call.Who.Caller.AgentUUID, in)
 }
 
 // roundUpdate is ideaUpdate for the elaboration updates, returning the round they touched.
-func roundUpdate(ctx context.Context, d *Deps, call *Call, ideaUUID, update string, in any) (RoundView, error) {
-	res, err := ideaUpdate(ctx, d, call, ideaUUID, update, in)
+func roundUpdate[In any](ctx context.Context, d *Deps, call *Call, ideaUUID string, cmd workflows.Command[In, workflows.IdeaResult], in In) (RoundView, error) {
+	res, err := ideaUpdate(ctx, d, call, ideaUUID, cmd, in)
 	if err != nil {
 		return RoundView{}, err
 	}
@@ -234,9 +234,9 @@ func roundUpdate(ctx context.Context, d *Deps, call *Call, ideaUUID, update stri
 }
 
 // ideaCommand is a tool that sends one actor-only update and returns the updated Idea JSON.
-func ideaCommand(update string) func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
+func ideaCommand(cmd workflows.Command[workflows.IdeaCommand, workflows.IdeaResult]) func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
 	return func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), update, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), cmd, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return IdeaView{}, err
 		}
 		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
@@ -247,14 +247,14 @@ var claimIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_claim_idea", Title: "Claim an idea", Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Claim an open idea: you become its assignee and it moves to elaborating. Refused when someone holds it " +
 		"or its elaboration is already resolved.",
-	Run: ideaCommand(workflows.UpdateClaimIdea),
+	Run: ideaCommand(workflows.ClaimIdea),
 }
 
 var releaseIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_release_idea", Title: "Release an idea", Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Give up an idea you hold: it returns to open with no assignee and its elaboration depth and status are " +
 		"cleared (rounds are kept). Only the assignee can release, and not once elaboration is resolved.",
-	Run: ideaCommand(workflows.UpdateReleaseIdea),
+	Run: ideaCommand(workflows.ReleaseIdea),
 }
 
 // EditIdeaIn is chorus_edit_idea's input.
@@ -292,7 +292,7 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 			}
 		}
 		a := actor(call.Who)
-		_, err = d.Flows.IdeaUpdate(ctx, flowCall(call), string(in.IdeaUUID), workflows.UpdateEditIdea, a, workflows.EditIdeaInput{
+		_, err = workflows.Send(ctx, d.Flows, workflows.EditIdea, string(in.IdeaUUID), flowCall(call), a.UUID, workflows.EditIdeaInput{
 			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID.Set, ParentUUID: (*string)(in.ParentUUID.Value),
 			IsContainer: in.IsContainer})
 		if err != nil {
@@ -319,7 +319,7 @@ var adminDeleteIdea = tool[IdeaIn, textResult]{
 	Desc: "Delete an idea and its elaboration. Its direct children become top-level ideas; proposals that used it " +
 		"as an input are left as they are.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (textResult, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateDeleteIdea, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.DeleteIdea, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Idea %s deleted", in.IdeaUUID)), nil
@@ -365,7 +365,7 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 			}
 			cmd.Questions = append(cmd.Questions, qi)
 		}
-		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateStartElaboration, cmd)
+		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.StartElaboration, cmd)
 	},
 }
 
@@ -393,7 +393,7 @@ var answerElaboration = tool[AnswerElaborationIn, RoundView]{
 		for _, x := range in.Answers {
 			cmd.Answers = append(cmd.Answers, workflows.AnswerInput{QuestionID: x.QuestionID, SelectedOptionID: x.SelectedOptionID, CustomText: x.CustomText})
 		}
-		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateAnswerElaboration, cmd)
+		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.AnswerElaboration, cmd)
 	},
 }
 
@@ -402,7 +402,7 @@ var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
 	Desc: "Resolve an idea's elaboration once every round is answered: the idea becomes elaborated and ready for a " +
 		"proposal. Only the idea's assignee can resolve.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.ValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return ElaborationView{}, err
 		}
 		return elaborationOf(ctx, d, call.Who, string(in.IdeaUUID))
@@ -427,7 +427,7 @@ var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
 	Desc: "Mark an idea you hold as clear enough without questions: elaboration is resolved at minimal depth and " +
 		"the idea becomes elaborated. Only from elaborating.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SkipElaborationIn) (SkippedElaboration, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.UpdateSkipElaboration,
+		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.SkipElaboration,
 			workflows.SkipElaborationInput{Actor: actor(call.Who), Reason: in.Reason}); err != nil {
 			return SkippedElaboration{}, err
 		}

@@ -356,7 +356,7 @@ var pmSubmitProposal = tool[ProposalIn, StatusOut]{
 			return StatusOut{}, err
 		}
 		a := actor(call.Who)
-		res, err := d.Flows.ProposalUpdate(ctx, flowCall(call), string(in.ProposalUUID), workflows.UpdateSubmitProposal, a, workflows.ProposalCommand{Actor: a})
+		res, err := workflows.Send(ctx, d.Flows, workflows.SubmitProposal, string(in.ProposalUUID), flowCall(call), a.UUID, workflows.ProposalCommand{Actor: a})
 		if err != nil {
 			return StatusOut{}, err
 		}
@@ -383,11 +383,12 @@ type AddDocumentDraftIn struct {
 }
 
 // draftUpdate gates the proposal and sends one draft update.
-func draftUpdate(ctx context.Context, d *Deps, call *Call, proposalUUID, update, action string, in any) (DraftOut, error) {
+func draftUpdate[In any](ctx context.Context, d *Deps, call *Call, proposalUUID string, cmd workflows.Command[In, workflows.ProposalResult],
+	action string, in In) (DraftOut, error) {
 	if _, _, err := proposalAccess(ctx, d, call, proposalUUID); err != nil {
 		return DraftOut{}, err
 	}
-	res, err := d.Flows.ProposalUpdate(ctx, flowCall(call), proposalUUID, update, actor(call.Who), in)
+	res, err := workflows.Send(ctx, d.Flows, cmd, proposalUUID, flowCall(call), call.Who.Caller.AgentUUID, in)
 	if err != nil {
 		return DraftOut{}, err
 	}
@@ -398,7 +399,7 @@ var pmAddDocumentDraft = tool[AddDocumentDraftIn, DraftOut]{
 	Name: "chorus_pm_add_document_draft", Title: "Add a document draft", Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Add a document draft (prd, tech_design, adr, spec, guide or report) to a draft proposal. Approval turns it into a document.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddDocumentDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateAddDocumentDraft, "document_draft_added",
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.AddDocumentDraft, "document_draft_added",
 			workflows.DocumentDraftInput{Actor: actor(call.Who), Type: &in.Type, Title: &in.Title, Content: &in.Content})
 	},
 }
@@ -416,7 +417,7 @@ var pmUpdateDocumentDraft = tool[UpdateDocumentDraftIn, DraftOut]{
 	Name: "chorus_pm_update_document_draft", Title: "Update a document draft", Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
 	Desc: "Change a document draft of a draft proposal; fields you leave out keep their value.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateUpdateDocumentDraft, "document_draft_updated",
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateDocumentDraft, "document_draft_updated",
 			workflows.DocumentDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Type: in.Type, Title: in.Title, Content: in.Content})
 	},
 }
@@ -452,7 +453,7 @@ var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
 	Desc: "Add a task draft to a draft proposal, with at least one acceptance criterion and, optionally, the task " +
 		"drafts it depends on. Approval turns it into a task with the same criteria and dependencies.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddTaskDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateAddTaskDraft, "task_draft_added",
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.AddTaskDraft, "task_draft_added",
 			workflows.TaskDraftInput{Actor: actor(call.Who), Title: &in.Title, Description: in.Description,
 				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind, SetCriteria: true,
 				Criteria: criteria(in.AcceptanceCriteriaItems), SetDependsOn: true, DependsOn: uuidStrings(in.DependsOnDraftUUIDs)})
@@ -477,7 +478,7 @@ var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
 	Desc: "Change a task draft of a draft proposal; fields you leave out keep their value, and acceptance " +
 		"criteria or dependencies you give replace the old ones.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateUpdateTaskDraft, "task_draft_updated",
+		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateTaskDraft, "task_draft_updated",
 			workflows.TaskDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Title: in.Title, Description: in.Description,
 				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind,
 				SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
@@ -495,7 +496,7 @@ var pmRemoveDocumentDraft = tool[RemoveDraftIn, DraftOut]{
 	Name: "chorus_pm_remove_document_draft", Title: "Remove a document draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
 	Desc: "Remove a document draft from a draft proposal (an unknown draft is a no-op).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
-		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRemoveDocumentDraft, "document_draft_removed",
+		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.RemoveDocumentDraft, "document_draft_removed",
 			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
 		out.DraftTitle = ""
 		return out, err
@@ -506,7 +507,7 @@ var pmRemoveTaskDraft = tool[RemoveDraftIn, DraftOut]{
 	Name: "chorus_pm_remove_task_draft", Title: "Remove a task draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
 	Desc: "Remove a task draft from a draft proposal and from every other draft's dependencies (an unknown draft is a no-op).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
-		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRemoveTaskDraft, "task_draft_removed",
+		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.RemoveTaskDraft, "task_draft_removed",
 			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
 		out.DraftTitle = ""
 		return out, err
@@ -527,20 +528,21 @@ type OptionalReviewIn struct {
 	ReviewNote   *string `json:"reviewNote,omitempty" jsonschema:"a note for the proposal's author"`
 }
 
-func reviewCommand(ctx context.Context, d *Deps, call *Call, proposalUUID, update string, note *string) (workflows.ProposalResult, error) {
+func reviewCommand(ctx context.Context, d *Deps, call *Call, proposalUUID string, cmd workflows.Command[workflows.ProposalCommand, workflows.ProposalResult],
+	note *string) (workflows.ProposalResult, error) {
 	if _, _, err := proposalAccess(ctx, d, call, proposalUUID); err != nil {
 		return workflows.ProposalResult{}, err
 	}
 	a := actor(call.Who)
 	a.ProposalAdmin = call.Who.Perms.Has(perm.ProposalAdmin)
-	return d.Flows.ProposalUpdate(ctx, flowCall(call), proposalUUID, update, a, workflows.ProposalCommand{Actor: a, ReviewNote: note})
+	return workflows.Send(ctx, d.Flows, cmd, proposalUUID, flowCall(call), a.UUID, workflows.ProposalCommand{Actor: a, ReviewNote: note})
 }
 
 var pmRejectProposal = tool[ReviewIn, StatusOut]{
 	Name: "chorus_pm_reject_proposal", Title: "Reject a proposal", Perm: perm.ProposalWrite, Effect: destroys,
 	Desc: "Send a pending proposal back to draft with a review note. Only its author can, unless you hold proposal:admin.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRejectProposal, &in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RejectProposal, &in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
 	},
 }
@@ -549,7 +551,7 @@ var adminCloseProposal = tool[ReviewIn, StatusOut]{
 	Name: "chorus_admin_close_proposal", Title: "Close a proposal", Perm: perm.ProposalAdmin, Effect: destroys,
 	Desc: "Close a pending proposal for good, with a review note. A closed proposal cannot change again.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateCloseProposal, &in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.CloseProposal, &in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
 	},
 }
@@ -559,7 +561,7 @@ var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
 	Desc: "Approve a pending proposal: in one transaction its document drafts become documents and its task drafts " +
 		"become open tasks with their acceptance criteria and dependencies. Returns what was created.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (ProposalView, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateApproveProposal, in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.ApproveProposal, in.ReviewNote)
 		if err != nil {
 			return ProposalView{}, err
 		}
@@ -600,7 +602,7 @@ var pmRevokeProposal = tool[OptionalReviewIn, Revoked]{
 		"returns to draft with its drafts intact, ready to be changed and submitted again. Only its author can, " +
 		"unless you hold proposal:admin.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (Revoked, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.UpdateRevokeProposal, in.ReviewNote)
+		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RevokeProposal, in.ReviewNote)
 		if err != nil {
 			return Revoked{}, err
 		}

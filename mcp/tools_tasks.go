@@ -161,11 +161,11 @@ func taskHints(v TaskView, mine bool) []string {
 }
 
 // taskCommand gates a task (editor), sends one update and returns what view makes of it.
-func taskCommand(ctx context.Context, d *Deps, call *Call, taskUUID, update string, in any) (workflows.TaskResult, error) {
+func taskCommand[In any](ctx context.Context, d *Deps, call *Call, taskUUID string, cmd workflows.Command[In, workflows.TaskResult], in In) (workflows.TaskResult, error) {
 	if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, taskUUID, store.AccessEditor); err != nil {
 		return workflows.TaskResult{}, err
 	}
-	return d.Flows.TaskUpdate(ctx, flowCall(call), taskUUID, update, actor(call.Who), in)
+	return workflows.Send(ctx, d.Flows, cmd, taskUUID, flowCall(call), call.Who.Caller.AgentUUID, in)
 }
 
 func statusOut(r workflows.TaskResult, err error) (StatusOut, error) {
@@ -567,7 +567,7 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 			DescriptionSet: in.Description != nil, Priority: in.Priority, StoryPoints: in.StoryPoints,
 			SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
 			AddDependsOn: uuidStrings(in.AddDependsOn), RemoveDepends: uuidStrings(in.RemoveDependsOn), Status: in.Status}
-		res, err := d.Flows.TaskUpdate(ctx, flowCall(call), string(in.TaskUUID), workflows.UpdateUpdateTask, cmd.Actor, cmd)
+		res, err := workflows.Send(ctx, d.Flows, workflows.UpdateTask, string(in.TaskUUID), flowCall(call), cmd.Actor.UUID, cmd)
 		if err != nil {
 			return TaskView{}, err
 		}
@@ -584,7 +584,7 @@ var claimTask = tool[TaskIn, TaskView]{
 	Desc: "Claim an open task: you become its assignee. Refused when another agent holds it (ask an admin to " +
 		"reassign); claiming a task you already hold changes nothing. _hints say what blocks it and who waits for it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateClaimTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ClaimTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -597,7 +597,7 @@ var releaseTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_release_task", Title: "Release a task", Perm: perm.TaskWrite, Effect: writes,
 	Desc: "Give up a task you hold that has not started (status assigned): it returns to open with no assignee.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateReleaseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReleaseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
 }
 
@@ -634,7 +634,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 			return TaskView{}, refuse("Agent instance not found")
 		}
 		a := actor(call.Who)
-		if _, err := d.Flows.TaskUpdate(ctx, flowCall(call), string(in.TaskUUID), workflows.UpdateAssignTask, a,
+		if _, err := workflows.Send(ctx, d.Flows, workflows.AssignTask, string(in.TaskUUID), flowCall(call), a.UUID,
 			workflows.AssignTaskInput{Actor: a, TargetUUID: target.UUID, TargetName: target.Name}); err != nil {
 			return TaskView{}, err
 		}
@@ -662,7 +662,7 @@ var reportWork = tool[ReportWorkIn, textResult]{
 		if in.SessionUUID != nil {
 			return "", store.NotFound("Session")
 		}
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateReportWork,
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReportWork,
 			workflows.ReportWorkInput{Actor: actor(call.Who), Report: in.Report, Status: in.Status}); err != nil {
 			return "", err
 		}
@@ -708,7 +708,7 @@ var reportCriteriaSelfCheck = tool[SelfCheckIn, CriteriaOut]{
 		for _, c := range in.Criteria {
 			cmd.Marks = append(cmd.Marks, workflows.CriterionMark{UUID: string(c.UUID), Status: c.DevStatus, Evidence: c.DevEvidence})
 		}
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateSelfCheck, cmd); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.SelfCheck, cmd); err != nil {
 			return CriteriaOut{}, err
 		}
 		return criteriaOut(ctx, d, string(in.TaskUUID))
@@ -736,7 +736,7 @@ var markAcceptanceCriteria = tool[MarkCriteriaIn, CriteriaOut]{
 		for _, c := range in.Criteria {
 			cmd.Marks = append(cmd.Marks, workflows.CriterionMark{UUID: string(c.UUID), Status: c.Status, Evidence: c.Evidence})
 		}
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateMarkCriteria, cmd); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.MarkCriteria, cmd); err != nil {
 			return CriteriaOut{}, err
 		}
 		return criteriaOut(ctx, d, string(in.TaskUUID))
@@ -753,7 +753,7 @@ var submitForVerify = tool[SubmitIn, StatusOut]{
 	Name: "chorus_submit_for_verify", Title: "Submit for verification", Perm: perm.TaskWrite, Effect: writes,
 	Desc: "As the assignee, hand an in_progress task to review: it becomes to_verify until an admin verifies or reopens it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SubmitIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateSubmitForVerify,
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.SubmitForVerify,
 			workflows.SubmitInput{Actor: actor(call.Who), Summary: in.Summary}))
 	},
 }
@@ -764,7 +764,7 @@ var adminVerifyTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_admin_verify_task", Title: "Verify a task", Perm: perm.TaskAdmin, Effect: writes,
 	Desc: "Accept a task waiting in to_verify: it becomes done, which unblocks the tasks that depend on it. Every required acceptance criterion must be marked passed first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateVerifyTask, workflows.TaskCommand{Actor: actor(call.Who)}))
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.VerifyTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
 }
 
@@ -778,7 +778,7 @@ var adminReopenTask = tool[ReopenIn, StatusOut]{
 	Name: "chorus_admin_reopen_task", Title: "Reopen a task", Perm: perm.TaskAdmin, Effect: writes,
 	Desc: "Send a task waiting in to_verify back to in_progress; all acceptance marks are reset. Refused while a dependency is unresolved unless force is true.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReopenIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateReopenTask,
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReopenTask,
 			workflows.ReopenInput{Actor: actor(call.Who), Force: in.Force}))
 	},
 }
@@ -787,7 +787,7 @@ var adminCloseTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_admin_close_task", Title: "Close a task", Perm: perm.TaskAdmin, Effect: destroys,
 	Desc: "Close a task for good, from any status. A closed task no longer blocks the tasks that depend on it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateCloseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
+		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.CloseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
 }
 
@@ -795,7 +795,7 @@ var adminDeleteTask = tool[TaskIn, textResult]{
 	Name: "chorus_admin_delete_task", Title: "Delete a task", Perm: perm.TaskAdmin, Effect: destroys,
 	Desc: "Delete a task with its acceptance criteria and its dependency edges in both directions.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (textResult, error) {
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.UpdateDeleteTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
+		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.DeleteTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Task %s deleted", in.TaskUUID)), nil

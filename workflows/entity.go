@@ -84,9 +84,9 @@ const readPatience = 7 * 24 * time.Hour
 //
 // An update id that recent() lists (applied before a continue-as-new) is not applied again: it
 // returns the recorded result (docs/write-path.md, "Exactly once").
-func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, recent func() *Recent, name string,
+func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, recent func() *Recent, cmd Command[In, Out],
 	validate func(In) error, run func(workflow.Context, In) (Out, error)) error {
-	return workflow.SetUpdateHandlerWithOptions(ctx, name,
+	return workflow.SetUpdateHandlerWithOptions(ctx, cmd.Name,
 		func(ctx workflow.Context, in In) (Out, error) {
 			var zero Out
 			if err := mu.Lock(ctx); err != nil {

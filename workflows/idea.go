@@ -271,15 +271,15 @@ func (w *ideaWorkflow) register(ctx workflow.Context) error {
 	}
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, recent, UpdateCreateIdea, w.validateCreate, w.create),
-		registerUpdate(ctx, w.mu, recent, UpdateClaimIdea, w.validateClaim, w.claim),
-		registerUpdate(ctx, w.mu, recent, UpdateReleaseIdea, w.validateRelease, w.release),
-		registerUpdate(ctx, w.mu, recent, UpdateEditIdea, w.validateEdit, w.edit),
-		registerUpdate(ctx, w.mu, recent, UpdateStartElaboration, w.validateStart, w.startElaboration),
-		registerUpdate(ctx, w.mu, recent, UpdateAnswerElaboration, w.validateAnswer, w.answer),
-		registerUpdate(ctx, w.mu, recent, UpdateValidateElaboration, w.validateValidate, w.validateElaboration),
-		registerUpdate(ctx, w.mu, recent, UpdateSkipElaboration, w.validateSkip, w.skip),
-		registerUpdate(ctx, w.mu, recent, UpdateDeleteIdea, w.validateDelete, w.delete),
+		registerUpdate(ctx, w.mu, recent, CreateIdea, w.validateCreate, w.create),
+		registerUpdate(ctx, w.mu, recent, ClaimIdea, w.validateClaim, w.claim),
+		registerUpdate(ctx, w.mu, recent, ReleaseIdea, w.validateRelease, w.release),
+		registerUpdate(ctx, w.mu, recent, EditIdea, w.validateEdit, w.edit),
+		registerUpdate(ctx, w.mu, recent, StartElaboration, w.validateStart, w.startElaboration),
+		registerUpdate(ctx, w.mu, recent, AnswerElaboration, w.validateAnswer, w.answer),
+		registerUpdate(ctx, w.mu, recent, ValidateElaboration, w.validateValidate, w.validateElaboration),
+		registerUpdate(ctx, w.mu, recent, SkipElaboration, w.validateSkip, w.skip),
+		registerUpdate(ctx, w.mu, recent, DeleteIdea, w.validateDelete, w.delete),
 	)
 }
 

@@ -18,10 +18,3 @@ func (c *Client) CreateIdea(ctx context.Context, call Call, in CreateIdeaInput) 
 		UpdateCreateIdea, updateID(in.Actor.UUID, UpdateCreateIdea, call), in, &out)
 	return out, err
 }
-
-// IdeaUpdate sends one of IdeaWorkflow's updates (the Update* constants) to the idea.
-func (c *Client) IdeaUpdate(ctx context.Context, call Call, ideaUUID, update string, actor Actor, in any) (IdeaResult, error) {
-	var out IdeaResult
-	err := c.update(ctx, EntityIdea, ideaUUID, update, updateID(actor.UUID, update, call), in, &out)
-	return out, err
-}

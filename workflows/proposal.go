@@ -234,18 +234,18 @@ func (w *proposalWorkflow) register(ctx workflow.Context) error {
 	}
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, recent, UpdateCreateProposal, w.validateCreate, w.create),
-		registerUpdate(ctx, w.mu, recent, UpdateAddDocumentDraft, w.draftGuard("add", false), w.addDocumentDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateAddTaskDraft, w.validateAddTaskDraft, w.addTaskDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateUpdateDocumentDraft, w.draftGuard("update", true), w.updateDocumentDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateUpdateTaskDraft, w.validateUpdateTaskDraft, w.updateTaskDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateRemoveDocumentDraft, w.removeGuard("document"), w.removeDocumentDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateRemoveTaskDraft, w.removeGuard("task"), w.removeTaskDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateSubmitProposal, w.validateSubmit, w.submit),
-		registerUpdate(ctx, w.mu, recent, UpdateRejectProposal, w.validateReject, w.reject),
-		registerUpdate(ctx, w.mu, recent, UpdateApproveProposal, w.validateApprove, w.approve),
-		registerUpdate(ctx, w.mu, recent, UpdateCloseProposal, w.validateClose, w.close),
-		registerUpdate(ctx, w.mu, recent, UpdateRevokeProposal, w.validateRevoke, w.revoke),
+		registerUpdate(ctx, w.mu, recent, CreateProposal, w.validateCreate, w.create),
+		registerUpdate(ctx, w.mu, recent, AddDocumentDraft, w.draftGuard("add", false), w.addDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, AddTaskDraft, w.validateAddTaskDraft, w.addTaskDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateDocumentDraft, w.draftGuard("update", true), w.updateDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateTaskDraft, w.validateUpdateTaskDraft, w.updateTaskDraft),
+		registerUpdate(ctx, w.mu, recent, RemoveDocumentDraft, w.removeGuard("document"), w.removeDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, RemoveTaskDraft, w.removeGuard("task"), w.removeTaskDraft),
+		registerUpdate(ctx, w.mu, recent, SubmitProposal, w.validateSubmit, w.submit),
+		registerUpdate(ctx, w.mu, recent, RejectProposal, w.validateReject, w.reject),
+		registerUpdate(ctx, w.mu, recent, ApproveProposal, w.validateApprove, w.approve),
+		registerUpdate(ctx, w.mu, recent, CloseProposal, w.validateClose, w.close),
+		registerUpdate(ctx, w.mu, recent, RevokeProposal, w.validateRevoke, w.revoke),
 	)
 }
 

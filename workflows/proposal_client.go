@@ -18,10 +18,3 @@ func (c *Client) CreateProposal(ctx context.Context, call Call, in CreateProposa
 		UpdateCreateProposal, updateID(in.Actor.UUID, UpdateCreateProposal, call), in, &out)
 	return out, err
 }
-
-// ProposalUpdate sends one of ProposalWorkflow's updates (the Update* constants) to the proposal.
-func (c *Client) ProposalUpdate(ctx context.Context, call Call, proposalUUID, update string, actor Actor, in any) (ProposalResult, error) {
-	var out ProposalResult
-	err := c.update(ctx, EntityProposal, proposalUUID, update, updateID(actor.UUID, update, call), in, &out)
-	return out, err
-}

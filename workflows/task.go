@@ -281,18 +281,18 @@ func (w *taskWorkflow) register(ctx workflow.Context) error {
 	}
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, recent, UpdateClaimTask, w.validateClaim, w.claim),
-		registerUpdate(ctx, w.mu, recent, UpdateReleaseTask, w.validateRelease, w.release),
-		registerUpdate(ctx, w.mu, recent, UpdateAssignTask, w.validateAssign, w.assign),
-		registerUpdate(ctx, w.mu, recent, UpdateUpdateTask, w.validateUpdate, w.update),
-		registerUpdate(ctx, w.mu, recent, UpdateReportWork, w.validateReport, w.reportWork),
-		registerUpdate(ctx, w.mu, recent, UpdateSelfCheck, w.validateSelfCheck, w.selfCheck),
-		registerUpdate(ctx, w.mu, recent, UpdateSubmitForVerify, w.validateSubmit, w.submit),
-		registerUpdate(ctx, w.mu, recent, UpdateMarkCriteria, w.validateMark, w.mark),
-		registerUpdate(ctx, w.mu, recent, UpdateVerifyTask, w.validateVerify, w.verify),
-		registerUpdate(ctx, w.mu, recent, UpdateReopenTask, w.validateReopen, w.reopen),
-		registerUpdate(ctx, w.mu, recent, UpdateCloseTask, w.validateClose, w.close),
-		registerUpdate(ctx, w.mu, recent, UpdateDeleteTask, w.validateDelete, w.delete),
+		registerUpdate(ctx, w.mu, recent, ClaimTask, w.validateClaim, w.claim),
+		registerUpdate(ctx, w.mu, recent, ReleaseTask, w.validateRelease, w.release),
+		registerUpdate(ctx, w.mu, recent, AssignTask, w.validateAssign, w.assign),
+		registerUpdate(ctx, w.mu, recent, UpdateTask, w.validateUpdate, w.update),
+		registerUpdate(ctx, w.mu, recent, ReportWork, w.validateReport, w.reportWork),
+		registerUpdate(ctx, w.mu, recent, SelfCheck, w.validateSelfCheck, w.selfCheck),
+		registerUpdate(ctx, w.mu, recent, SubmitForVerify, w.validateSubmit, w.submit),
+		registerUpdate(ctx, w.mu, recent, MarkCriteria, w.validateMark, w.mark),
+		registerUpdate(ctx, w.mu, recent, VerifyTask, w.validateVerify, w.verify),
+		registerUpdate(ctx, w.mu, recent, ReopenTask, w.validateReopen, w.reopen),
+		registerUpdate(ctx, w.mu, recent, CloseTask, w.validateClose, w.close),
+		registerUpdate(ctx, w.mu, recent, DeleteTask, w.validateDelete, w.delete),
 	)
 }
 

@@ -31,10 +31,3 @@ func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTa
 	}, EntityTask)
 	return out, err
 }
-
-// TaskUpdate sends one of TaskWorkflow's updates (the Update* constants) to the task.
-func (c *Client) TaskUpdate(ctx context.Context, call Call, taskUUID, update string, actor Actor, in any) (TaskResult, error) {
-	var out TaskResult
-	err := c.update(ctx, EntityTask, taskUUID, update, updateID(actor.UUID, update, call), in, &out)
-	return out, err
-}
