@@ -28,7 +28,7 @@ var chorusNS = uuid.MustParse("6f0a4b6e-5c1d-4d7e-9a43-3f2b8c1d9e70")
 
 // DerivedUUID returns a uuid determined by parts: the same parts always give the same uuid, so
 // rows a workflow creates have ids that survive retries and replays. It is a name-based hash
-// laid out as a version-4 uuid, like every other Chorus id (SPEC 1): the hash bits are as
+// laid out as a version-4 uuid, like every other Chorus id (docs/rules.md §1.1): the hash bits are as
 // unpredictable as random ones to anyone who does not know the parts. Workflows name rows and
 // workflows with these ids, so changing this function changes workflow commands: do it only
 // behind workflow.GetVersion.

@@ -11,7 +11,7 @@ func (a *Activities) ApplyIdeaChange(ctx context.Context, c store.IdeaChange) er
 	return outcome(a.Store.ApplyIdeaChange(ctx, c))
 }
 
-// IdeaLineage reads what SPEC 4.5 needs to accept parentUUID as the parent of ideaUUID.
+// IdeaLineage reads what docs/rules.md §5.5 needs to accept parentUUID as the parent of ideaUUID.
 func (a *Activities) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, parentUUID string) (store.Lineage, error) {
 	return a.Store.IdeaLineage(ctx, companyUUID, ideaUUID, parentUUID)
 }

@@ -29,7 +29,7 @@ func (a *Activities) ApplyProposalChange(ctx context.Context, c store.ProposalCh
 	return outcome(err)
 }
 
-// ProposalDrafts reads a proposal with its drafts (SPEC 4.4 validation, 4.7 approval).
+// ProposalDrafts reads a proposal with its drafts (docs/rules.md §5.4 validation, §5.6 approval).
 func (a *Activities) ProposalDrafts(ctx context.Context, proposalUUID string) (store.Proposal, error) {
 	p, err := a.Store.ProposalDrafts(ctx, proposalUUID)
 	return p, outcome(err)
@@ -40,12 +40,12 @@ func (a *Activities) LoadInputIdeas(ctx context.Context, companyUUID string, uui
 	return a.Store.LoadIdeaFacts(ctx, companyUUID, uuids)
 }
 
-// ApplyApproval writes an approval's materialization in one transaction (SPEC 4.7).
+// ApplyApproval writes an approval's materialization in one transaction (docs/rules.md §5.6).
 func (a *Activities) ApplyApproval(ctx context.Context, ap store.Approval) error {
 	return outcome(a.Store.ApplyApproval(ctx, ap))
 }
 
-// RevokeCascade applies a revoke (SPEC 4.8) in one transaction and reports what it closed and
+// RevokeCascade applies a revoke (docs/rules.md §5.7) in one transaction and reports what it closed and
 // deleted.
 func (a *Activities) RevokeCascade(ctx context.Context, c store.ProposalChange, reviewNote *string) (store.Revoked, error) {
 	out, err := a.Store.RevokeCascade(ctx, c, reviewNote)

@@ -12,7 +12,7 @@ func (a *Activities) ApplyTaskChange(ctx context.Context, c store.TaskChange) (s
 	return out, outcome(err)
 }
 
-// Blockers reads the unresolved dependencies of a task (SPEC 4.3).
+// Blockers reads the unresolved dependencies of a task (docs/rules.md §5.3).
 func (a *Activities) Blockers(ctx context.Context, taskUUID string) ([]store.TaskLink, error) {
 	return a.Store.Blockers(ctx, taskUUID)
 }

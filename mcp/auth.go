@@ -14,7 +14,7 @@ import (
 
 // Principal is the authenticated caller of one request: the agent, its owner's identity for
 // project access, and its effective permissions, recomputed from the agent row on every request
-// (SPEC 5.1: permission changes apply on the next request).
+// (docs/rules.md §6.1: permission changes apply on the next request).
 type Principal struct {
 	Caller  store.Caller
 	Perms   perm.Set
@@ -34,7 +34,7 @@ func principalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// authenticate is the echo middleware in front of POST /api/mcp (SPEC 3.0, 1.4): it accepts
+// authenticate is the echo middleware in front of POST /api/mcp (docs/rules.md §3.2, §1.4): it accepts
 // "Authorization: Bearer cho_...", resolves the key, and puts the Principal in the request
 // context. A missing, malformed, unknown, revoked or expired key gets HTTP 401 with a JSON body
 // and a WWW-Authenticate challenge; a database failure gets 500.

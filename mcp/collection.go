@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// Collection tools share paging input and an envelope (SPEC 3.0 "Pagination"):
+// Collection tools share paging input and an envelope (docs/rules.md §3.6):
 // {"<key>": [rows], "returned", "page", "pageSize", "total", ...}.
 
 // PageIn is the paging input of collection tools.
@@ -35,7 +35,7 @@ type Meta struct {
 	Total    int `json:"total"`
 }
 
-// maxResultBytes bounds the JSON text of a collection result (SPEC 3.0).
+// maxResultBytes bounds the JSON text of a collection result (docs/rules.md §3.6).
 const maxResultBytes = 65536
 
 // fit returns the longest prefix of rows whose result, as built by wrap, encodes to at most
@@ -55,7 +55,7 @@ func fit[T any](rows []T, wrap func([]T) any) []T {
 	return rows[:max(n, 0)]
 }
 
-// maxTitleRunes is the longest title or name a collection row shows whole (SPEC 3.0).
+// maxTitleRunes is the longest title or name a collection row shows whole (docs/rules.md §3.6).
 const maxTitleRunes = 256
 
 // clip shortens a title longer than 256 code points to 253 of them and "...".

@@ -1,9 +1,9 @@
 // Package mcp is Chorus's agent-facing surface: the MCP endpoint (POST /api/mcp, stateless
 // Streamable HTTP via github.com/modelcontextprotocol/go-sdk, imported as mcpsdk), API-key
 // authentication, the per-permission tool list, and the tool table with its typed inputs and
-// outputs (SPEC 3).
+// outputs (docs/rules.md §3, §4).
 //
-// It knows SPEC's tool contracts and error texts. Reads go to package store; lifecycle changes
+// It knows the tool contracts and error texts of docs/rules.md. Reads go to package store; lifecycle changes
 // go to package workflows as updates; mcp never writes lifecycle rows itself and never builds
 // JSON by hand. It must not know SQL or Temporal internals beyond the workflows client.
 package mcp

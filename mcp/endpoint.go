@@ -20,7 +20,7 @@ tasks, then claimed, worked, self-checked, submitted and verified. Call chorus_c
 learn who you are, what you may do, and which projects you are active in. Every mutating tool takes
 an optional requestId: reuse it when you retry so nothing happens twice.`
 
-// Endpoint is the MCP endpoint (SPEC 3.0): stateless Streamable HTTP through the go-sdk, one
+// Endpoint is the MCP endpoint (docs/rules.md §3.1): stateless Streamable HTTP through the go-sdk, one
 // cached server per permission set, each listing exactly the tools that set may call.
 type Endpoint struct {
 	deps    *Deps
@@ -132,7 +132,7 @@ func (e *Endpoint) ToolNames(perms perm.Set) []string {
 }
 
 // hideUnlisted answers a call to a tool this server does not list with the same isError result
-// for unknown and for permission-hidden tools, so a key cannot probe what it lacks (SPEC 3.0).
+// for unknown and for permission-hidden tools, so a key cannot probe what it lacks (docs/rules.md §3.3).
 func hideUnlisted(allowed map[string]bool) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {

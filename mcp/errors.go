@@ -24,7 +24,7 @@ func (e *userError) Error() string { return e.msg }
 // refuse returns a userError; the text goes to the agent as is.
 func refuse(format string, args ...any) error { return &userError{msg: fmt.Sprintf(format, args...)} }
 
-// toolNotFound is the answer for a tool that is unknown or hidden by permissions (SPEC 3.0).
+// toolNotFound is the answer for a tool that is unknown or hidden by permissions (docs/rules.md §3.3).
 func toolNotFound(name string) error { return &userError{msg: "Tool " + name + " not found"} }
 
 // agentMessage returns the text an agent sees for err, and whether err is one of the known kinds.

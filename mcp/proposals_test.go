@@ -246,7 +246,7 @@ func TestIllegalProposalTransitions(t *testing.T) {
 	require.Len(t, *pv.TaskDrafts, 1)
 	require.Equal(t, []string{a.DraftUUID, unknown}, (*pv.TaskDrafts)[0].DependsOnDraftUUIDs)
 
-	// A second proposal on the same idea is told about the first (SPEC C22): JSON, then a note.
+	// A second proposal on the same idea is told about the first (docs/rules.md §8.11): JSON, then a note.
 	res := call(t, pm, "chorus_pm_create_proposal", map[string]any{"projectUuid": project, "title": "Second",
 		"inputType": "idea", "inputUuids": []string{idea}})
 	require.False(t, res.IsError, text(res))

@@ -64,8 +64,8 @@ func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 //     minLength, maxLength, minItems, maxItems, format ("uuid") and anyOf (the nullable form).
 //
 // Optional fields are simply not required; in inputs, null for an optional field means absent
-// (SPEC D2), so only fields where null means something are nullable. Objects are open: inputs
-// ignore unknown properties (SPEC 3.0) and outputs may gain fields.
+// (docs/rules.md §8.2), so only fields where null means something are nullable. Objects are open: inputs
+// ignore unknown properties (docs/rules.md §3.5) and outputs may gain fields.
 
 // publishable rewrites an inferred schema, in place, into the published subset: type arrays
 // ["null", T] become the anyOf form, and "additionalProperties": false is dropped.
@@ -117,7 +117,7 @@ func nullableValue(s *jsonschema.Schema) (*jsonschema.Schema, bool) {
 }
 
 // tighten walks the Go type beside its inferred schema: it removes the implicit null that
-// pointers get (unless the field is tagged nullable), allows unknown properties (SPEC 3.0: they
+// pointers get (unless the field is tagged nullable), allows unknown properties (docs/rules.md §3.5: they
 // are ignored), and applies the chorus tag's constraints.
 func tighten(t reflect.Type, s *jsonschema.Schema) error {
 	for t.Kind() == reflect.Pointer {
@@ -248,7 +248,7 @@ func (e *inputError) Error() string { return "Input validation error: " + e.msg 
 
 func invalid(format string, args ...any) error { return &inputError{msg: fmt.Sprintf(format, args...)} }
 
-// normalizeArgs applies SPEC D2 and 3.0 to raw tool arguments against schema s: scalars sent as
+// normalizeArgs applies docs/rules.md §8.2 and §3.5 to raw tool arguments against schema s: scalars sent as
 // strings are coerced where the intent is unambiguous ("0.5" -> 0.5, "true" -> true, "[..]" ->
 // array), null for an optional field means absent, unknown properties are dropped, and what is
 // still wrong is an *inputError naming the field. It returns the cleaned JSON object.

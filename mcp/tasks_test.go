@@ -376,7 +376,7 @@ func TestTaskDependencyEdits(t *testing.T) {
 	ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": a, "addDependsOn": []string{b}}, &v)
 	ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": a}, nil)
 	res := call(t, admin, "chorus_report_work", map[string]any{"taskUuid": a, "report": "started", "status": "in_progress"})
-	require.False(t, res.IsError, text(res)) // SPEC 3.7: report_work does not check dependencies
+	require.False(t, res.IsError, text(res)) // docs/rules.md §4.9: report_work does not check dependencies
 	ok(t, admin, "chorus_submit_for_verify", map[string]any{"taskUuid": a}, nil)
 	msg := fails(t, admin, "chorus_admin_reopen_task", map[string]any{"taskUuid": a})
 	var blocked struct {

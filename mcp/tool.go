@@ -21,8 +21,8 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// effect classifies what a tool does to Chorus's data; it decides the MCP annotations (SPEC D6)
-// and whether the tool takes a requestId (SPEC D5). The zero value is invalid on purpose: a
+// effect classifies what a tool does to Chorus's data; it decides the MCP annotations (docs/rules.md §8.6)
+// and whether the tool takes a requestId (docs/rules.md §8.5). The zero value is invalid on purpose: a
 // table test rejects an entry that forgot it.
 type effect int
 
@@ -54,7 +54,7 @@ type tool[In, Out any] struct {
 // Call is what a handler knows about the request beyond its arguments.
 type Call struct {
 	Who Principal
-	// RequestID is the caller's optional idempotency key (SPEC D5), "" when absent. Lifecycle
+	// RequestID is the caller's optional idempotency key (docs/rules.md §8.5), "" when absent. Lifecycle
 	// tools use it as the Temporal update id.
 	RequestID string
 	// Generation is the requestId's generation (see runOnce); 0 without a requestId.
@@ -103,11 +103,11 @@ type builtTool struct {
 // 2 MB limit whatever the schemas allow (docs/write-path.md, "Bounded state and payloads").
 const maxCallBytes = 512 << 10
 
-// requestIDField is added to every mutating tool's input (SPEC D5).
+// requestIDField is added to every mutating tool's input (docs/rules.md §8.5).
 const requestIDField = "requestId"
 
 // textResult is the Out type of tools whose result is a sentence rather than an object
-// (SPEC: "Idea <uuid> deleted"); it is sent as text content with no structuredContent.
+// (docs/rules.md §3.7: "Idea <uuid> deleted"); it is sent as text content with no structuredContent.
 type textResult string
 
 func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
@@ -182,7 +182,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		return nil, errors.New("no principal in context: the auth middleware did not run")
 	}
 	// The tool list is already filtered per permission set; check again so a cached or
-	// misrouted server can never run a tool the key does not grant (SPEC 3.0 evaluation order).
+	// misrouted server can never run a tool the key does not grant (docs/rules.md §3.4).
 	if !who.Perms.Has(t.Perm) {
 		return nil, toolNotFound(t.Name)
 	}
@@ -232,7 +232,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	// note is the plain-text note of a result that has one (SPEC C22); a retry answered from the
+	// note is the plain-text note of a result that has one (docs/rules.md §8.11); a retry answered from the
 	// requestId ledger returns the JSON without it.
 	var note string
 	run := func() (json.RawMessage, error) {
@@ -271,11 +271,11 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 // ledger see only the canonical form, so equivalent calls are the same call.
 type canonicalizer interface{ canonicalize() }
 
-// noter is a result that adds a plain-text note after its JSON (SPEC C22); the structured
+// noter is a result that adds a plain-text note after its JSON (docs/rules.md §8.11); the structured
 // content stays pure JSON.
 type noter interface{ Note() string }
 
-// runOnce applies SPEC D5 for a call carrying a requestId (docs/write-path.md, "Exactly
+// runOnce applies docs/rules.md §8.5 for a call carrying a requestId (docs/write-path.md, "Exactly
 // once"): a retry of a call that succeeded gets its result without running again; a requestId
 // reused for another tool or other arguments is refused; a call that was refused moves the key
 // to its next generation, so a retry after the state changed runs again; and a call whose outcome

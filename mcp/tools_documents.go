@@ -11,7 +11,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// Document tools (SPEC 3.1, 3.6, 3.2 chorus_create_report, 4.9). Documents are records: plain
+// Document tools (docs/rules.md §4.7, §5.8). Documents are records: plain
 // store transactions, no workflow.
 
 // DocumentIn names a document.

@@ -11,8 +11,8 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Idea and elaboration tools (SPEC 3.1, 3.4, 2.1, 2.2). Reads come from the store; every change
-// is an update on the idea's workflow.
+// Idea and elaboration tools (docs/rules.md §4.3, §4.4, §2.1, §2.2). Reads come from the store;
+// every change is an update on the idea's workflow.
 
 // IdeaIn names an idea.
 type IdeaIn struct {
@@ -73,7 +73,7 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 		switch workflows.IdeaStatus(status) {
 		case "", workflows.IdeaOpen, workflows.IdeaElaborating, workflows.IdeaElaborated:
 		default:
-			status = "legacy" // SPEC C7: legacy words are accepted and match nothing
+			status = "legacy" // docs/rules.md §8.9: legacy words are accepted and match nothing
 		}
 		rows, total, err := d.Store.ListIdeas(ctx, string(in.ProjectUUID), status, size, offset)
 		if err != nil {
@@ -212,7 +212,7 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 	},
 }
 
-// ideaUpdate gates an idea (editor on its project, SPEC 5.3) and sends one update to its workflow.
+// ideaUpdate gates an idea (editor on its project, docs/rules.md §6.3) and sends one update to its workflow.
 func ideaUpdate[In any](ctx context.Context, d *Deps, call *Call, ideaUUID string, cmd workflows.Command[In, workflows.IdeaResult], in In) (workflows.IdeaResult, error) {
 	if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, ideaUUID, store.AccessEditor); err != nil {
 		return workflows.IdeaResult{}, err

@@ -9,7 +9,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// ---- chorus_checkin (SPEC 3.1) ----
+// ---- chorus_checkin (docs/rules.md §4.1) ----
 
 // NoInput is the input of tools that take no arguments.
 type NoInput struct{}
@@ -69,7 +69,7 @@ type EntityRef struct {
 	UUID string `json:"uuid"`
 }
 
-// maxPersonaRunes bounds persona and systemPrompt in chorus_checkin (SPEC 3.1).
+// maxPersonaRunes bounds persona and systemPrompt in chorus_checkin (docs/rules.md §4.1).
 const maxPersonaRunes = 4096
 
 func truncRunes(s *string, n int) *string {
@@ -124,7 +124,7 @@ var checkin = tool[NoInput, CheckinOut]{
 	},
 }
 
-// ---- projects (SPEC 3.1, 3.8) ----
+// ---- projects (docs/rules.md §4.2) ----
 
 // ProjectCounts are the entity counts of a project.
 type ProjectCounts struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Proposal tools (SPEC 3.1, 3.5, 3.8, 2.3, 4.4). Reads come from the store; every change is an
+// Proposal tools (docs/rules.md §4.5, §4.6, §2.3, §5.4). Reads come from the store; every change is an
 // update on the proposal's workflow.
 
 // ProposalIn names a proposal.
@@ -165,7 +165,7 @@ var getProposals = tool[GetProposalsIn, ProposalList]{
 		}
 		status := in.Status
 		if status == "rejected" || status == "revised" {
-			status = "legacy" // SPEC C8: accepted, matches nothing
+			status = "legacy" // docs/rules.md §8.10: accepted, matches nothing
 		}
 		page, size, offset := in.window(20)
 		rows, total, err := d.Store.ListProposals(ctx, string(in.ProjectUUID), status, size, offset)
@@ -229,10 +229,10 @@ type CreatedProposal struct {
 	note   string
 }
 
-// Note is text appended after the JSON result (SPEC C22).
+// Note is text appended after the JSON result (docs/rules.md §8.11).
 func (c CreatedProposal) Note() string { return c.note }
 
-// checkInputs gates a proposal's inputs (SPEC 2.3): each resolves to an idea or document the
+// checkInputs gates a proposal's inputs (docs/rules.md §2.3): each resolves to an idea or document the
 // caller can see; idea inputs must be claimed by the caller and not be themes.
 func checkInputs(ctx context.Context, d *Deps, who Principal, inputType string, uuids []string) error {
 	for i, u := range uuids {
@@ -306,14 +306,14 @@ type ValidationOut struct {
 	Issues []workflows.Issue `json:"issues"`
 }
 
-// validationOf gates a proposal and its inputs and runs SPEC 4.4 on its current drafts.
+// validationOf gates a proposal and its inputs and runs docs/rules.md §5.4 on its current drafts.
 func validationOf(ctx context.Context, d *Deps, call *Call, proposalUUID string) (*store.Proposal, workflows.Validation, error) {
 	p, _, err := proposalAccess(ctx, d, call, proposalUUID)
 	if err != nil {
 		return nil, workflows.Validation{}, err
 	}
 	var facts []store.IdeaFacts
-	for _, u := range p.InputUUIDs { // SPEC 4.4: a missing or hidden input fails at the gate
+	for _, u := range p.InputUUIDs { // docs/rules.md §5.4: a missing or hidden input fails at the gate
 		if p.InputType == "document" {
 			if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, u, store.AccessViewer); err != nil {
 				return nil, workflows.Validation{}, err

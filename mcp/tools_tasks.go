@@ -14,7 +14,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Task tools (SPEC 3.1, 3.2, 3.5 assign, 3.7, 3.8, 2.4, 4.2, 4.3). Reads come from the store;
+// Task tools (docs/rules.md §4.8, §4.9, §2.4, §5.2, §5.3). Reads come from the store;
 // every change is an update on the task's workflow (or, for chorus_create_tasks, one batch
 // workflow that creates them all).
 
@@ -126,7 +126,7 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: []ReferenceView{}}, nil
 }
 
-// taskHints are the _hints of claim and assign (SPEC 3.5, 3.7): what blocks the task and who
+// taskHints are the _hints of claim and assign (docs/rules.md §4.9): what blocks the task and who
 // waits for it. mine words them for the agent that will do the work.
 func taskHints(v TaskView, mine bool) []string {
 	var hints []string
@@ -330,9 +330,9 @@ type MyAssignments struct {
 	TaskTracker map[string]TaskTrackerEntry `json:"taskTracker"`
 }
 
-// scopeHeaders reads SPEC 5.4's scoping headers: nil means no scoping; a non-nil slice is the
+// scopeHeaders reads the scoping headers of docs/rules.md §6.4: nil means no scoping; a non-nil slice is the
 // projects to keep (empty: keep none). A group wins over a project list, and a group that is
-// unknown or has no projects scopes to nothing (SPEC D8).
+// unknown or has no projects scopes to nothing (docs/rules.md §8.8).
 func scopeHeaders(ctx context.Context, d *Deps, c store.Caller, h http.Header) ([]string, error) {
 	if h == nil {
 		return nil, nil
@@ -623,7 +623,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 		if !perm.Effective(target.Roles, target.Permissions).Has(perm.TaskWrite) {
 			return TaskView{}, refuse("Agent %q does not have task:write permission", target.Name)
 		}
-		// The assignee must be able to work the task: editor on its project (SPEC 5.3). Saying so
+		// The assignee must be able to work the task: editor on its project (docs/rules.md §6.3). Saying so
 		// reveals nothing the caller cannot see: the caller can see the task.
 		targetCaller := store.Caller{CompanyUUID: target.CompanyUUID, AgentUUID: target.UUID, OwnerUUID: deref(target.OwnerUUID)}
 		if _, err := d.Store.RequireProject(ctx, targetCaller, task.ProjectUUID, store.AccessEditor); err != nil {

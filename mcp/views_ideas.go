@@ -8,7 +8,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// The JSON shapes of ideas and elaboration (SPEC 3.1), built from store rows.
+// The JSON shapes of ideas and elaboration (docs/rules.md §4.3), built from store rows.
 
 // ProjectRef names a project.
 type ProjectRef struct {
@@ -65,7 +65,7 @@ type IdeaView struct {
 	References        []ReferenceView      `json:"references"`
 }
 
-// DocumentView is the Document JSON (SPEC 3.1 chorus_get_document).
+// DocumentView is the Document JSON (docs/rules.md §4.7, chorus_get_document).
 type DocumentView struct {
 	UUID         string          `json:"uuid"`
 	Type         string          `json:"type"`

@@ -6,7 +6,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// ReferenceView is the ReferenceArtifact JSON (SPEC 1.20) read back inline as references[] on
+// ReferenceView is the ReferenceArtifact JSON (docs/rules.md §1.16) read back inline as references[] on
 // ideas, proposals and tasks, oldest first. No tool creates references yet, so the lists are
 // empty; the type fixes the published output schema.
 type ReferenceView struct {
@@ -22,7 +22,7 @@ type ReferenceView struct {
 	UpdatedAt  time.Time       `json:"updatedAt"`
 }
 
-// AttachmentView is one entry of an idea's attachments (SPEC 1.8; not settable through MCP).
+// AttachmentView is one entry of an idea's attachments (docs/rules.md §1.6; not settable through MCP).
 type AttachmentView struct {
 	Type string `json:"type"`
 	URL  string `json:"url"`

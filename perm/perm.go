@@ -1,4 +1,4 @@
-// Package perm holds Chorus's permission model (SPEC 5.1): five resources times three actions,
+// Package perm holds Chorus's permission model (docs/rules.md §6.1): five resources times three actions,
 // the role presets, and the effective set an agent gets from its roles and custom bits.
 //
 // It knows nothing of storage, HTTP or MCP; everything that decides "may this caller see or run
@@ -16,7 +16,7 @@ import (
 // permission at all: a tool table entry that forgets its requirement is caught by a test.
 type Bit uint16
 
-// The fifteen permission bits of SPEC 5.1, plus Public for tools that need none.
+// The fifteen permission bits of docs/rules.md §6.1, plus Public for tools that need none.
 const (
 	IdeaRead Bit = 1 << iota
 	IdeaWrite
@@ -38,7 +38,7 @@ const (
 	Public Bit = 1 << 15
 )
 
-// Resources and Actions in the order SPEC 5.1 and chorus_checkin list them.
+// Resources and Actions in the order docs/rules.md §6.1 and chorus_checkin list them.
 var (
 	Resources = []string{"idea", "proposal", "document", "task", "project"}
 	Actions   = []string{"read", "write", "admin"}
@@ -86,7 +86,7 @@ func (s Set) Strings() []string {
 	return out
 }
 
-// ByResource is the shape chorus_checkin reports (SPEC 3.1): resource -> actions held, in
+// ByResource is the shape chorus_checkin reports (docs/rules.md §4.1): resource -> actions held, in
 // read, write, admin order; resources with no bits are left out.
 func (s Set) ByResource() map[string][]string {
 	out := map[string][]string{}
@@ -142,7 +142,7 @@ func Parse(s string) (Bit, error) {
 	return Bit(1) << (ri*len(Actions) + ai), nil
 }
 
-// Preset names (SPEC 1.3, 5.1).
+// Preset names (docs/rules.md §1.3, §6.1).
 const (
 	DeveloperAgent = "developer_agent"
 	PMAgent        = "pm_agent"
@@ -183,7 +183,7 @@ func Preset(name string) Set {
 	return presets[n]
 }
 
-// Effective is the permission set of an agent (SPEC 1.3): the union of its roles' presets and
+// Effective is the permission set of an agent (docs/rules.md §1.3): the union of its roles' presets and
 // of those custom bits that are valid "resource:action" strings. Unknown roles and malformed
 // custom bits add nothing.
 func Effective(roles, custom []string) Set {

@@ -90,7 +90,7 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 	})
 }
 
-// Lineage is what SPEC 4.5 checks about a proposed parent idea.
+// Lineage is what docs/rules.md §5.5 checks about a proposed parent idea.
 type Lineage struct {
 	// CurrentParent is the idea's parent now (nil: none, or the idea does not exist yet).
 	CurrentParent *string
@@ -102,7 +102,7 @@ type Lineage struct {
 	ParentIsDescendant bool
 }
 
-// IdeaLineage reads what SPEC 4.5 needs to accept parentUUID as the parent of ideaUUID, and the
+// IdeaLineage reads what docs/rules.md §5.5 needs to accept parentUUID as the parent of ideaUUID, and the
 // idea's current parent. With parentUUID "" it reads only the current parent.
 func (s *Store) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, parentUUID string) (Lineage, error) {
 	var out Lineage

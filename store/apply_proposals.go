@@ -196,7 +196,7 @@ func (s *Store) ProposalDrafts(ctx context.Context, proposalUUID string) (Propos
 	return p, mapErr(err, "Proposal")
 }
 
-// Approval is the whole materialization of an approved proposal (SPEC 4.7), ids derived by the
+// Approval is the whole materialization of an approved proposal (docs/rules.md §5.6), ids derived by the
 // workflow from its change, so writing it twice writes it once.
 type Approval struct {
 	Change       ProposalChange // the proposal's move to approved, with its activity and notification
@@ -275,7 +275,7 @@ type Revoked struct {
 	DeletedDocuments []Named      `json:"deletedDocuments"`
 }
 
-// RevokeCascade applies SPEC 4.8 in ONE transaction, as the proposal's change c: it closes every
+// RevokeCascade applies docs/rules.md §5.7 in ONE transaction, as the proposal's change c: it closes every
 // task of the proposal that is not closed (acceptance marks kept; each row moves one version on,
 // marked with c's id, for its workflow to adopt), removes the dependency edges that other tasks
 // have on them, deletes the proposal's documents and their comments, moves the proposal back to

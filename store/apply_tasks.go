@@ -25,9 +25,9 @@ type TaskChange struct {
 	// Marks set the developer or admin fields of criteria (by uuid), per MarkColumns.
 	Marks       []AcceptanceCriterion
 	MarkColumns []string
-	// ResetCriteria clears every mark of the task's criteria (SPEC 4.2 reset rule).
+	// ResetCriteria clears every mark of the task's criteria (the reset rule of docs/rules.md §5.2).
 	ResetCriteria bool
-	// AddDeps and RemoveDeps edit the task's dependencies; each add is checked (SPEC 4.3) and
+	// AddDeps and RemoveDeps edit the task's dependencies; each add is checked (docs/rules.md §5.3) and
 	// its outcome reported, and a failed add does not fail the change.
 	AddDeps    []string
 	RemoveDeps []string
@@ -45,7 +45,7 @@ type TaskChange struct {
 
 // TaskOutcome reports what ApplyTaskChange could not do.
 type TaskOutcome struct {
-	// DepErrors holds, per AddDeps entry that failed, its message (SPEC 4.3 wording).
+	// DepErrors holds, per AddDeps entry that failed, its message (docs/rules.md §5.3 wording).
 	DepErrors map[string]string
 }
 
@@ -245,7 +245,7 @@ type BatchDep struct {
 }
 
 // CreateTaskBatch writes a batch of tasks in ONE transaction: the tasks (version 1, marked with
-// the batch's change id), criteria, the dependencies that pass SPEC 4.3's checks and the
+// the batch's change id), criteria, the dependencies that pass the checks of docs/rules.md §5.3 and the
 // "created" activities. It returns the warnings of the dependencies that failed; a retry of a
 // committed batch writes nothing and returns the same warnings, which the first activity row
 // records.

@@ -8,7 +8,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// AcceptanceSummary counts a task's criteria by their admin status (SPEC 4.2).
+// AcceptanceSummary counts a task's criteria by their admin status (docs/rules.md §5.2).
 type AcceptanceSummary struct {
 	Total           int `json:"total"`
 	Required        int `json:"required"`
@@ -20,7 +20,7 @@ type AcceptanceSummary struct {
 	RequiredPending int `json:"requiredPending"`
 }
 
-// Summarize computes the summary and acceptanceStatus of criteria (SPEC 4.2).
+// Summarize computes the summary and acceptanceStatus of criteria (docs/rules.md §5.2).
 func Summarize(cs []AcceptanceCriterion) (AcceptanceSummary, string) {
 	var s AcceptanceSummary
 	for _, c := range cs {
@@ -91,10 +91,10 @@ type Assignments struct {
 	Tasks    map[string][]TrackedTask
 }
 
-// maxTracked bounds each tracker (SPEC 3.1: at most 100 rows per tracker).
+// maxTracked bounds each tracker (docs/rules.md §4.8: at most 100 rows per tracker).
 const maxTracked = 100
 
-// MyAssignments collects the caller's active ideas and tasks in projects it can see (SPEC 3.1):
+// MyAssignments collects the caller's active ideas and tasks in projects it can see (docs/rules.md §4.8):
 // assigned to the caller agent or its owner user; ideas whose derived status is not done, tasks
 // not done or closed. onlyProjects, when not nil, narrows the projects further.
 func (s *Store) MyAssignments(ctx context.Context, c Caller, onlyProjects []string) (*Assignments, error) {

@@ -7,7 +7,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// CheckinResult is what chorus_checkin reports about the caller, before shaping (SPEC 3.1).
+// CheckinResult is what chorus_checkin reports about the caller, before shaping (docs/rules.md §4.1).
 type CheckinResult struct {
 	At     time.Time
 	Agent  Agent

@@ -9,7 +9,8 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Derived idea statuses (SPEC 4.1). They are computed from the database at read time, never stored.
+// Derived idea statuses (docs/rules.md §5.1). They are computed from the database at read time,
+// never stored.
 const (
 	DerivedTodo                 = "todo"
 	DerivedInProgress           = "in_progress"
@@ -46,7 +47,7 @@ type proposalFacts struct {
 	CreatedAt  time.Time `bun:"created_at"`
 }
 
-// DeriveStatuses computes the derived status (SPEC 4.1) of every idea in the given projects.
+// DeriveStatuses computes the derived status (docs/rules.md §5.1) of every idea in the given projects.
 func (s *Store) DeriveStatuses(ctx context.Context, projectUUIDs []string) (map[string]Derived, error) {
 	return deriveStatuses(ctx, s.DB, projectUUIDs)
 }
@@ -143,7 +144,7 @@ func deriveStatuses(ctx context.Context, db bun.IDB, projectUUIDs []string) (map
 	return out, nil
 }
 
-// ownStatus is SPEC 4.1's table for one idea, before any theme roll-up.
+// ownStatus is the table of docs/rules.md §5.1 for one idea, before any theme roll-up.
 func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]string) string {
 	switch i.Status {
 	case "open":
@@ -194,7 +195,7 @@ type ActiveProject struct {
 // maxActiveProjects is how many projects chorus_checkin reports.
 const maxActiveProjects = 10
 
-// ActiveProjects groups the caller's active ideas by project (SPEC 3.1 chorus_checkin): ideas
+// ActiveProjects groups the caller's active ideas by project (docs/rules.md §4.1, chorus_checkin): ideas
 // in projects the caller can see, assigned to the caller agent or its owner user, whose derived
 // status is not done. It keeps the ten projects whose active ideas changed most recently.
 func (s *Store) ActiveProjects(ctx context.Context, c Caller) ([]ActiveProject, error) {

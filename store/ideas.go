@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// IdeaAccess is the project-access gate for an idea (SPEC 5.3): the idea when the caller's level
+// IdeaAccess is the project-access gate for an idea (docs/rules.md §6.3): the idea when the caller's level
 // on its project is at least need. A missing or hidden idea is "Idea not found"; a visible one
 // with too low a level is ErrForbidden.
 func (s *Store) IdeaAccess(ctx context.Context, c Caller, ideaUUID string, need Access) (*Idea, *ProjectView, error) {
@@ -42,7 +42,7 @@ type IdeaRow struct {
 }
 
 // reportCounts counts, per idea, the report documents of approved or closed idea-input
-// proposals that list the idea as an input (SPEC 3.1 reportCount).
+// proposals that list the idea as an input (docs/rules.md §4.3, reportCount).
 func reportCounts(ctx context.Context, db bun.IDB, projectUUID string) (map[string]int, error) {
 	var props []Proposal
 	err := db.NewSelect().Model(&props).Column("uuid", "input_uuids").
@@ -74,7 +74,7 @@ func reportCounts(ctx context.Context, db bun.IDB, projectUUID string) (map[stri
 }
 
 // ListIdeas returns a page of a project's ideas, newest first, optionally of one status, with
-// childCount and reportCount (SPEC 3.1 chorus_get_ideas).
+// childCount and reportCount (docs/rules.md §4.3, chorus_get_ideas).
 func (s *Store) ListIdeas(ctx context.Context, projectUUID, status string, limit, offset int) ([]IdeaRow, int, error) {
 	var ideas []Idea
 	q := s.DB.NewSelect().Model(&ideas).Where("project_uuid = ?", projectUUID)
@@ -141,7 +141,7 @@ type IdeaDetail struct {
 	Derived         Derived
 }
 
-// GetIdeaDetail reads an idea with its lineage (SPEC 4.5), derived statuses (4.1) and reports.
+// GetIdeaDetail reads an idea with its lineage (docs/rules.md §5.5), derived statuses (§5.1) and reports.
 // The caller has passed the access gate.
 func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*IdeaDetail, error) {
 	d := &IdeaDetail{Idea: *i, Project: p.Project, DescendantUUIDs: []string{}, Children: []IdeaChild{}, Reports: []Document{}}

@@ -16,7 +16,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// KeyPrefix starts every Chorus API key (SPEC 1.4).
+// KeyPrefix starts every Chorus API key (docs/rules.md §1.4).
 const KeyPrefix = "cho_"
 
 // keyRandomBytes is how much randomness a generated key carries (32 bytes = 256 bits).
@@ -79,7 +79,7 @@ type Authenticated struct {
 }
 
 // Authenticate looks a plaintext key up by its hash and checks it is neither revoked nor
-// expired (SPEC 1.4). It returns ErrKeyUnknown, ErrKeyRevoked or ErrKeyExpired for a bad key.
+// expired (docs/rules.md §1.4). It returns ErrKeyUnknown, ErrKeyRevoked or ErrKeyExpired for a bad key.
 func (s *Store) Authenticate(ctx context.Context, plaintext string) (*Authenticated, error) {
 	var out Authenticated
 	err := s.DB.NewSelect().Model(&out.Key).Where("key_hash = ?", HashKey(plaintext)).Scan(ctx)

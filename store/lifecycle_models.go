@@ -10,7 +10,7 @@ import (
 // Models of the lifecycle entities. Their rows are written only by workflow activities; the MCP
 // layer reads them.
 
-// Idea is an idea (SPEC 1.8).
+// Idea is an idea (docs/rules.md §1.6).
 type Idea struct {
 	bun.BaseModel `bun:"table:ideas"`
 
@@ -37,7 +37,7 @@ type Idea struct {
 	UpdatedAt         time.Time       `bun:"updated_at"`
 }
 
-// ElaborationRound is one round of questions on an idea (SPEC 1.9).
+// ElaborationRound is one round of questions on an idea (docs/rules.md §1.7).
 type ElaborationRound struct {
 	bun.BaseModel `bun:"table:elaboration_rounds"`
 
@@ -63,7 +63,7 @@ type QuestionOption struct {
 	Description *string `json:"description,omitempty"`
 }
 
-// ElaborationQuestion is one question of a round, with its answer when answered (SPEC 1.9).
+// ElaborationQuestion is one question of a round, with its answer when answered (docs/rules.md §1.7).
 type ElaborationQuestion struct {
 	bun.BaseModel `bun:"table:elaboration_questions"`
 
@@ -84,7 +84,7 @@ type ElaborationQuestion struct {
 	IssueDescription *string          `bun:"issue_description"`
 }
 
-// DocumentDraft is a proposal's draft of a document (SPEC 1.10).
+// DocumentDraft is a proposal's draft of a document (docs/rules.md §1.8).
 type DocumentDraft struct {
 	UUID    string `json:"uuid"`
 	Type    string `json:"type"`
@@ -98,7 +98,7 @@ type CriterionDraft struct {
 	Required    bool   `json:"required"`
 }
 
-// TaskDraft is a proposal's draft of a task (SPEC 1.10).
+// TaskDraft is a proposal's draft of a task (docs/rules.md §1.8).
 type TaskDraft struct {
 	UUID                    string           `json:"uuid"`
 	Title                   string           `json:"title"`
@@ -111,7 +111,7 @@ type TaskDraft struct {
 	AcceptanceCriteria      *string          `json:"acceptanceCriteria,omitempty"`
 }
 
-// Proposal is a proposal (SPEC 1.10). Empty draft lists are stored as null.
+// Proposal is a proposal (docs/rules.md §1.8). Empty draft lists are stored as null.
 type Proposal struct {
 	bun.BaseModel `bun:"table:proposals"`
 
@@ -136,7 +136,7 @@ type Proposal struct {
 	UpdatedAt      time.Time       `bun:"updated_at"`
 }
 
-// Document is a document (SPEC 1.11).
+// Document is a document (docs/rules.md §1.9).
 type Document struct {
 	bun.BaseModel `bun:"table:documents"`
 
@@ -155,7 +155,7 @@ type Document struct {
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
-// Task is a task (SPEC 1.12).
+// Task is a task (docs/rules.md §1.10).
 type Task struct {
 	bun.BaseModel `bun:"table:tasks"`
 
@@ -182,7 +182,7 @@ type Task struct {
 }
 
 // AcceptanceCriterion is one criterion of a task, with the developer's self-check and the
-// admin's verification marks (SPEC 1.13).
+// admin's verification marks (docs/rules.md §1.11).
 type AcceptanceCriterion struct {
 	bun.BaseModel `bun:"table:acceptance_criteria"`
 
@@ -205,7 +205,7 @@ type AcceptanceCriterion struct {
 	UpdatedAt       time.Time  `bun:"updated_at"`
 }
 
-// TaskDependency says TaskUUID depends on DependsOnUUID (SPEC 1.14).
+// TaskDependency says TaskUUID depends on DependsOnUUID (docs/rules.md §1.12).
 type TaskDependency struct {
 	bun.BaseModel `bun:"table:task_dependencies"`
 
@@ -214,7 +214,7 @@ type TaskDependency struct {
 	CreatedAt     time.Time `bun:"created_at"`
 }
 
-// Comment is a comment on an idea, proposal, task or document (SPEC 1.15).
+// Comment is a comment on an idea, proposal, task or document (docs/rules.md §1.13).
 type Comment struct {
 	bun.BaseModel `bun:"table:comments"`
 

@@ -9,7 +9,7 @@ import (
 
 // The bun models, one per table of migrations/*/..._init. Nullable columns are pointers.
 
-// Company is the tenant root (SPEC 1.1).
+// Company is the tenant root (docs/rules.md §1.2).
 type Company struct {
 	bun.BaseModel `bun:"table:companies"`
 
@@ -20,7 +20,7 @@ type Company struct {
 	UpdatedAt    time.Time `bun:"updated_at"`
 }
 
-// User is a human (SPEC 1.2); agents act with their owner user's project access.
+// User is a human (docs/rules.md §1.2); agents act with their owner user's project access.
 type User struct {
 	bun.BaseModel `bun:"table:users"`
 
@@ -33,7 +33,7 @@ type User struct {
 	CreatedAt   time.Time `bun:"created_at"`
 }
 
-// DisplayName is name, else email, else "Unknown" (SPEC 1.2).
+// DisplayName is name, else email, else "Unknown" (docs/rules.md §1.2).
 func (u *User) DisplayName() string {
 	switch {
 	case u.Name != nil && *u.Name != "":
@@ -44,7 +44,7 @@ func (u *User) DisplayName() string {
 	return "Unknown"
 }
 
-// Agent is an AI agent identity (SPEC 1.3).
+// Agent is an AI agent identity (docs/rules.md §1.3).
 type Agent struct {
 	bun.BaseModel `bun:"table:agents"`
 
@@ -61,7 +61,7 @@ type Agent struct {
 	UpdatedAt    time.Time  `bun:"updated_at"`
 }
 
-// APIKey is a stored key (SPEC 1.4): only the SHA-256 of the plaintext is kept.
+// APIKey is a stored key (docs/rules.md §1.4): only the SHA-256 of the plaintext is kept.
 type APIKey struct {
 	bun.BaseModel `bun:"table:api_keys"`
 
@@ -77,7 +77,7 @@ type APIKey struct {
 	CreatedAt   time.Time  `bun:"created_at"`
 }
 
-// ProjectGroup groups projects (SPEC 1.7).
+// ProjectGroup groups projects (docs/rules.md §1.5).
 type ProjectGroup struct {
 	bun.BaseModel `bun:"table:project_groups"`
 
@@ -92,7 +92,7 @@ type ProjectGroup struct {
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
-// ProjectGroupMember is a user's role on a group (SPEC 1.6).
+// ProjectGroupMember is a user's role on a group (docs/rules.md §1.5).
 type ProjectGroupMember struct {
 	bun.BaseModel `bun:"table:project_group_members"`
 
@@ -106,7 +106,7 @@ type ProjectGroupMember struct {
 	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
-// Project is a project (SPEC 1.5).
+// Project is a project (docs/rules.md §1.5).
 type Project struct {
 	bun.BaseModel `bun:"table:projects"`
 
@@ -121,7 +121,7 @@ type Project struct {
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
-// ProjectMember is a user's role on a project (SPEC 1.6).
+// ProjectMember is a user's role on a project (docs/rules.md §1.5).
 type ProjectMember struct {
 	bun.BaseModel `bun:"table:project_members"`
 
@@ -135,7 +135,7 @@ type ProjectMember struct {
 	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
-// Activity is one append-only audit row (SPEC 1.16, 6.1).
+// Activity is one append-only audit row (docs/rules.md §1.14, §7.1).
 type Activity struct {
 	bun.BaseModel `bun:"table:activities"`
 
@@ -153,7 +153,7 @@ type Activity struct {
 	CreatedAt   time.Time       `bun:"created_at"`
 }
 
-// Notification is one notification for a user or agent (SPEC 1.17).
+// Notification is one notification for a user or agent (docs/rules.md §1.15).
 type Notification struct {
 	bun.BaseModel `bun:"table:notifications"`
 
@@ -177,7 +177,7 @@ type Notification struct {
 	UpdatedAt     time.Time  `bun:"updated_at"`
 }
 
-// ToolRequest remembers the outcome of a mutating tool call that carried a requestId (SPEC D5).
+// ToolRequest remembers the outcome of a mutating tool call that carried a requestId (docs/rules.md §8.5).
 type ToolRequest struct {
 	bun.BaseModel `bun:"table:tool_requests"`
 

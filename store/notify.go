@@ -15,7 +15,7 @@ type Recipient struct {
 	UUID string `json:"uuid"`
 }
 
-// NotifySpec is one notification (SPEC 6.2) to be sent to several recipients.
+// NotifySpec is one notification (docs/rules.md §7.2) to be sent to several recipients.
 type NotifySpec struct {
 	// Seed makes the rows' uuids: uuid5(seed, recipient), so a retried write inserts nothing twice.
 	Seed        string
@@ -35,7 +35,7 @@ var notifyNS = uuid.MustParse("0c9a3a1e-7f55-4d2b-b0de-1d3f0f6c2a11")
 
 // InsertNotifications writes spec's notifications in db (a transaction, usually): one per
 // recipient, skipping empty and duplicate recipients, the actor itself, and recipients who
-// cannot see the project (SPEC 6.2: a notification must not reveal a private project), with
+// cannot see the project (docs/rules.md §7.2: a notification must not reveal a private project), with
 // the project name denormalised.
 func InsertNotifications(ctx context.Context, db bun.IDB, companyUUID string, spec NotifySpec) error {
 	var project Project
@@ -86,7 +86,7 @@ func OwnerOf(ctx context.Context, db bun.IDB, agentUUID string) Recipient {
 }
 
 // canSee reports whether a recipient has a role on a private project, directly or through its
-// group; an agent is judged by its owner user (SPEC 5.3).
+// group; an agent is judged by its owner user (docs/rules.md §6.3).
 func canSee(ctx context.Context, db bun.IDB, r Recipient, p Project) (bool, error) {
 	user := r.UUID
 	if r.Type == "agent" {

@@ -10,7 +10,7 @@ import (
 )
 
 // Caller is who a read or write acts for: an agent of a company, with the project access of its
-// owner user (SPEC 5.3). OwnerUUID is "" for an ownerless agent, which sees public projects only.
+// owner user (docs/rules.md §6.3). OwnerUUID is "" for an ownerless agent, which sees public projects only.
 type Caller struct {
 	CompanyUUID string
 	AgentUUID   string
@@ -18,7 +18,7 @@ type Caller struct {
 	OwnerUUID   string
 }
 
-// Access is a caller's level on a project, ordered none < viewer < editor < admin (SPEC 5.3).
+// Access is a caller's level on a project, ordered none < viewer < editor < admin (docs/rules.md §6.3).
 type Access int
 
 // The access levels.
@@ -48,7 +48,7 @@ func parseRole(r *string) Access {
 	return AccessNone
 }
 
-// projectLevel applies SPEC 5.3: role = max(project role, group role); a public project gives
+// projectLevel applies docs/rules.md §6.3: role = max(project role, group role); a public project gives
 // everyone in the company at least editor; a private one gives exactly the role.
 func projectLevel(visibility string, memberRole, groupRole *string) Access {
 	lvl := max(parseRole(memberRole), parseRole(groupRole))
@@ -58,7 +58,7 @@ func projectLevel(visibility string, memberRole, groupRole *string) Access {
 	return lvl
 }
 
-// ProjectCounts are the entity counts shown with a project (SPEC 1.5).
+// ProjectCounts are the entity counts shown with a project (docs/rules.md §1.5).
 type ProjectCounts struct {
 	Ideas      int `bun:"idea_count" json:"ideas"`
 	Documents  int `bun:"document_count" json:"documents"`
@@ -101,7 +101,7 @@ func (s *Store) visibleProjects(c Caller, withActivities bool) *bun.SelectQuery 
 }
 
 // ListProjects returns one page of the projects the caller can see, most recently updated first,
-// and the total count (SPEC 3.1 chorus_list_projects).
+// and the total count (docs/rules.md §4.2, chorus_list_projects).
 func (s *Store) ListProjects(ctx context.Context, c Caller, limit, offset int) ([]ProjectView, int, error) {
 	var rows []ProjectView
 	q := s.visibleProjects(c, false)
@@ -117,7 +117,7 @@ func (s *Store) ListProjects(ctx context.Context, c Caller, limit, offset int) (
 }
 
 // GetProject returns a project the caller can see, or a "Project not found" error for one that
-// does not exist, belongs to another company, or is hidden (SPEC 5.3: the same answer for all).
+// does not exist, belongs to another company, or is hidden (docs/rules.md §6.3: the same answer for all).
 func (s *Store) GetProject(ctx context.Context, c Caller, projectUUID string) (*ProjectView, error) {
 	if !IsUUID(projectUUID) {
 		return nil, NotFound("Project")
@@ -146,7 +146,7 @@ func (s *Store) RequireProject(ctx context.Context, c Caller, projectUUID string
 	return v, nil
 }
 
-// NewProject is what CreateProject needs (SPEC 3.8 chorus_admin_create_project).
+// NewProject is what CreateProject needs (docs/rules.md §4.2, chorus_admin_create_project).
 type NewProject struct {
 	// UUID is the project's uuid; "" makes a fresh one. A uuid that already names a project of
 	// the company (a retried create, derived from its requestId) returns that project.

@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// ProposalAccess is the project-access gate for a proposal (SPEC 5.3); see IdeaAccess.
+// ProposalAccess is the project-access gate for a proposal (docs/rules.md §6.3); see IdeaAccess.
 func (s *Store) ProposalAccess(ctx context.Context, c Caller, proposalUUID string, need Access) (*Proposal, *ProjectView, error) {
 	if !IsUUID(proposalUUID) {
 		return nil, nil, NotFound("Proposal")
@@ -45,7 +45,7 @@ func (s *Store) ListProposals(ctx context.Context, projectUUID, status string, l
 }
 
 // ProposalsUsingIdeas returns the titles of idea-input proposals of the company, visible to
-// the caller and other than exclude, that list any of ideaUUIDs as an input (SPEC C22).
+// the caller and other than exclude, that list any of ideaUUIDs as an input (docs/rules.md §8.11).
 func (s *Store) ProposalsUsingIdeas(ctx context.Context, c Caller, ideaUUIDs []string, exclude string) ([]string, error) {
 	var rows []Proposal
 	visible := s.visibleProjects(c, false).ColumnExpr("project.uuid AS visible_uuid")
@@ -72,7 +72,7 @@ func (s *Store) ProposalDocuments(ctx context.Context, proposalUUID string) ([]D
 	return docs, err
 }
 
-// DocumentAccess is the project-access gate for a document (SPEC 5.3); see IdeaAccess.
+// DocumentAccess is the project-access gate for a document (docs/rules.md §6.3); see IdeaAccess.
 func (s *Store) DocumentAccess(ctx context.Context, c Caller, documentUUID string, need Access) (*Document, *ProjectView, error) {
 	if !IsUUID(documentUUID) {
 		return nil, nil, NotFound("Document")
@@ -122,7 +122,7 @@ func (s *Store) CreateDocument(ctx context.Context, d *Document) error {
 }
 
 // UpdateDocument sets a document's title and/or content and increments its version by one,
-// even when neither is given (SPEC 3.6), marking the row with changeID. It returns the updated
+// even when neither is given (docs/rules.md §4.7), marking the row with changeID. It returns the updated
 // row. A change whose id the row already carries was applied by an earlier attempt of the same
 // call: nothing is written again (docs/write-path.md, "Exactly once").
 func (s *Store) UpdateDocument(ctx context.Context, uuid string, title, content *string, changeID string) (*Document, error) {
@@ -175,10 +175,10 @@ func (s *Store) DeleteDocument(ctx context.Context, uuid string) error {
 	})
 }
 
-// ErrReportExists: the proposal already has a report and force was not given (SPEC 4.9).
+// ErrReportExists: the proposal already has a report and force was not given (docs/rules.md §5.8).
 var ErrReportExists = errors.New("A report already exists for this proposal. Pass force=true to add another report to the same proposal.")
 
-// ReportStatusError: the proposal is not approved (SPEC 4.9).
+// ReportStatusError: the proposal is not approved (docs/rules.md §5.8).
 type ReportStatusError struct{ Status string }
 
 func (e *ReportStatusError) Error() string {
@@ -186,7 +186,7 @@ func (e *ReportStatusError) Error() string {
 }
 
 // CreateReport adds a report document to an approved proposal in one transaction with the
-// guard (SPEC 4.9). For an idea-input proposal it also records "report_created" on the first
+// guard (docs/rules.md §5.8). For an idea-input proposal it also records "report_created" on the first
 // input idea and notifies that idea's creator and assignee (and their owners, for agents).
 func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string, doc *Document, force bool) error {
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

@@ -7,7 +7,7 @@ import (
 	"errors"
 )
 
-// The requestId ledger (SPEC D5; docs/write-path.md, "Exactly once"): one row per (agent,
+// The requestId ledger (docs/rules.md §8.5; docs/write-path.md, "Exactly once"): one row per (agent,
 // requestId) of a mutating tool call. It holds what the key was first used for, the result of
 // the call once it succeeded, and the key's generation, which moves on each time a call with it
 // is refused, so that only an executed call's result is ever kept.

@@ -242,7 +242,7 @@ func (s *Store) CheckMigrated(ctx context.Context) error {
 	return nil
 }
 
-// NewUUID returns a new random (v4) uuid string, the public id of every entity (SPEC 1).
+// NewUUID returns a new random (v4) uuid string, the public id of every entity (docs/rules.md §1.1).
 func NewUUID() string { return uuid.NewString() }
 
 // Now is the store's clock: UTC, truncated to microseconds so both dialects keep the same value.

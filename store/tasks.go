@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// TaskAccess is the project-access gate for a task (SPEC 5.3); see IdeaAccess.
+// TaskAccess is the project-access gate for a task (docs/rules.md §6.3); see IdeaAccess.
 func (s *Store) TaskAccess(ctx context.Context, c Caller, taskUUID string, need Access) (*Task, *ProjectView, error) {
 	if !IsUUID(taskUUID) {
 		return nil, nil, NotFound("Task")
@@ -32,7 +32,7 @@ func (s *Store) TaskAccess(ctx context.Context, c Caller, taskUUID string, need 
 	return &t, pv, nil
 }
 
-// priorityRank orders priorities high > medium > low (SPEC D4).
+// priorityRank orders priorities high > medium > low (docs/rules.md §8.4).
 const priorityRank = "CASE task.priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END"
 
 // TaskFilter narrows task lists.
@@ -73,7 +73,7 @@ func (s *Store) AvailableTasks(ctx context.Context, projectUUID string, proposal
 }
 
 // UnblockedTasks returns a page of open or assigned tasks whose every dependency is done or
-// closed (SPEC 4.3).
+// closed (docs/rules.md §5.3).
 func (s *Store) UnblockedTasks(ctx context.Context, projectUUID string, proposalUUIDs []string, limit, offset int) ([]Task, int, error) {
 	var rows []Task
 	q := TaskFilter{ProposalUUIDs: proposalUUIDs}.apply(s.DB.NewSelect().Model(&rows).Where("task.project_uuid = ?", projectUUID)).
@@ -130,7 +130,7 @@ func (s *Store) CommentCount(ctx context.Context, targetType, targetUUID string)
 	return int(n), err
 }
 
-// Dependency errors (SPEC 4.3), in the words agents see.
+// Dependency errors (docs/rules.md §5.3), in the words agents see.
 var (
 	ErrDepSelf        = errors.New("A task cannot depend on itself")
 	ErrDepNotFound    = errors.New("Dependency task not found")
@@ -141,8 +141,9 @@ var (
 	errDepWalkTooDeep = errors.New("dependency graph too deep to check")
 )
 
-// AddDependency adds the edge "taskUUID depends on dependsOnUUID" in db after SPEC 4.3's checks
-// in order: not itself, both exist in the company, same project, no cycle, not a duplicate.
+// AddDependency adds the edge "taskUUID depends on dependsOnUUID" in db after the checks of
+// docs/rules.md §5.3 in order: not itself, both exist in the company, same project, no cycle, not a
+// duplicate.
 func AddDependency(ctx context.Context, db bun.IDB, companyUUID, taskUUID, dependsOnUUID string, at time.Time) error {
 	if taskUUID == dependsOnUUID {
 		return ErrDepSelf

@@ -29,7 +29,7 @@ func NewClient(c client.Client, taskQueue string) *Client {
 	return &Client{Temporal: c, TaskQueue: taskQueue}
 }
 
-// Call identifies one command: the idempotency key it carries (SPEC D5) and that key's
+// Call identifies one command: the idempotency key it carries (docs/rules.md §8.5) and that key's
 // generation, which moves on each time a call with the key is refused (docs/write-path.md,
 // "Exactly once").
 type Call struct {
@@ -78,8 +78,9 @@ func (c *Client) update(ctx context.Context, entity Entity, uuid, name, id strin
 	}, entity)
 }
 
-// updateWithStart starts the entity's workflow if needed and sends its create update (SPEC:
-// "update-with-start"); a second call for the same entity attaches to the running workflow.
+// updateWithStart starts the entity's workflow if needed and sends its create update
+// ("update-with-start", docs/write-path.md, "Every row has its workflow"); a second call for the
+// same entity attaches to the running workflow.
 func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workflowType string, runArg any,
 	start client.StartWorkflowOptions, name, id string, arg, out any) error {
 	start.ID = WorkflowID(entity, uuid)

@@ -16,7 +16,7 @@ import (
 // IdeaWorkflowName is the registered type of IdeaWorkflow.
 const IdeaWorkflowName = "IdeaWorkflow"
 
-// Update names of IdeaWorkflow, one per tool (SPEC 3.4, 2.1, 2.2).
+// Update names of IdeaWorkflow, one per tool (docs/rules.md §4.4, §2.1, §2.2).
 const (
 	UpdateCreateIdea          = "chorus_pm_create_idea"
 	UpdateClaimIdea           = "chorus_claim_idea"
@@ -33,7 +33,7 @@ const (
 // what the state machine needs and nothing of the idea's text but its title
 // (docs/write-path.md, "Bounded state and payloads"): the content lives in the database, and
 // questions and options are kept as fingerprints of their ids. The parent is the row's alone: a
-// parent's deletion detaches its children in the parent's transaction (SPEC 4.5).
+// parent's deletion detaches its children in the parent's transaction (docs/rules.md §5.5).
 type IdeaState struct {
 	Created     bool    `json:"created"`
 	Deleted     bool    `json:"deleted,omitempty"`
@@ -342,7 +342,8 @@ func (w *ideaWorkflow) notify(n IdeaState, wr store.Write, a Actor, action, mess
 		ActorName: a.Name, Recipients: to}
 }
 
-// creator and assignee as notification recipients (SPEC D7: the creator is reached as what it is).
+// creator and assignee as notification recipients (docs/rules.md §8.7: the creator is reached as
+// what it is).
 func creatorOf(s IdeaState) store.Recipient {
 	return store.Recipient{Type: s.CreatedBy.Type, UUID: s.CreatedBy.UUID}
 }
@@ -434,7 +435,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	return result(w.state), nil
 }
 
-// lineage reads, for SPEC 4.5, the idea's current parent and what the database knows of a
+// lineage reads, for docs/rules.md §5.5, the idea's current parent and what the database knows of a
 // proposed one (parentUUID "" reads only the current parent).
 func (w *ideaWorkflow) lineage(ctx workflow.Context, a Actor, ideaUUID, parentUUID string) (store.Lineage, error) {
 	var acts *activities.Activities
@@ -445,7 +446,7 @@ func (w *ideaWorkflow) lineage(ctx workflow.Context, a Actor, ideaUUID, parentUU
 	return refs, nil
 }
 
-// checkParent applies SPEC 4.5 to a proposed parent, given its lineage.
+// checkParent applies docs/rules.md §5.5 to a proposed parent, given its lineage.
 func checkParent(ideaUUID, projectUUID, parentUUID string, refs store.Lineage) *Error {
 	switch {
 	case parentUUID == ideaUUID:
@@ -556,7 +557,7 @@ func (w *ideaWorkflow) validateEdit(in EditIdeaInput) error {
 }
 
 // edit changes the title and theme flag (state and row) and the content and parent (row only).
-// SPEC 4.5's checks read the lineage first, with the current parent, so "reparented" is
+// The checks of docs/rules.md §5.5 read the lineage first, with the current parent, so "reparented" is
 // recorded only for a real move.
 func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult, error) {
 	var current *string
@@ -604,7 +605,7 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 
 // ---- elaboration ----
 
-// maxRounds and the question limits of SPEC 2.2.
+// maxRounds and the question limits of docs/rules.md §2.2.
 const (
 	maxRounds       = 10
 	maxQuestions    = 15
@@ -711,7 +712,7 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	return r, nil
 }
 
-// locateRound finds the round an answer call targets (SPEC 2.2).
+// locateRound finds the round an answer call targets (docs/rules.md §2.2).
 func (w *ideaWorkflow) locateRound(in AnswerElaborationInput) (*RoundState, error) {
 	if in.RoundUUID != nil {
 		for i := range w.state.Rounds {

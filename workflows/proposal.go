@@ -19,7 +19,7 @@ import (
 // ProposalWorkflowName is the registered type of ProposalWorkflow.
 const ProposalWorkflowName = "ProposalWorkflow"
 
-// Update names of ProposalWorkflow, one per tool (SPEC 3.5, 3.8, 2.3).
+// Update names of ProposalWorkflow, one per tool (docs/rules.md §4.6, §2.3).
 const (
 	UpdateCreateProposal      = "chorus_pm_create_proposal"
 	UpdateAddDocumentDraft    = "chorus_pm_add_document_draft"
@@ -358,7 +358,7 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 
 // ---- drafts ----
 
-// inDraft refuses draft edits unless the proposal is a draft (SPEC 2.3).
+// inDraft refuses draft edits unless the proposal is a draft (docs/rules.md §2.3).
 func (w *proposalWorkflow) inDraft(verb, kind string) error {
 	if err := w.exists(); err != nil {
 		return Refuse(KindNotFound, "Failed to %s %s draft: Proposal not found or not in draft status", verb, kind)
@@ -569,7 +569,7 @@ func (w *proposalWorkflow) drafts(ctx workflow.Context) (store.Proposal, error) 
 	return p, nil
 }
 
-// validate runs SPEC 4.4 on the stored drafts, reading the input ideas.
+// validate runs docs/rules.md §5.4 on the stored drafts, reading the input ideas.
 func (w *proposalWorkflow) validate(ctx workflow.Context) (Validation, error) {
 	p, err := w.drafts(ctx)
 	if err != nil {
@@ -694,7 +694,7 @@ func (w *proposalWorkflow) validateApprove(in ProposalCommand) error {
 	return nil
 }
 
-// approve materializes the stored drafts (SPEC 4.7) in one transaction, then makes sure a
+// approve materializes the stored drafts (docs/rules.md §5.6) in one transaction, then makes sure a
 // TaskWorkflow runs for every new task (docs/write-path.md, "Every row has its workflow").
 func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	p, err := w.drafts(ctx)
@@ -735,7 +735,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	return r, nil
 }
 
-// materialize fills ap with the documents, tasks, criteria and edges SPEC 4.7 makes of p's
+// materialize fills ap with the documents, tasks, criteria and edges docs/rules.md §5.6 makes of p's
 // drafts, their ids derived from the approval's write, and lists them in draft order.
 func materialize(ap *store.Approval, p store.Proposal, wr store.Write) *Materialized {
 	now := wr.At
@@ -829,7 +829,7 @@ func (w *proposalWorkflow) validateRevoke(in ProposalCommand) error {
 	return nil
 }
 
-// revoke runs the cascade of SPEC 4.8 in one transaction, then tells each closed task's
+// revoke runs the cascade of docs/rules.md §5.7 in one transaction, then tells each closed task's
 // workflow where its row now stands.
 func (w *proposalWorkflow) revoke(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	n, wr := w.next(ctx)

@@ -9,7 +9,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// Issue is one finding of proposal validation (SPEC 4.4).
+// Issue is one finding of proposal validation (docs/rules.md §5.4).
 type Issue struct {
 	ID      string  `json:"id"`
 	Level   string  `json:"level"` // error | warning | info
@@ -26,7 +26,7 @@ type Validation struct {
 // minDocumentContent is E2's threshold, in characters.
 const minDocumentContent = 100
 
-// ValidateProposal runs every check of SPEC 4.4 in the order listed there. inputs are the
+// ValidateProposal runs every check of docs/rules.md §5.4 in the order listed there. inputs are the
 // proposal's input ideas as they are now (only idea-input proposals look at them). It is pure:
 // chorus_pm_validate_proposal and chorus_pm_submit_proposal both call it.
 func ValidateProposal(p store.Proposal, inputs []store.IdeaFacts) Validation {
@@ -167,7 +167,7 @@ func draftCycles(tasks []store.TaskDraft, known map[string]int) [][]int {
 	return cycles
 }
 
-// NormalizeCriteria applies SPEC 4.2: descriptions trimmed, blank ones dropped.
+// NormalizeCriteria applies docs/rules.md §5.2: descriptions trimmed, blank ones dropped.
 func NormalizeCriteria(items []store.CriterionDraft) []store.CriterionDraft {
 	var out []store.CriterionDraft
 	for _, it := range items {

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// This file is the pure state machines of SPEC 2.1, 2.3 and 2.4: statuses as small types and a
+// This file is the pure state machines of docs/rules.md §2.1, §2.3 and §2.4: statuses as small types and a
 // table of which command may start from which status. No Temporal imports; tested on its own
 // with an exhaustive status x command matrix.
 
@@ -27,7 +27,7 @@ func (e *TransitionError) Error() string {
 
 func (e *TransitionError) Unwrap() error { return ErrInvalidTransition }
 
-// IdeaStatus is an idea's stored status (SPEC 1.8).
+// IdeaStatus is an idea's stored status (docs/rules.md §1.6).
 type IdeaStatus string
 
 // Idea statuses.
@@ -40,7 +40,7 @@ const (
 // IdeaStatuses lists every idea status.
 var IdeaStatuses = []IdeaStatus{IdeaOpen, IdeaElaborating, IdeaElaborated}
 
-// ParseIdeaStatus reads a stored status, normalising the legacy values of SPEC 1.8.
+// ParseIdeaStatus reads a stored status, normalising the legacy values of docs/rules.md §1.6.
 func ParseIdeaStatus(s string) (IdeaStatus, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "open":
@@ -55,7 +55,7 @@ func ParseIdeaStatus(s string) (IdeaStatus, error) {
 
 func (s IdeaStatus) String() string { return string(s) }
 
-// Idea commands that depend on the status (SPEC 2.1, 2.2).
+// Idea commands that depend on the status (docs/rules.md §2.1, §2.2).
 const (
 	IdeaClaim            = "claim"
 	IdeaRelease          = "release"
@@ -92,7 +92,7 @@ func (s IdeaStatus) Next(command string) (IdeaStatus, error) {
 	return t.to, nil
 }
 
-// ProposalStatus is a proposal's status (SPEC 2.3).
+// ProposalStatus is a proposal's status (docs/rules.md §2.3).
 type ProposalStatus string
 
 // Proposal statuses.
@@ -108,7 +108,7 @@ var ProposalStatuses = []ProposalStatus{ProposalDraft, ProposalPending, Proposal
 
 func (s ProposalStatus) String() string { return string(s) }
 
-// Proposal commands (SPEC 2.3).
+// Proposal commands (docs/rules.md §2.3).
 const (
 	ProposalEditDrafts = "edit_drafts"
 	ProposalSubmit     = "submit"
@@ -142,7 +142,7 @@ func (s ProposalStatus) Next(command string) (ProposalStatus, error) {
 	return t.to, nil
 }
 
-// TaskStatus is a task's status (SPEC 2.4).
+// TaskStatus is a task's status (docs/rules.md §2.4).
 type TaskStatus string
 
 // Task statuses.
@@ -160,7 +160,7 @@ var TaskStatuses = []TaskStatus{TaskOpen, TaskAssigned, TaskInProgress, TaskToVe
 
 func (s TaskStatus) String() string { return string(s) }
 
-// taskMoves is SPEC 2.4's legal transition table, used by chorus_update_task's and
+// taskMoves is the legal transition table of docs/rules.md §2.4, used by chorus_update_task's and
 // chorus_report_work's status argument.
 var taskMoves = map[TaskStatus][]TaskStatus{
 	TaskOpen:       {TaskAssigned, TaskClosed},
@@ -171,11 +171,11 @@ var taskMoves = map[TaskStatus][]TaskStatus{
 	TaskClosed:     nil,
 }
 
-// CanMove reports whether SPEC 2.4's table allows from -> to.
+// CanMove reports whether the table of docs/rules.md §2.4 allows from -> to.
 func (s TaskStatus) CanMove(to TaskStatus) bool { return slices.Contains(taskMoves[s], to) }
 
 // Moves lists the statuses s may move to.
 func (s TaskStatus) Moves() []TaskStatus { return slices.Clone(taskMoves[s]) }
 
-// Resolved reports whether a dependency in status s no longer blocks (SPEC 4.3).
+// Resolved reports whether a dependency in status s no longer blocks (docs/rules.md §5.3).
 func (s TaskStatus) Resolved() bool { return s == TaskDone || s == TaskClosed }

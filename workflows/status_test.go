@@ -71,7 +71,7 @@ func TestProposalStatusMatrix(t *testing.T) {
 	}
 }
 
-// SPEC 2.4's table, written out once more by hand.
+// The table of docs/rules.md §2.4, written out once more by hand.
 func TestTaskMoveMatrix(t *testing.T) {
 	legal := map[string]bool{
 		"open>assigned": true, "open>closed": true,

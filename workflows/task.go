@@ -17,7 +17,7 @@ import (
 // TaskWorkflowName is the registered type of TaskWorkflow.
 const TaskWorkflowName = "TaskWorkflow"
 
-// Update names of TaskWorkflow, one per tool (SPEC 3.2, 3.5, 3.7, 3.8, 2.4).
+// Update names of TaskWorkflow, one per tool (docs/rules.md §4.9, §2.4).
 const (
 	UpdateClaimTask          = "chorus_claim_task"
 	UpdateReleaseTask        = "chorus_release_task"
@@ -421,7 +421,7 @@ func (w *taskWorkflow) validateClaim(in TaskCommand) error {
 	s := w.state
 	switch {
 	case s.isAssignee(in.Actor):
-		return nil // re-claiming your own task changes nothing (SPEC D1)
+		return nil // re-claiming your own task changes nothing (docs/rules.md §8.1)
 	case s.Assignee != nil && (s.status() == TaskOpen || s.status() == TaskAssigned):
 		return Refuse(KindConflict, "Task is already assigned to %s; ask an admin to reassign it", s.assigneeText())
 	case s.status() != TaskOpen && s.status() != TaskAssigned:
@@ -516,7 +516,7 @@ func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) 
 	return out, nil
 }
 
-// BlockedError is the refusal of a move to in_progress while dependencies are open (SPEC 4.3).
+// BlockedError is the refusal of a move to in_progress while dependencies are open (docs/rules.md §5.3).
 func BlockedError(blockers []store.TaskLink) *Error {
 	msg := fmt.Sprintf("Cannot move to in_progress: %d dependencies not resolved.\n\nBlockers:", len(blockers))
 	for i, x := range blockers {
@@ -534,8 +534,8 @@ func BlockedError(blockers []store.TaskLink) *Error {
 	return Refuse(KindConflict, "%s", msg)
 }
 
-// move applies a status change to n with SPEC 4.2's reset rule: leaving to_verify for anything
-// but done resets every acceptance mark.
+// move applies a status change to n with the reset rule of docs/rules.md §5.2: leaving to_verify
+// for anything but done resets every acceptance mark.
 func move(n *TaskState, c *store.TaskChange, to TaskStatus) {
 	from := n.status()
 	n.Status = string(to)
@@ -672,7 +672,7 @@ func (w *taskWorkflow) validateReport(in ReportWorkInput) error {
 		return Refuse(KindInvalid, "Input validation error: report must not be blank")
 	}
 	if in.Status != nil && !w.state.status().CanMove(TaskStatus(*in.Status)) {
-		// SPEC D3: an illegal status is refused, and nothing (not even the report) is recorded.
+		// docs/rules.md §8.3: an illegal status is refused, and nothing (not even the report) is recorded.
 		return Refuse(KindConflict, "Cannot report work with status %s: the task is %s, and from %s it may go to: %s. Nothing was recorded.",
 			*in.Status, w.state.Status, w.state.Status, legalMoves(w.state.status()))
 	}
@@ -863,14 +863,14 @@ func (w *taskWorkflow) validateReopen(in ReopenInput) error {
 	return nil
 }
 
-// BlockedByDependencies is the JSON text of a refused reopen (SPEC 2.4).
+// BlockedByDependencies is the JSON text of a refused reopen (docs/rules.md §2.4, §5.3).
 type BlockedByDependencies struct {
 	Error    string        `json:"error"`
 	Message  string        `json:"message"`
 	Blockers []BlockerView `json:"blockers"`
 }
 
-// BlockerView is one unresolved dependency as SPEC 4.3 reports it.
+// BlockerView is one unresolved dependency as docs/rules.md §5.3 reports it.
 type BlockerView struct {
 	UUID           string          `json:"uuid"`
 	Title          string          `json:"title"`
