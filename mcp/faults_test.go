@@ -288,7 +288,7 @@ func TestRetriesAfterTimeouts(t *testing.T) {
 	}
 }
 
-// cases/05: a refusal does not pin its requestId; once the state changes, the same call runs.
+// A refusal does not pin its requestId; once the state changes, the same call runs.
 func TestRefusalDoesNotPinTheRequestID(t *testing.T) {
 	e := newFlowEnv(t, "sqlite")
 	admin := e.client(e.adminKey)

@@ -15,7 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The HTTP edge of the MCP endpoint (docs/rules.md §3.1; cases/02). Every answer a client, proxy or
+// The HTTP edge of the MCP endpoint (docs/rules.md §3.1; mcp/transport_test.go). Every answer a client, proxy or
 // browser can get here is one the MCP specification and its clients expect:
 //
 //   - OPTIONS on any path is a CORS preflight: 204 with the CORS headers, no key needed;

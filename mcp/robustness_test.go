@@ -208,7 +208,7 @@ func TestScopingHeadersOnMyAssignments(t *testing.T) {
 	require.Len(t, tracker(map[string]string{"X-Chorus-Project": " " + strings.ToUpper(a) + " ,"}), 1)
 	require.Contains(t, tracker(map[string]string{"X-Chorus-Project": a}), a)
 	require.Empty(t, tracker(map[string]string{"X-Chorus-Project": store.NewUUID()}))
-	require.Empty(t, tracker(map[string]string{"X-Chorus-Project-Group": store.NewUUID()}), "SPEC D8: an unknown group scopes to nothing")
+	require.Empty(t, tracker(map[string]string{"X-Chorus-Project-Group": store.NewUUID()}), "an unknown group scopes to nothing (docs/rules.md §8.8)")
 	require.Empty(t, tracker(map[string]string{"X-Chorus-Project-Group": store.NewUUID(), "X-Chorus-Project": a}), "the group wins")
 }
 
@@ -235,7 +235,7 @@ func TestMalformedBodiesGetJSONRPCErrors(t *testing.T) {
 	}
 }
 
-// cases/03: a uuid is accepted in any case wherever it appears, at the top level or inside
+// A uuid is accepted in any case wherever it appears, at the top level or inside
 // arrays and objects, whatever the field is called; a value that is not a uuid is refused by
 // name and changes nothing.
 func TestUUIDsAreCaseInsensitiveAtAnyDepth(t *testing.T) {
@@ -354,7 +354,7 @@ func TestEquivalentCallsAreOneCall(t *testing.T) {
 	e.requireAgreement()
 }
 
-// cases/04: no sequence of schema-valid calls pushes a payload, a history or a continue-as-new
+// No sequence of schema-valid calls pushes a payload, a history or a continue-as-new
 // input past Temporal's limits. A call too large for one payload is refused up front, naming
 // the limit; a long sequence keeps the workflow's state small, and the idea stays usable.
 func TestPayloadsStayWithinTemporalLimits(t *testing.T) {
@@ -417,7 +417,7 @@ func TestPayloadsStayWithinTemporalLimits(t *testing.T) {
 	require.Equal(t, "Idea not found", fails(t, admin, "chorus_get_idea", map[string]any{"ideaUuid": idea}))
 }
 
-// cases/06: a check-then-write invariant holds under concurrent calls on PostgreSQL as on
+// A check-then-write invariant holds under concurrent calls on PostgreSQL as on
 // SQLite: one report per proposal unless forced, and no dependency cycle from two concurrent
 // edits.
 func TestConcurrentGuardsHoldOnEveryDatabase(t *testing.T) {

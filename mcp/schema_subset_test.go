@@ -15,7 +15,7 @@ import (
 
 // The JSON Schema subset Chorus publishes (schema.go, "The published subset"): what the
 // TypeScript SDK client, the MCP Inspector's portability check and the major model providers'
-// function calling all accept (cases/01). checkSubset reports every way a schema strays from it.
+// function calling all accept (the TypeScript client refused a boolean schema once). checkSubset reports every way a schema strays from it.
 
 var subsetKeywords = map[string]bool{
 	"type": true, "description": true, "properties": true, "required": true, "items": true,
@@ -186,7 +186,7 @@ func TestSubsetCheckerRejectsWhatClientsReject(t *testing.T) {
 }
 
 // Every input that names an entity is a UUID (format "uuid"), so one rule makes it
-// case-insensitive and refuses what is not a uuid, at any depth (cases/03). The labels a
+// case-insensitive and refuses what is not a uuid, at any depth. The labels a
 // caller invents for chorus_create_tasks are the one exception: they are not uuids.
 func TestEveryEntityReferenceInputIsAUUID(t *testing.T) {
 	named := regexp.MustCompile(`(?i)(uuid|uuids|dependsOn)$`)

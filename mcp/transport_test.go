@@ -19,7 +19,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// The HTTP edge as clients, proxies and browsers meet it (cases/02 and its kind, http.go).
+// The HTTP edge as clients, proxies and browsers meet it (http.go).
 
 type answer struct {
 	status int

@@ -13,7 +13,7 @@ import (
 // UUID is an argument that names an entity by its uuid. Its schema is a string with format
 // "uuid"; normalizeArgs refuses anything that is not a uuid, naming the field, and hands the
 // handler the canonical lower-case form, whatever case the caller sent and however deep the
-// field sits (cases/03: uuids are case-insensitive everywhere). Outputs use plain strings.
+// field sits (uuids are case-insensitive everywhere: TestUUIDsAreCaseInsensitiveAtAnyDepth). Outputs use plain strings.
 type UUID string
 
 // String returns the uuid as stored: lower case.

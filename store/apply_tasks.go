@@ -209,7 +209,7 @@ func isDependencyError(err error) bool {
 
 // lockProject serializes, per project, the changes whose checks read more than their own rows
 // (a dependency cycle spans tasks): on PostgreSQL it takes the project row's lock for the rest
-// of the transaction; SQLite's one writer at a time needs nothing more (cases/06).
+// of the transaction; SQLite's one writer at a time needs nothing more (mcp TestConcurrentGuardsHoldOnEveryDatabase).
 func lockProject(ctx context.Context, tx bun.Tx, projectUUID string) error {
 	return lockRow(ctx, tx, "projects", projectUUID)
 }

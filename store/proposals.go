@@ -196,7 +196,7 @@ func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string,
 			return nil
 		}
 		// The guard reads the proposal and its reports, then writes: hold the proposal's row so
-		// that a concurrent report (or revoke) waits for this one (cases/06).
+		// that a concurrent report (or revoke) waits for this one (mcp TestConcurrentGuardsHoldOnEveryDatabase).
 		if err := lockRow(ctx, tx, "proposals", proposalUUID); err != nil {
 			return err
 		}

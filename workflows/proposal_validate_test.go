@@ -41,7 +41,7 @@ func TestValidateCompleteProposal(t *testing.T) {
 		}}
 	v := ValidateProposal(p, []store.IdeaFacts{{UUID: "i1", Title: "I", Found: true, ElaborationStatus: ptr("resolved")}})
 	require.True(t, v.Valid)
-	require.Empty(t, v.Issues, "0 story points counts as set (SPEC 4.4 I2)")
+	require.Empty(t, v.Issues, "0 story points counts as set (docs/rules.md §5.4, I2)")
 }
 
 func TestValidateFindsEachProblem(t *testing.T) {

@@ -90,7 +90,7 @@ func TestTaskMoveMatrix(t *testing.T) {
 	require.Empty(t, TaskClosed.Moves())
 	require.True(t, TaskDone.Resolved())
 	require.True(t, TaskClosed.Resolved())
-	require.False(t, TaskToVerify.Resolved(), "to_verify still blocks dependents (SPEC 4.3)")
+	require.False(t, TaskToVerify.Resolved(), "to_verify still blocks dependents (docs/rules.md §5.3)")
 }
 
 func TestWorkflowIDs(t *testing.T) {

@@ -1,8 +1,8 @@
-// The permission table of the Chorus SPEC (section 5.1: presets -> bits; section 5.2: tool -> bit
-// or public), written down here from the SPEC and not from the server's code, so that tools/list
+// The permission table (docs/rules.md §6.1: presets -> bits; §6.2: tool -> bit or public),
+// written down here from that document and not from the server's code, so that tools/list
 // is checked against the contract rather than against itself.
 //
-// Only the tools this server serves are listed (the README's tool table). The SPEC also names
+// Only the tools this server serves are listed (the README's tool table). The rules also name
 // tools that are not served yet and are left out on purpose: the comment tools
 // (chorus_add_comment, chorus_get_comments), the session tools (chorus_create_session, ...),
 // the reference tools (chorus_add_reference, ...), the notification tools, the project-group
@@ -15,14 +15,14 @@ export const ACTIONS = ['read', 'write', 'admin'];
 
 const reads = RESOURCES.map((r) => `${r}:read`);
 
-// SPEC 5.1. No bit implies another: task:admin without task:write does not expose claim_task.
+// docs/rules.md §6.1. No bit implies another: task:admin without task:write does not expose claim_task.
 export const PRESETS = {
   developer_agent: [...reads, 'task:write'],
   pm_agent: [...reads, 'idea:write', 'proposal:write', 'document:write', 'task:write', 'project:write'],
   admin_agent: RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}`)),
 };
 
-// SPEC 5.2, served tools only. 'public' tools need no bit and are listed for every key.
+// docs/rules.md §6.2, served tools only. 'public' tools need no bit and are listed for every key.
 export const TOOL_PERMISSIONS = {
   // public
   chorus_checkin: 'public',
@@ -98,7 +98,7 @@ export const TOOL_PERMISSIONS = {
 };
 
 /**
- * effectiveBits is the union of the presets' bits and the custom bits (SPEC 1.3, 5.1).
+ * effectiveBits is the union of the presets' bits and the custom bits (docs/rules.md §1.3, §6.1).
  * An unknown preset name throws: a typo in the driver must not silently shrink the set.
  * @param {string[]} presets
  * @param {string[]} permissions

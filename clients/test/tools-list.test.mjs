@@ -1,5 +1,5 @@
 // tools/list through the official TypeScript SDK, once per agent key: the SDK must accept every
-// page, and the tool names must be exactly those the SPEC's permission table grants the key.
+// page, and the tool names must be exactly those the permission table (docs/rules.md §6.2) grants the key.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 
@@ -25,8 +25,8 @@ describe('tools/list per key', () => {
       const missing = want.filter((n) => !got.includes(n));
       assert.deepEqual(got, want,
         `tools/list for presets ${JSON.stringify(entry.presets)} + bits ${JSON.stringify(entry.permissions)}:\n` +
-        `  listed but not granted by SPEC 5.2: ${extra.join(', ') || '(none)'}\n` +
-        `  granted by SPEC 5.2 but not listed: ${missing.join(', ') || '(none)'}`);
+        `  listed but not granted by docs/rules.md §6.2: ${extra.join(', ') || '(none)'}\n` +
+        `  granted by docs/rules.md §6.2 but not listed: ${missing.join(', ') || '(none)'}`);
     });
   }
 
