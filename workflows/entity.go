@@ -117,6 +117,12 @@ func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, recent
 		})
 }
 
+// on binds a rule stated on an entity's state (a pure function, table-tested without Temporal)
+// to the workflow's current state, as an update's validator.
+func on[S, In any](current func() S, rule func(S, In) error) func(In) error {
+	return func(in In) error { return rule(current(), in) }
+}
+
 // replayed returns the recorded result of an update applied before.
 func replayed[Out any](u RecentUpdate) (Out, error) {
 	var out Out

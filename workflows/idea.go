@@ -229,6 +229,9 @@ type IdeaResult struct {
 
 // ---- the workflow ----
 
+// current is the state, for the rules bound with on.
+func (w *ideaWorkflow) current() IdeaState { return w.state }
+
 type ideaWorkflow struct {
 	state IdeaState
 	mu    workflow.Mutex
@@ -271,15 +274,15 @@ func (w *ideaWorkflow) register(ctx workflow.Context) error {
 	}
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, recent, CreateIdea, w.validateCreate, w.create),
-		registerUpdate(ctx, w.mu, recent, ClaimIdea, w.validateClaim, w.claim),
-		registerUpdate(ctx, w.mu, recent, ReleaseIdea, w.validateRelease, w.release),
-		registerUpdate(ctx, w.mu, recent, EditIdea, w.validateEdit, w.edit),
-		registerUpdate(ctx, w.mu, recent, StartElaboration, w.validateStart, w.startElaboration),
-		registerUpdate(ctx, w.mu, recent, AnswerElaboration, w.validateAnswer, w.answer),
-		registerUpdate(ctx, w.mu, recent, ValidateElaboration, w.validateValidate, w.validateElaboration),
-		registerUpdate(ctx, w.mu, recent, SkipElaboration, w.validateSkip, w.skip),
-		registerUpdate(ctx, w.mu, recent, DeleteIdea, w.validateDelete, w.delete),
+		registerUpdate(ctx, w.mu, recent, CreateIdea, on(w.current, IdeaState.checkCreate), w.create),
+		registerUpdate(ctx, w.mu, recent, ClaimIdea, on(w.current, IdeaState.checkClaim), w.claim),
+		registerUpdate(ctx, w.mu, recent, ReleaseIdea, on(w.current, IdeaState.checkRelease), w.release),
+		registerUpdate(ctx, w.mu, recent, EditIdea, on(w.current, IdeaState.checkEdit), w.edit),
+		registerUpdate(ctx, w.mu, recent, StartElaboration, on(w.current, IdeaState.checkStart), w.startElaboration),
+		registerUpdate(ctx, w.mu, recent, AnswerElaboration, on(w.current, IdeaState.checkAnswer), w.answer),
+		registerUpdate(ctx, w.mu, recent, ValidateElaboration, on(w.current, IdeaState.checkValidate), w.validateElaboration),
+		registerUpdate(ctx, w.mu, recent, SkipElaboration, on(w.current, IdeaState.checkSkip), w.skip),
+		registerUpdate(ctx, w.mu, recent, DeleteIdea, on(w.current, IdeaState.checkDelete), w.delete),
 	)
 }
 
@@ -295,8 +298,8 @@ func firstErr(errs ...error) error {
 var notFoundIdea = Refuse(KindNotFound, "Idea not found")
 
 // exists refuses commands on an idea that was never created or is deleted.
-func (w *ideaWorkflow) exists() error {
-	if !w.state.Created || w.state.Deleted {
+func (s IdeaState) exists() error {
+	if !s.Created || s.Deleted {
 		return notFoundIdea
 	}
 	return nil
@@ -393,8 +396,8 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 
 // ---- create ----
 
-func (w *ideaWorkflow) validateCreate(in CreateIdeaInput) error {
-	if w.state.Created {
+func (s IdeaState) checkCreate(in CreateIdeaInput) error {
+	if s.Created {
 		return nil // a retried create returns the idea
 	}
 	if strings.TrimSpace(in.Title) == "" {
@@ -470,11 +473,10 @@ func emptyToNil(s *string) *string {
 
 // ---- claim / release ----
 
-func (w *ideaWorkflow) validateClaim(in IdeaCommand) error {
-	if err := w.exists(); err != nil {
+func (s IdeaState) checkClaim(in IdeaCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	s := w.state
 	if s.Assignee != nil {
 		if s.isAssignee(in.Actor, false) {
 			return Refuse(KindConflict, "Can only claim Ideas with open status: you already hold this idea (status %s)", s.Status)
@@ -506,17 +508,17 @@ func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, 
 	return result(w.state), nil
 }
 
-func (w *ideaWorkflow) validateRelease(in IdeaCommand) error {
-	if err := w.exists(); err != nil {
+func (s IdeaState) checkRelease(in IdeaCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if !w.state.isAssignee(in.Actor, true) {
-		if w.state.Assignee == nil {
-			return Refuse(KindForbidden, "Only the assignee can release a claimed Idea: this idea is not claimed (status %s)", w.state.Status)
+	if !s.isAssignee(in.Actor, true) {
+		if s.Assignee == nil {
+			return Refuse(KindForbidden, "Only the assignee can release a claimed Idea: this idea is not claimed (status %s)", s.Status)
 		}
-		return Refuse(KindForbidden, "Only the assignee can release a claimed Idea (assignee: %s)", w.state.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can release a claimed Idea (assignee: %s)", s.assigneeText())
 	}
-	if w.state.status() == IdeaElaborated {
+	if s.status() == IdeaElaborated {
 		return Refuse(KindConflict, "Cannot release an elaborated Idea: its elaboration is resolved and it stays with its assignee")
 	}
 	return nil
@@ -540,8 +542,8 @@ func (w *ideaWorkflow) release(ctx workflow.Context, in IdeaCommand) (IdeaResult
 
 // ---- edit ----
 
-func (w *ideaWorkflow) validateEdit(in EditIdeaInput) error {
-	if err := w.exists(); err != nil {
+func (s IdeaState) checkEdit(in EditIdeaInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
 	if in.Title == nil && in.Content == nil && !in.SetParent && in.IsContainer == nil {
@@ -550,7 +552,7 @@ func (w *ideaWorkflow) validateEdit(in EditIdeaInput) error {
 	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 		return Refuse(KindInvalid, "Failed to edit Idea: title must not be blank")
 	}
-	if in.SetParent && in.ParentUUID != nil && *in.ParentUUID == w.state.UUID {
+	if in.SetParent && in.ParentUUID != nil && *in.ParentUUID == s.UUID {
 		return Refuse(KindInvalid, "Failed to edit Idea: An idea cannot be its own parent")
 	}
 	return nil
@@ -615,7 +617,7 @@ const (
 	answerErrPrefix = "Failed to answer elaboration: "
 )
 
-func (w *ideaWorkflow) validateStart(in StartElaborationInput) error {
+func (s IdeaState) checkStart(in StartElaborationInput) error {
 	fail := func(kind Kind, format string, args ...any) error {
 		return Refuse(kind, startErrPrefix+format, args...)
 	}
@@ -653,19 +655,19 @@ func (w *ideaWorkflow) validateStart(in StartElaborationInput) error {
 		seen[q.ID] = true
 	}
 	// 2. idea exists
-	if err := w.exists(); err != nil {
+	if err := s.exists(); err != nil {
 		return err
 	}
 	// 3. assignee
-	if !w.state.isAssignee(in.Actor, false) {
+	if !s.isAssignee(in.Actor, false) {
 		return fail(KindForbidden, "Only the assigned agent can start elaboration (claim the idea first with chorus_claim_idea)")
 	}
 	// 4. status
-	if _, err := w.state.status().Next(IdeaStartElaboration); err != nil {
-		return fail(KindConflict, "Cannot start elaboration from status '%s'. Idea must be in 'elaborating' or 'elaborated' status (claim it first).", w.state.Status)
+	if _, err := s.status().Next(IdeaStartElaboration); err != nil {
+		return fail(KindConflict, "Cannot start elaboration from status '%s'. Idea must be in 'elaborating' or 'elaborated' status (claim it first).", s.Status)
 	}
 	// 5. round cap
-	if len(w.state.Rounds)+1 > maxRounds {
+	if len(s.Rounds)+1 > maxRounds {
 		return fail(KindConflict, "Maximum %d elaboration rounds per Idea", maxRounds)
 	}
 	return nil
@@ -713,11 +715,11 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 }
 
 // locateRound finds the round an answer call targets (docs/rules.md §2.2).
-func (w *ideaWorkflow) locateRound(in AnswerElaborationInput) (*RoundState, error) {
+func (s IdeaState) locateRound(in AnswerElaborationInput) (*RoundState, error) {
 	if in.RoundUUID != nil {
-		for i := range w.state.Rounds {
-			if w.state.Rounds[i].UUID == *in.RoundUUID {
-				r := &w.state.Rounds[i]
+		for i := range s.Rounds {
+			if s.Rounds[i].UUID == *in.RoundUUID {
+				r := &s.Rounds[i]
 				if r.Status != "pending_answers" {
 					return nil, Refuse(KindConflict, answerErrPrefix+"Round is '%s', expected 'pending_answers' (round %d is already answered; "+
 						"ask for a new round with chorus_pm_start_elaboration)", r.Status, r.Number)
@@ -727,7 +729,7 @@ func (w *ideaWorkflow) locateRound(in AnswerElaborationInput) (*RoundState, erro
 		}
 		return nil, Refuse(KindNotFound, answerErrPrefix+"Elaboration round not found")
 	}
-	pending := w.state.pendingRounds()
+	pending := s.pendingRounds()
 	switch len(pending) {
 	case 0:
 		return nil, Refuse(KindConflict, answerErrPrefix+"no active round to answer (every round of this idea is answered)")
@@ -737,11 +739,11 @@ func (w *ideaWorkflow) locateRound(in AnswerElaborationInput) (*RoundState, erro
 	return nil, Refuse(KindInvalid, answerErrPrefix+"multiple active rounds; specify roundUuid (see chorus_get_elaboration)")
 }
 
-func (w *ideaWorkflow) validateAnswer(in AnswerElaborationInput) error {
-	if err := w.exists(); err != nil {
+func (s IdeaState) checkAnswer(in AnswerElaborationInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	r, err := w.locateRound(in)
+	r, err := s.locateRound(in)
 	if err != nil {
 		return err
 	}
@@ -767,7 +769,7 @@ func (w *ideaWorkflow) validateAnswer(in AnswerElaborationInput) error {
 
 func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (IdeaResult, error) {
 	n, wr := w.next(ctx)
-	cur, _ := w.locateRound(in)
+	cur, _ := w.state.locateRound(in)
 	ri := slices.IndexFunc(n.Rounds, func(r RoundState) bool { return r.UUID == cur.UUID })
 	r := &n.Rounds[ri]
 	change := store.IdeaChange{}
@@ -813,18 +815,18 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 
 const resolveErrPrefix = "Failed to resolve elaboration: "
 
-func (w *ideaWorkflow) validateValidate(in IdeaCommand) error {
-	if err := w.exists(); err != nil {
+func (s IdeaState) checkValidate(in IdeaCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if !w.state.isAssignee(in.Actor, false) {
+	if !s.isAssignee(in.Actor, false) {
 		return Refuse(KindForbidden, resolveErrPrefix+"Only the assigned agent can resolve elaboration")
 	}
-	if len(w.state.Rounds) == 0 {
+	if len(s.Rounds) == 0 {
 		return Refuse(KindConflict, resolveErrPrefix+"Cannot resolve: the Idea has no elaboration rounds (start one with "+
 			"chorus_pm_start_elaboration, or skip elaboration with chorus_pm_skip_elaboration)")
 	}
-	if p := len(w.state.pendingRounds()); p > 0 {
+	if p := len(s.pendingRounds()); p > 0 {
 		return Refuse(KindConflict, resolveErrPrefix+"Cannot resolve: %d round(s) still have unanswered questions "+
 			"(answer them with chorus_answer_elaboration first)", p)
 	}
@@ -847,15 +849,15 @@ func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand)
 
 const skipErrPrefix = "Failed to skip elaboration: "
 
-func (w *ideaWorkflow) validateSkip(in SkipElaborationInput) error {
-	if err := w.exists(); err != nil {
+func (s IdeaState) checkSkip(in SkipElaborationInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if !w.state.isAssignee(in.Actor, false) {
+	if !s.isAssignee(in.Actor, false) {
 		return Refuse(KindForbidden, skipErrPrefix+"Only the assigned agent can skip elaboration (claim the idea first)")
 	}
-	if _, err := w.state.status().Next(IdeaSkipElaboration); err != nil {
-		return Refuse(KindConflict, skipErrPrefix+"Cannot skip elaboration from status '%s' (only an elaborating idea can skip)", w.state.Status)
+	if _, err := s.status().Next(IdeaSkipElaboration); err != nil {
+		return Refuse(KindConflict, skipErrPrefix+"Cannot skip elaboration from status '%s' (only an elaborating idea can skip)", s.Status)
 	}
 	return nil
 }
@@ -876,7 +878,7 @@ func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (Idea
 
 // ---- delete ----
 
-func (w *ideaWorkflow) validateDelete(in IdeaCommand) error { return w.exists() }
+func (s IdeaState) checkDelete(in IdeaCommand) error { return s.exists() }
 
 func (w *ideaWorkflow) delete(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
 	n, wr := w.next(ctx)

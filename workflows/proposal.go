@@ -170,6 +170,9 @@ type MaterializedItem struct {
 	Title     string
 }
 
+// current is the state, for the rules bound with on.
+func (w *proposalWorkflow) current() ProposalState { return w.state }
+
 type proposalWorkflow struct {
 	state ProposalState
 	mu    workflow.Mutex
@@ -234,25 +237,25 @@ func (w *proposalWorkflow) register(ctx workflow.Context) error {
 	}
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, recent, CreateProposal, w.validateCreate, w.create),
-		registerUpdate(ctx, w.mu, recent, AddDocumentDraft, w.draftGuard("add", false), w.addDocumentDraft),
-		registerUpdate(ctx, w.mu, recent, AddTaskDraft, w.validateAddTaskDraft, w.addTaskDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateDocumentDraft, w.draftGuard("update", true), w.updateDocumentDraft),
-		registerUpdate(ctx, w.mu, recent, UpdateTaskDraft, w.validateUpdateTaskDraft, w.updateTaskDraft),
-		registerUpdate(ctx, w.mu, recent, RemoveDocumentDraft, w.removeGuard("document"), w.removeDocumentDraft),
-		registerUpdate(ctx, w.mu, recent, RemoveTaskDraft, w.removeGuard("task"), w.removeTaskDraft),
-		registerUpdate(ctx, w.mu, recent, SubmitProposal, w.validateSubmit, w.submit),
-		registerUpdate(ctx, w.mu, recent, RejectProposal, w.validateReject, w.reject),
-		registerUpdate(ctx, w.mu, recent, ApproveProposal, w.validateApprove, w.approve),
-		registerUpdate(ctx, w.mu, recent, CloseProposal, w.validateClose, w.close),
-		registerUpdate(ctx, w.mu, recent, RevokeProposal, w.validateRevoke, w.revoke),
+		registerUpdate(ctx, w.mu, recent, CreateProposal, on(w.current, ProposalState.checkCreate), w.create),
+		registerUpdate(ctx, w.mu, recent, AddDocumentDraft, func(in DocumentDraftInput) error { return w.state.checkDocumentDraft("add", false, in) }, w.addDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, AddTaskDraft, on(w.current, ProposalState.checkAddTaskDraft), w.addTaskDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateDocumentDraft, func(in DocumentDraftInput) error { return w.state.checkDocumentDraft("update", true, in) }, w.updateDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, UpdateTaskDraft, on(w.current, ProposalState.checkUpdateTaskDraft), w.updateTaskDraft),
+		registerUpdate(ctx, w.mu, recent, RemoveDocumentDraft, func(RemoveDraftInput) error { return w.state.checkRemove("document") }, w.removeDocumentDraft),
+		registerUpdate(ctx, w.mu, recent, RemoveTaskDraft, func(RemoveDraftInput) error { return w.state.checkRemove("task") }, w.removeTaskDraft),
+		registerUpdate(ctx, w.mu, recent, SubmitProposal, on(w.current, ProposalState.checkSubmit), w.submit),
+		registerUpdate(ctx, w.mu, recent, RejectProposal, on(w.current, ProposalState.checkReject), w.reject),
+		registerUpdate(ctx, w.mu, recent, ApproveProposal, on(w.current, ProposalState.checkApprove), w.approve),
+		registerUpdate(ctx, w.mu, recent, CloseProposal, on(w.current, ProposalState.checkClose), w.close),
+		registerUpdate(ctx, w.mu, recent, RevokeProposal, on(w.current, ProposalState.checkRevoke), w.revoke),
 	)
 }
 
 var notFoundProposal = Refuse(KindNotFound, "Proposal not found")
 
-func (w *proposalWorkflow) exists() error {
-	if !w.state.Created {
+func (s ProposalState) exists() error {
+	if !s.Created {
 		return notFoundProposal
 	}
 	return nil
@@ -325,8 +328,8 @@ func (w *proposalWorkflow) publish(ctx workflow.Context) {
 
 // ---- create ----
 
-func (w *proposalWorkflow) validateCreate(in CreateProposalInput) error {
-	if w.state.Created {
+func (s ProposalState) checkCreate(in CreateProposalInput) error {
+	if s.Created {
 		return nil
 	}
 	if strings.TrimSpace(in.Title) == "" {
@@ -359,13 +362,13 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 // ---- drafts ----
 
 // inDraft refuses draft edits unless the proposal is a draft (docs/rules.md §2.3).
-func (w *proposalWorkflow) inDraft(verb, kind string) error {
-	if err := w.exists(); err != nil {
+func (s ProposalState) inDraft(verb, kind string) error {
+	if err := s.exists(); err != nil {
 		return Refuse(KindNotFound, "Failed to %s %s draft: Proposal not found or not in draft status", verb, kind)
 	}
-	if _, err := w.state.status().Next(ProposalEditDrafts); err != nil {
+	if _, err := s.status().Next(ProposalEditDrafts); err != nil {
 		return Refuse(KindConflict, "Failed to %s %s draft: Proposal not found or not in draft status (it is %s; %s)",
-			verb, kind, w.state.Status, backToDraftHint(w.state.status()))
+			verb, kind, s.Status, backToDraftHint(s.status()))
 	}
 	return nil
 }
@@ -382,28 +385,26 @@ func backToDraftHint(s ProposalStatus) string {
 	return "only draft proposals can be edited"
 }
 
-func (w *proposalWorkflow) draftGuard(verb string, existing bool) func(DocumentDraftInput) error {
-	return func(in DocumentDraftInput) error {
-		if err := w.inDraft(verb, "document"); err != nil {
-			return err
-		}
-		if existing {
-			if !slices.Contains(w.state.Documents, in.DraftUUID) {
-				return Refuse(KindNotFound, "Failed to update document draft: Document draft not found")
-			}
-		} else {
-			if in.Type == nil || in.Title == nil || in.Content == nil {
-				return Refuse(KindInvalid, "Failed to add document draft: type, title and content are required")
-			}
-			if len(w.state.Documents) >= maxDocumentDrafts {
-				return Refuse(KindConflict, "Failed to add document draft: a proposal holds at most %d document drafts", maxDocumentDrafts)
-			}
-		}
-		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-			return Refuse(KindInvalid, "Failed to %s document draft: title must not be blank", verb)
-		}
-		return nil
+func (s ProposalState) checkDocumentDraft(verb string, existing bool, in DocumentDraftInput) error {
+	if err := s.inDraft(verb, "document"); err != nil {
+		return err
 	}
+	if existing {
+		if !slices.Contains(s.Documents, in.DraftUUID) {
+			return Refuse(KindNotFound, "Failed to update document draft: Document draft not found")
+		}
+	} else {
+		if in.Type == nil || in.Title == nil || in.Content == nil {
+			return Refuse(KindInvalid, "Failed to add document draft: type, title and content are required")
+		}
+		if len(s.Documents) >= maxDocumentDrafts {
+			return Refuse(KindConflict, "Failed to add document draft: a proposal holds at most %d document drafts", maxDocumentDrafts)
+		}
+	}
+	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
+		return Refuse(KindInvalid, "Failed to %s document draft: title must not be blank", verb)
+	}
+	return nil
 }
 
 func (w *proposalWorkflow) draftResult(uuid, title string) ProposalResult {
@@ -449,8 +450,8 @@ func (w *proposalWorkflow) updateDocumentDraft(ctx workflow.Context, in Document
 
 const criteriaRequired = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"
 
-func (w *proposalWorkflow) validateAddTaskDraft(in TaskDraftInput) error {
-	if err := w.inDraft("add", "task"); err != nil {
+func (s ProposalState) checkAddTaskDraft(in TaskDraftInput) error {
+	if err := s.inDraft("add", "task"); err != nil {
 		return err
 	}
 	if in.Title == nil || strings.TrimSpace(*in.Title) == "" {
@@ -459,7 +460,7 @@ func (w *proposalWorkflow) validateAddTaskDraft(in TaskDraftInput) error {
 	if len(NormalizeCriteria(in.Criteria)) == 0 {
 		return Refuse(KindInvalid, "Failed to add task draft: "+criteriaRequired)
 	}
-	if len(w.state.Tasks) >= maxTaskDrafts {
+	if len(s.Tasks) >= maxTaskDrafts {
 		return Refuse(KindConflict, "Failed to add task draft: a proposal holds at most %d task drafts", maxTaskDrafts)
 	}
 	return nil
@@ -477,11 +478,11 @@ func (w *proposalWorkflow) addTaskDraft(ctx workflow.Context, in TaskDraftInput)
 	return w.draftResult(t.UUID, t.Title), nil
 }
 
-func (w *proposalWorkflow) validateUpdateTaskDraft(in TaskDraftInput) error {
-	if err := w.inDraft("update", "task"); err != nil {
+func (s ProposalState) checkUpdateTaskDraft(in TaskDraftInput) error {
+	if err := s.inDraft("update", "task"); err != nil {
 		return err
 	}
-	if !slices.Contains(w.state.Tasks, in.DraftUUID) {
+	if !slices.Contains(s.Tasks, in.DraftUUID) {
 		return Refuse(KindNotFound, "Failed to update task draft: Task draft not found")
 	}
 	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
@@ -512,9 +513,7 @@ func (w *proposalWorkflow) updateTaskDraft(ctx workflow.Context, in TaskDraftInp
 	return w.draftResult(in.DraftUUID, title), nil
 }
 
-func (w *proposalWorkflow) removeGuard(kind string) func(RemoveDraftInput) error {
-	return func(RemoveDraftInput) error { return w.inDraft("remove", kind) }
-}
+func (s ProposalState) checkRemove(kind string) error { return s.inDraft("remove", kind) }
 
 func (w *proposalWorkflow) removeDocumentDraft(ctx workflow.Context, in RemoveDraftInput) (ProposalResult, error) {
 	if !slices.Contains(w.state.Documents, in.DraftUUID) {
@@ -549,12 +548,12 @@ func nilIfEmpty[T any](s []T) []T {
 
 // ---- submit / reject / close ----
 
-func (w *proposalWorkflow) validateSubmit(in ProposalCommand) error {
-	if err := w.exists(); err != nil {
+func (s ProposalState) checkSubmit(in ProposalCommand) error {
+	if err := s.exists(); err != nil {
 		return Refuse(KindNotFound, "Failed to submit Proposal: Proposal not found")
 	}
-	if _, err := w.state.status().Next(ProposalSubmit); err != nil {
-		return Refuse(KindConflict, "Failed to submit Proposal: Only draft proposals can be submitted for review (it is %s)", w.state.Status)
+	if _, err := s.status().Next(ProposalSubmit); err != nil {
+		return Refuse(KindConflict, "Failed to submit Proposal: Only draft proposals can be submitted for review (it is %s)", s.Status)
 	}
 	return nil
 }
@@ -604,26 +603,26 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 	return r, nil
 }
 
-func (w *proposalWorkflow) ownOrAdmin(a Actor, verb string) error {
-	if a.ProposalAdmin || a.UUID == w.state.CreatedBy.UUID {
+func (s ProposalState) ownOrAdmin(a Actor, verb string) error {
+	if a.ProposalAdmin || a.UUID == s.CreatedBy.UUID {
 		return nil
 	}
 	return Refuse(KindForbidden, "You can only %s your own proposals (this one was created by %s %s)", verb,
-		w.state.CreatedBy.Type, w.state.CreatedBy.UUID)
+		s.CreatedBy.Type, s.CreatedBy.UUID)
 }
 
-func (w *proposalWorkflow) validateReject(in ProposalCommand) error {
-	if err := w.exists(); err != nil {
+func (s ProposalState) checkReject(in ProposalCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
 	if in.ReviewNote == nil || strings.TrimSpace(*in.ReviewNote) == "" {
 		return Refuse(KindInvalid, "Input validation error: reviewNote is required to reject a proposal")
 	}
-	if err := w.ownOrAdmin(in.Actor, "reject"); err != nil {
+	if err := s.ownOrAdmin(in.Actor, "reject"); err != nil {
 		return err
 	}
-	if _, err := w.state.status().Next(ProposalReject); err != nil {
-		return Refuse(KindConflict, "Can only reject pending Proposals, current status: %s", w.state.Status)
+	if _, err := s.status().Next(ProposalReject); err != nil {
+		return Refuse(KindConflict, "Can only reject pending Proposals, current status: %s", s.Status)
 	}
 	return nil
 }
@@ -652,15 +651,15 @@ func (w *proposalWorkflow) reject(ctx workflow.Context, in ProposalCommand) (Pro
 	return w.result(), nil
 }
 
-func (w *proposalWorkflow) validateClose(in ProposalCommand) error {
-	if err := w.exists(); err != nil {
+func (s ProposalState) checkClose(in ProposalCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
 	if in.ReviewNote == nil || strings.TrimSpace(*in.ReviewNote) == "" {
 		return Refuse(KindInvalid, "Input validation error: reviewNote is required to close a proposal")
 	}
-	if _, err := w.state.status().Next(ProposalClose); err != nil {
-		return Refuse(KindConflict, "Can only close pending Proposals, current status: %s", w.state.Status)
+	if _, err := s.status().Next(ProposalClose); err != nil {
+		return Refuse(KindConflict, "Can only close pending Proposals, current status: %s", s.Status)
 	}
 	return nil
 }
@@ -678,18 +677,18 @@ func (w *proposalWorkflow) close(ctx workflow.Context, in ProposalCommand) (Prop
 
 // ---- approve ----
 
-func (w *proposalWorkflow) validateApprove(in ProposalCommand) error {
-	if err := w.exists(); err != nil {
+func (s ProposalState) checkApprove(in ProposalCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if _, err := w.state.status().Next(ProposalApprove); err != nil {
+	if _, err := s.status().Next(ProposalApprove); err != nil {
 		hint := ""
-		if w.state.status() == ProposalApproved {
+		if s.status() == ProposalApproved {
 			hint = " (it was already approved)"
-		} else if w.state.status() == ProposalDraft {
+		} else if s.status() == ProposalDraft {
 			hint = " (its author must submit it first)"
 		}
-		return Refuse(KindConflict, "Can only approve pending Proposals, current status: %s%s", w.state.Status, hint)
+		return Refuse(KindConflict, "Can only approve pending Proposals, current status: %s%s", s.Status, hint)
 	}
 	return nil
 }
@@ -816,15 +815,15 @@ func taskStart(st TaskState) activities.WorkflowStart {
 
 // ---- revoke ----
 
-func (w *proposalWorkflow) validateRevoke(in ProposalCommand) error {
-	if err := w.exists(); err != nil {
+func (s ProposalState) checkRevoke(in ProposalCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if err := w.ownOrAdmin(in.Actor, "revoke"); err != nil {
+	if err := s.ownOrAdmin(in.Actor, "revoke"); err != nil {
 		return err
 	}
-	if _, err := w.state.status().Next(ProposalRevoke); err != nil {
-		return Refuse(KindConflict, "Can only revoke approved Proposals, current status: %s", w.state.Status)
+	if _, err := s.status().Next(ProposalRevoke); err != nil {
+		return Refuse(KindConflict, "Can only revoke approved Proposals, current status: %s", s.Status)
 	}
 	return nil
 }

@@ -221,6 +221,9 @@ type TaskResult struct {
 	Unchanged bool `json:",omitempty"`
 }
 
+// current is the state, for the rules bound with on.
+func (w *taskWorkflow) current() TaskState { return w.state }
+
 type taskWorkflow struct {
 	state TaskState
 	mu    workflow.Mutex
@@ -281,25 +284,25 @@ func (w *taskWorkflow) register(ctx workflow.Context) error {
 	}
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
-		registerUpdate(ctx, w.mu, recent, ClaimTask, w.validateClaim, w.claim),
-		registerUpdate(ctx, w.mu, recent, ReleaseTask, w.validateRelease, w.release),
-		registerUpdate(ctx, w.mu, recent, AssignTask, w.validateAssign, w.assign),
-		registerUpdate(ctx, w.mu, recent, UpdateTask, w.validateUpdate, w.update),
-		registerUpdate(ctx, w.mu, recent, ReportWork, w.validateReport, w.reportWork),
-		registerUpdate(ctx, w.mu, recent, SelfCheck, w.validateSelfCheck, w.selfCheck),
-		registerUpdate(ctx, w.mu, recent, SubmitForVerify, w.validateSubmit, w.submit),
-		registerUpdate(ctx, w.mu, recent, MarkCriteria, w.validateMark, w.mark),
-		registerUpdate(ctx, w.mu, recent, VerifyTask, w.validateVerify, w.verify),
-		registerUpdate(ctx, w.mu, recent, ReopenTask, w.validateReopen, w.reopen),
-		registerUpdate(ctx, w.mu, recent, CloseTask, w.validateClose, w.close),
-		registerUpdate(ctx, w.mu, recent, DeleteTask, w.validateDelete, w.delete),
+		registerUpdate(ctx, w.mu, recent, ClaimTask, on(w.current, TaskState.checkClaim), w.claim),
+		registerUpdate(ctx, w.mu, recent, ReleaseTask, on(w.current, TaskState.checkRelease), w.release),
+		registerUpdate(ctx, w.mu, recent, AssignTask, on(w.current, TaskState.checkAssign), w.assign),
+		registerUpdate(ctx, w.mu, recent, UpdateTask, on(w.current, TaskState.checkUpdate), w.update),
+		registerUpdate(ctx, w.mu, recent, ReportWork, on(w.current, TaskState.checkReport), w.reportWork),
+		registerUpdate(ctx, w.mu, recent, SelfCheck, on(w.current, TaskState.checkSelfCheck), w.selfCheck),
+		registerUpdate(ctx, w.mu, recent, SubmitForVerify, on(w.current, TaskState.checkSubmit), w.submit),
+		registerUpdate(ctx, w.mu, recent, MarkCriteria, on(w.current, TaskState.checkMark), w.mark),
+		registerUpdate(ctx, w.mu, recent, VerifyTask, on(w.current, TaskState.checkVerify), w.verify),
+		registerUpdate(ctx, w.mu, recent, ReopenTask, on(w.current, TaskState.checkReopen), w.reopen),
+		registerUpdate(ctx, w.mu, recent, CloseTask, on(w.current, TaskState.checkClose), w.close),
+		registerUpdate(ctx, w.mu, recent, DeleteTask, on(w.current, TaskState.checkDelete), w.delete),
 	)
 }
 
 var notFoundTask = Refuse(KindNotFound, "Task not found")
 
-func (w *taskWorkflow) exists() error {
-	if !w.state.Created || w.state.Deleted {
+func (s TaskState) exists() error {
+	if !s.Created || s.Deleted {
 		return notFoundTask
 	}
 	return nil
@@ -414,11 +417,10 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 
 // ---- claim / release / assign ----
 
-func (w *taskWorkflow) validateClaim(in TaskCommand) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkClaim(in TaskCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	s := w.state
 	switch {
 	case s.isAssignee(in.Actor):
 		return nil // re-claiming your own task changes nothing (docs/rules.md §8.1)
@@ -466,15 +468,15 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	return w.result(), nil
 }
 
-func (w *taskWorkflow) validateRelease(in TaskCommand) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkRelease(in TaskCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if !w.state.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)", w.state.assigneeText())
+	if !s.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)", s.assigneeText())
 	}
-	if w.state.status() != TaskAssigned {
-		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", w.state.Status)
+	if s.status() != TaskAssigned {
+		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", s.Status)
 	}
 	return nil
 }
@@ -490,11 +492,11 @@ func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult
 	return w.result(), nil
 }
 
-func (w *taskWorkflow) validateAssign(in AssignTaskInput) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkAssign(in AssignTaskInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if s := w.state.status(); s != TaskOpen && s != TaskAssigned {
+	if s := s.status(); s != TaskOpen && s != TaskAssigned {
 		return Refuse(KindConflict, "Can only assign tasks with open or assigned status, current status: %s", s)
 	}
 	return nil
@@ -564,8 +566,8 @@ func legalMoves(s TaskStatus) string {
 
 // ---- update_task ----
 
-func (w *taskWorkflow) validateUpdate(in UpdateTaskInput) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkUpdate(in UpdateTaskInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
 	if in.SetCriteria && len(NormalizeCriteria(in.Criteria)) == 0 {
@@ -573,12 +575,12 @@ func (w *taskWorkflow) validateUpdate(in UpdateTaskInput) error {
 	}
 	if in.Status != nil {
 		to := TaskStatus(*in.Status)
-		if !w.state.isAssignee(in.Actor) {
-			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)", w.state.assigneeText())
+		if !s.isAssignee(in.Actor) {
+			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)", s.assigneeText())
 		}
-		if !w.state.status().CanMove(to) {
+		if !s.status().CanMove(to) {
 			return Refuse(KindConflict, "Invalid status transition: %s -> %s (from %s the task may go to: %s)",
-				w.state.Status, to, w.state.Status, legalMoves(w.state.status()))
+				s.Status, to, s.Status, legalMoves(s.status()))
 		}
 	}
 	return nil
@@ -661,20 +663,20 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 
 // ---- report_work ----
 
-func (w *taskWorkflow) validateReport(in ReportWorkInput) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkReport(in ReportWorkInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if !w.state.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)", w.state.assigneeText())
+	if !s.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)", s.assigneeText())
 	}
 	if strings.TrimSpace(in.Report) == "" {
 		return Refuse(KindInvalid, "Input validation error: report must not be blank")
 	}
-	if in.Status != nil && !w.state.status().CanMove(TaskStatus(*in.Status)) {
+	if in.Status != nil && !s.status().CanMove(TaskStatus(*in.Status)) {
 		// docs/rules.md §8.3: an illegal status is refused, and nothing (not even the report) is recorded.
 		return Refuse(KindConflict, "Cannot report work with status %s: the task is %s, and from %s it may go to: %s. Nothing was recorded.",
-			*in.Status, w.state.Status, w.state.Status, legalMoves(w.state.status()))
+			*in.Status, s.Status, s.Status, legalMoves(s.status()))
 	}
 	return nil
 }
@@ -701,10 +703,10 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 
 // ---- acceptance criteria ----
 
-func (w *taskWorkflow) checkOwnership(marks []CriterionMark) error {
+func (s TaskState) checkOwnership(marks []CriterionMark) error {
 	for _, m := range marks {
-		if !slices.ContainsFunc(w.state.Criteria, func(c CriterionState) bool { return c.UUID == m.UUID }) {
-			return Refuse(KindInvalid, "Criterion %s does not belong to task %s", m.UUID, w.state.UUID)
+		if !slices.ContainsFunc(s.Criteria, func(c CriterionState) bool { return c.UUID == m.UUID }) {
+			return Refuse(KindInvalid, "Criterion %s does not belong to task %s", m.UUID, s.UUID)
 		}
 	}
 	if len(marks) == 0 {
@@ -713,25 +715,25 @@ func (w *taskWorkflow) checkOwnership(marks []CriterionMark) error {
 	return nil
 }
 
-func (w *taskWorkflow) validateSelfCheck(in MarkCriteriaInput) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkSelfCheck(in MarkCriteriaInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if !w.state.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)", w.state.assigneeText())
+	if !s.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)", s.assigneeText())
 	}
-	return w.checkOwnership(in.Marks)
+	return s.checkOwnership(in.Marks)
 }
 
 func (w *taskWorkflow) selfCheck(ctx workflow.Context, in MarkCriteriaInput) (TaskResult, error) {
 	return w.applyMarks(ctx, in, true)
 }
 
-func (w *taskWorkflow) validateMark(in MarkCriteriaInput) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkMark(in MarkCriteriaInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	return w.checkOwnership(in.Marks)
+	return s.checkOwnership(in.Marks)
 }
 
 func (w *taskWorkflow) mark(ctx workflow.Context, in MarkCriteriaInput) (TaskResult, error) {
@@ -768,16 +770,16 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 
 // ---- submit / verify / reopen / close / delete ----
 
-func (w *taskWorkflow) validateSubmit(in SubmitInput) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkSubmit(in SubmitInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if !w.state.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)", w.state.assigneeText())
+	if !s.isAssignee(in.Actor) {
+		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)", s.assigneeText())
 	}
-	if w.state.status() != TaskInProgress {
+	if s.status() != TaskInProgress {
 		return Refuse(KindConflict, "Can only submit for verification from in_progress status: this task is %s%s",
-			w.state.Status, nextStepForSubmit(w.state.status()))
+			s.Status, nextStepForSubmit(s.status()))
 	}
 	return nil
 }
@@ -810,16 +812,16 @@ func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult,
 	return w.result(), nil
 }
 
-func (w *taskWorkflow) validateVerify(in TaskCommand) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkVerify(in TaskCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if w.state.status() != TaskToVerify {
-		return Refuse(KindConflict, "Can only verify Tasks in to_verify status, current status: %s%s", w.state.Status,
-			map[TaskStatus]string{TaskInProgress: " (the assignee must submit it first)", TaskDone: " (it is already verified)"}[w.state.status()])
+	if s.status() != TaskToVerify {
+		return Refuse(KindConflict, "Can only verify Tasks in to_verify status, current status: %s%s", s.Status,
+			map[TaskStatus]string{TaskInProgress: " (the assignee must submit it first)", TaskDone: " (it is already verified)"}[s.status()])
 	}
 	required, passed, failed, pending := 0, 0, 0, 0
-	for _, c := range w.state.Criteria {
+	for _, c := range s.Criteria {
 		if !c.Required {
 			continue
 		}
@@ -853,12 +855,12 @@ func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult,
 	return w.result(), nil
 }
 
-func (w *taskWorkflow) validateReopen(in ReopenInput) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkReopen(in ReopenInput) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if w.state.status() != TaskToVerify {
-		return Refuse(KindConflict, "Can only reopen Tasks in to_verify status, current status: %s", w.state.Status)
+	if s.status() != TaskToVerify {
+		return Refuse(KindConflict, "Can only reopen Tasks in to_verify status, current status: %s", s.Status)
 	}
 	return nil
 }
@@ -920,11 +922,11 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 	return w.result(), nil
 }
 
-func (w *taskWorkflow) validateClose(in TaskCommand) error {
-	if err := w.exists(); err != nil {
+func (s TaskState) checkClose(in TaskCommand) error {
+	if err := s.exists(); err != nil {
 		return err
 	}
-	if w.state.status() == TaskClosed {
+	if s.status() == TaskClosed {
 		return Refuse(KindConflict, "Task is already in closed status")
 	}
 	return nil
@@ -941,7 +943,7 @@ func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, 
 	return w.result(), nil
 }
 
-func (w *taskWorkflow) validateDelete(in TaskCommand) error { return w.exists() }
+func (s TaskState) checkDelete(in TaskCommand) error { return s.exists() }
 
 func (w *taskWorkflow) delete(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
