@@ -12,12 +12,16 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
@@ -388,4 +392,91 @@ func requireEventually2(t testing.TB, within time.Duration, cond func() bool, ms
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// A `temporal workflow reset` rolls a workflow back but not its rows: the next command is
+// refused as a divergence (never acknowledged and skipped), ops check lists it, and ops repair
+// makes the rows follow the workflow again.
+func TestResetIsDetectedAndRepaired(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		var created CreatedTasks
+		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+			{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+		task := created.Tasks[0].UUID
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
+		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, nil)
+
+		// Reset to the workflow task before the move to in_progress, dropping that update.
+		id := workflows.TaskID(task)
+		var lastCompleted, resetTo int64
+		it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				lastCompleted = ev.GetEventId()
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+				resetTo = lastCompleted // the last one seen wins: the in_progress update
+			}
+		}
+		_, err := e.tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{Namespace: workflows.Namespace,
+			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id}, Reason: "test", WorkflowTaskFinishEventId: resetTo,
+			RequestId: store.NewUUID(), ResetReapplyExcludeTypes: []enumspb.ResetReapplyExcludeType{
+				enumspb.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL, enumspb.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE}})
+		require.NoError(t, err)
+
+		requireEventually(t, func() bool {
+			var s workflows.TaskState
+			v, err := e.tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
+			return err == nil && v.Get(&s) == nil && s.Status == "assigned"
+		}, "the reset workflow is back at assigned")
+		msg := fails(t, admin, "chorus_release_task", map[string]any{"taskUuid": task})
+		require.Contains(t, msg, "its stored record and its workflow disagree")
+		found, err := e.ops().Check(ctx, "")
+		require.NoError(t, err)
+		require.Len(t, found, 1)
+		require.Equal(t, ops.Diverged, found[0].Kind)
+		require.Equal(t, id, found[0].WorkflowID)
+
+		did, err := e.ops().Repair(ctx, found[0])
+		require.NoError(t, err)
+		require.Contains(t, did, "rewrote the task row")
+		e.requireAgreement()
+		var v TaskView
+		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": task}, &v)
+		require.Equal(t, "assigned", v.Status, "the row follows the workflow")
+		ok(t, admin, "chorus_release_task", map[string]any{"taskUuid": task}, nil)
+		e.requireAgreement()
+	})
+}
+
+// A terminated workflow leaves rows no command can change (the entity answers "not found" to
+// commands): ops check lists it, and ops repair starts a new run from the rows.
+func TestTerminatedWorkflowIsRestartedByRepair(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	ctx := context.Background()
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	idea := createIdea(t, admin, project, "Idea", nil)
+	ok(t, admin, "chorus_claim_idea", map[string]any{"ideaUuid": idea}, nil)
+	require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.IdeaID(idea), "", "test"))
+	require.Equal(t, "Idea not found", fails(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}))
+
+	found, err := e.ops().Check(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.Equal(t, ops.ClosedWorkflow, found[0].Kind)
+	did, err := e.ops().Repair(ctx, found[0])
+	require.NoError(t, err)
+	require.Contains(t, did, "started a new run from the rows")
+	e.requireAgreement()
+	var iv IdeaView
+	ok(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}, &iv)
+	require.Equal(t, "open", iv.Status)
+	ok(t, admin, "chorus_admin_delete_idea", map[string]any{"ideaUuid": idea}, nil)
+	e.requireAgreement()
 }
