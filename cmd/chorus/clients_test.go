@@ -70,7 +70,7 @@ func TestTypeScriptClients(t *testing.T) {
 	t.Setenv("CHORUS_BOOTSTRAP_ADMIN_KEY", "")
 	t.Setenv("CHORUS_LOG_LEVEL", "warn")
 	dataDir := t.TempDir()
-	url := startDev(t, dataDir)
+	url, temporalAddr := startDev(t, dataDir)
 
 	adminKey, err := os.ReadFile(filepath.Join(dataDir, "admin.key"))
 	require.NoError(t, err)
@@ -103,6 +103,15 @@ func TestTypeScriptClients(t *testing.T) {
 		t.Fatalf("the TypeScript client suite did not finish within the deadline: %v", ctx.Err())
 	}
 	require.NoError(t, err, "the TypeScript client suite failed; its report is above")
+
+	// Everything the clients did left every workflow in agreement with its rows.
+	var stdout, stderr bytes.Buffer
+	check := newRootCmd()
+	check.SetArgs([]string{"--data-dir", dataDir, "ops", "check", "--temporal-address", temporalAddr})
+	check.SetOut(&stdout)
+	check.SetErr(&stderr)
+	require.NoError(t, check.ExecuteContext(context.Background()), "chorus ops check: %s%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "clean: every workflow agrees with its rows")
 }
 
 // nodeProblem says why clients/ cannot run here ("" when it can): node missing or older than
@@ -128,9 +137,9 @@ func nodeProblem(clients string) string {
 }
 
 // startDev runs `chorus dev` (runDev) on free ports with dataDir until the test ends, and
-// returns the MCP endpoint URL once GET /readyz answers 200. It fails the test when the stack
+// returns the MCP endpoint URL and the Temporal address once GET /readyz answers 200. It fails the test when the stack
 // exits early or is not ready within three minutes, printing what it wrote.
-func startDev(t *testing.T, dataDir string) string {
+func startDev(t *testing.T, dataDir string) (string, string) {
 	t.Helper()
 	ports := make([]int, 3)
 	for i := range ports {
@@ -173,7 +182,7 @@ func startDev(t *testing.T, dataDir string) string {
 			if resp, err := probe.Get(ready); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return "http://" + addr + mcp.Path
+					return "http://" + addr + mcp.Path, fmt.Sprintf("127.0.0.1:%d", ports[1])
 				}
 			}
 		}
