@@ -69,7 +69,36 @@ func outcome(err error) error {
 	if errors.As(err, &nf) {
 		return temporal.NewNonRetryableApplicationError(nf.Error(), "chorus.NotFound", nil)
 	}
+	var le *store.LineageError
+	if errors.As(err, &le) {
+		return temporal.NewNonRetryableApplicationError(le.Error(), ErrLineageChanged, nil, le.Lineage)
+	}
+	// The database refused the write for a constraint (a row it refers to was deleted meanwhile):
+	// the same write would be refused forever, so retrying would only wedge the workflow.
+	if store.IsConstraintViolation(err) {
+		return temporal.NewNonRetryableApplicationError(constraintMessage, "chorus.Conflict", nil)
+	}
 	return err
+}
+
+// ErrLineageChanged is the type of the non-retryable error of a change whose parent idea no
+// longer passes docs/rules.md §5.5 (store.LineageError); its details hold the store.Lineage found.
+const ErrLineageChanged = "chorus.LineageChanged"
+
+const constraintMessage = "The change could not be saved because a record it refers to was changed or deleted " +
+	"meanwhile; nothing was changed. Read the entities involved and try again."
+
+// AsLineageChanged recovers the lineage found by a change refused with ErrLineageChanged.
+func AsLineageChanged(err error) (store.Lineage, bool) {
+	var app *temporal.ApplicationError
+	var l store.Lineage
+	if !errors.As(err, &app) || app.Type() != ErrLineageChanged {
+		return l, false
+	}
+	if app.HasDetails() {
+		_ = app.Details(&l)
+	}
+	return l, true
 }
 
 // AsProjectionConflict recovers the conflict from an activity error, as a workflow sees it.

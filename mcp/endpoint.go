@@ -35,6 +35,9 @@ type Endpoint struct {
 // NewEndpoint builds every tool of the table once. version is reported in serverInfo.
 func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 	e := &Endpoint{deps: d, version: version}
+	if d.Flows != nil && d.Flows.Applied == nil && d.Store != nil {
+		d.Flows.Applied = d.Store.UpdateApplied // a retried call's update is not applied twice
+	}
 	for _, t := range toolTable() {
 		bt, err := t.build(d)
 		if err != nil {

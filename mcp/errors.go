@@ -51,8 +51,8 @@ func agentMessage(err error) (string, bool) {
 		return "Still in progress: Chorus has not finished this call yet and it may still complete. Retry with the " +
 			"same requestId to get its outcome (without a requestId, read the entity back before you retry).", true
 	case store.IsUnavailable(err):
-		return "Chorus cannot reach its database right now; nothing was changed by this call. Retry in a few " +
-			"seconds (with the same requestId).", true
+		return "Chorus cannot reach its database right now. Retry in a few seconds with the same requestId: a call " +
+			"that already took effect is not applied twice.", true
 	}
 	return "", false
 }

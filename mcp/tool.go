@@ -59,7 +59,10 @@ type Call struct {
 	RequestID string
 	// Generation is the requestId's generation (see runOnce); 0 without a requestId.
 	Generation int
-	Header     http.Header
+	// Retry: an earlier call with this requestId and generation started and its outcome is not
+	// recorded, so its command may have been applied already (see workflows.Call).
+	Retry  bool
+	Header http.Header
 }
 
 // Deps are what tool handlers use: the store for reads and records, the lifecycle client for
@@ -292,16 +295,22 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 			call.RequestID, prior.Tool)
 	case err != nil:
 		return nil, err
+	case prior.State == "done" && string(prior.Result) == alreadyAppliedResult:
+		return nil, workflows.ErrAlreadyApplied
 	case prior.State == "done":
 		return prior.Result, nil
 	}
-	call.Generation = prior.Generation
+	call.Generation, call.Retry = prior.Generation, prior.Existed
 	body, err := run()
 	// The ledger row must follow the outcome even when the call's deadline has passed.
 	bg := context.WithoutCancel(ctx)
 	switch {
 	case err == nil:
 		if ferr := d.Store.FinishToolRequest(bg, agent, call.RequestID, call.Generation, body); ferr != nil {
+			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
+		}
+	case workflows.IsKind(err, workflows.KindAlreadyApplied):
+		if ferr := d.Store.FinishToolRequest(bg, agent, call.RequestID, call.Generation, json.RawMessage(alreadyAppliedResult)); ferr != nil {
 			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
 		}
 	case refused(err):
@@ -312,17 +321,23 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 	return body, err
 }
 
-// refused reports whether err is a refusal: a known outcome that changed nothing.
+// alreadyAppliedResult is the ledger's result of a call answered with workflows.ErrAlreadyApplied
+// (no tool's result is JSON null).
+const alreadyAppliedResult = "null"
+
+// refused reports whether err is a refusal: a known outcome that changed nothing. An outage
+// (deadline, unreachable database) is not one: it may have struck after the command was
+// applied, so the requestId keeps its generation and a retry reaches the same update.
 func refused(err error) bool {
-	if errors.Is(err, workflows.ErrStillRunning) {
+	if errors.Is(err, workflows.ErrStillRunning) || errors.Is(err, context.DeadlineExceeded) || store.IsUnavailable(err) {
 		return false
 	}
 	var wfe *workflows.Error
 	if errors.As(err, &wfe) {
-		return wfe.Kind != workflows.KindDiverged
+		return wfe.Kind != workflows.KindDiverged && wfe.Kind != workflows.KindAlreadyApplied
 	}
 	_, known := agentMessage(err)
-	return known && !errors.Is(err, context.DeadlineExceeded)
+	return known
 }
 
 // newID is the uuid of an entity a call creates: derived from the agent, the requestId and its

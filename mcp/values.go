@@ -75,5 +75,5 @@ func actor(p Principal) workflows.Actor {
 
 // flowCall carries the requestId of a tool call, and its generation, to the workflow client.
 func flowCall(c *Call) workflows.Call {
-	return workflows.Call{RequestID: c.RequestID, Generation: c.Generation}
+	return workflows.Call{RequestID: c.RequestID, Generation: c.Generation, Retry: c.Retry}
 }

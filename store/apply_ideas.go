@@ -15,6 +15,12 @@ type IdeaChange struct {
 	Write
 	UUID        string
 	CompanyUUID string
+	ProjectUUID string
+
+	// Parent, when the change gives the idea a parent, is checked again inside the transaction
+	// (docs/rules.md §5.5): with the project locked, the parent must still exist in the project
+	// and not descend from the idea, or the change fails with a *LineageError and writes nothing.
+	Parent *string
 
 	// Insert creates the idea (chorus_pm_create_idea); Version and ChangeID are set from Write.
 	Insert *Idea
@@ -38,6 +44,25 @@ type IdeaChange struct {
 // an applied change writes nothing; anything else is a *ProjectionConflict.
 func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// Parent links span ideas: changes that make or break them are serialized per project.
+		if c.Parent != nil || c.Delete {
+			if err := lockProject(ctx, tx, c.ProjectUUID); err != nil {
+				return err
+			}
+		}
+		if c.Parent != nil {
+			// Checked before the write: the foreign key would refuse a parent that is gone.
+			l, err := ideaLineage(ctx, tx, c.CompanyUUID, c.UUID, *c.Parent)
+			if err != nil {
+				return err
+			}
+			if !l.ParentFound || l.ParentProject != c.ProjectUUID || l.ParentIsDescendant {
+				if done, err := appliedBefore(ctx, tx, "ideas", c.UUID, c.Write); err != nil || done {
+					return err // an earlier attempt applied it, before the parent changed
+				}
+				return &LineageError{Lineage: l}
+			}
+		}
 		var applied bool
 		var err error
 		switch {
@@ -102,12 +127,23 @@ type Lineage struct {
 	ParentIsDescendant bool
 }
 
+// LineageError: a change's parent idea no longer passes docs/rules.md §5.5 when the change is
+// written (another command deleted or moved an idea since the workflow checked). Lineage is what
+// the transaction found; nothing was written.
+type LineageError struct{ Lineage Lineage }
+
+func (e *LineageError) Error() string { return "the parent idea changed since it was checked" }
+
 // IdeaLineage reads what docs/rules.md §5.5 needs to accept parentUUID as the parent of ideaUUID, and the
 // idea's current parent. With parentUUID "" it reads only the current parent.
 func (s *Store) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, parentUUID string) (Lineage, error) {
+	return ideaLineage(ctx, s.DB, companyUUID, ideaUUID, parentUUID)
+}
+
+func ideaLineage(ctx context.Context, db bun.IDB, companyUUID, ideaUUID, parentUUID string) (Lineage, error) {
 	var out Lineage
 	var self Idea
-	if err := s.DB.NewSelect().Model(&self).Column("parent_uuid").Where("uuid = ?", ideaUUID).Scan(ctx); err == nil {
+	if err := db.NewSelect().Model(&self).Column("parent_uuid").Where("uuid = ?", ideaUUID).Scan(ctx); err == nil {
 		out.CurrentParent = self.ParentUUID
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return out, err
@@ -116,7 +152,7 @@ func (s *Store) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, parentUU
 		return out, nil
 	}
 	var parent Idea
-	err := s.DB.NewSelect().Model(&parent).Column("uuid", "project_uuid", "parent_uuid").
+	err := db.NewSelect().Model(&parent).Column("uuid", "project_uuid", "parent_uuid").
 		Where("uuid = ?", parentUUID).Where("company_uuid = ?", companyUUID).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
@@ -136,7 +172,7 @@ func (s *Store) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, parentUU
 			break
 		}
 		var next Idea
-		err := s.DB.NewSelect().Model(&next).Column("uuid", "parent_uuid").Where("uuid = ?", *cur.ParentUUID).Scan(ctx)
+		err := db.NewSelect().Model(&next).Column("uuid", "parent_uuid").Where("uuid = ?", *cur.ParentUUID).Scan(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
 			break
 		}

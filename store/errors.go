@@ -52,3 +52,18 @@ func isUniqueViolation(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "PRIMARY KEY constraint failed")
 }
+
+// IsConstraintViolation reports whether err is the database refusing a write for a constraint
+// (a foreign key whose row is gone, a unique key taken, a check): an answer that repeating the
+// same write cannot change, unlike IsUnavailable. PostgreSQL reports SQLSTATE class 23;
+// modernc's SQLite reports "constraint failed".
+func IsConstraintViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "23")
+	}
+	return strings.Contains(err.Error(), "constraint failed")
+}

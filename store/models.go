@@ -190,4 +190,6 @@ type ToolRequest struct {
 	Generation int             `bun:"generation"`
 	Result     json.RawMessage `bun:"result,type:jsonb"`
 	CreatedAt  time.Time       `bun:"created_at"`
+	// Existed: BeginToolRequest found the row made by an earlier call rather than making it.
+	Existed bool `bun:"-"`
 }

@@ -23,12 +23,16 @@ var ErrRequestMismatch = errors.New("requestId reused with different arguments")
 func (s *Store) BeginToolRequest(ctx context.Context, agentUUID, requestID, tool, argsHash string) (*ToolRequest, error) {
 	row := ToolRequest{AgentUUID: agentUUID, RequestID: requestID, Tool: tool, ArgsHash: argsHash, State: "running",
 		CreatedAt: Now()}
-	if _, err := s.DB.NewInsert().Model(&row).On("CONFLICT (agent_uuid, request_id) DO NOTHING").Exec(ctx); err != nil {
+	res, err := s.DB.NewInsert().Model(&row).On("CONFLICT (agent_uuid, request_id) DO NOTHING").Exec(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var got ToolRequest
 	if err := s.DB.NewSelect().Model(&got).Where("agent_uuid = ?", agentUUID).Where("request_id = ?", requestID).Scan(ctx); err != nil {
 		return nil, mapErr(err, "request")
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		got.Existed = true
 	}
 	if got.Tool != tool || got.ArgsHash != argsHash {
 		return &got, ErrRequestMismatch

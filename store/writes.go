@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -16,8 +18,13 @@ import (
 
 // Write is the protocol part of one change to a lifecycle row.
 type Write struct {
-	// ID is the change id, "<workflow id>#<new version>@<run id>"; the row keeps it once applied.
+	// ID is the change id, "<workflow id>#<new version>@<key>", key being the first 16 hex digits
+	// of Update (or the run id for a change no update made); the row keeps it once applied.
 	ID string
+	// Update is the update key of the workflow update that made the change (see UpdateKey), ""
+	// for none. The change journal keeps it, so a requestId's update is known to be applied after
+	// its workflow forgot it.
+	Update string
 	// Expect is the version the row must be at; 0 means the change creates the row.
 	Expect int64
 	// At is the change's time: the row's updated_at (and created_at for a create).
@@ -69,7 +76,7 @@ func claim(ctx context.Context, tx bun.Tx, table, uuid string, w Write, q *bun.U
 		return false, err
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		return true, nil
+		return true, journal(ctx, tx, table, uuid, w)
 	}
 	return false, alreadyOrConflict(ctx, tx, table, uuid, w)
 }
@@ -82,7 +89,7 @@ func claimNew(ctx context.Context, tx bun.Tx, table, uuid string, w Write, inser
 		return false, err
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
-		return true, nil
+		return true, journal(ctx, tx, table, uuid, w)
 	}
 	return false, alreadyOrConflict(ctx, tx, table, uuid, w)
 }
@@ -95,13 +102,16 @@ func claimDelete(ctx context.Context, tx bun.Tx, table, uuid string, w Write) (b
 		return false, err
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		return true, nil
+		return true, journal(ctx, tx, table, uuid, w)
 	}
 	cur, err := rowMark(ctx, tx, table, uuid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
+		return false, err
+	}
+	if done, err := journaled(ctx, tx, uuid, w); err != nil || done {
 		return false, err
 	}
 	return false, conflict(table, uuid, w, cur)
@@ -134,7 +144,66 @@ func alreadyOrConflict(ctx context.Context, tx bun.Tx, table, uuid string, w Wri
 	if cur.Version == w.Version() && cur.ChangeID == w.ID {
 		return nil // applied by an earlier attempt
 	}
+	// Applied by an earlier attempt whose outcome was lost, and moved on since by a change that
+	// may write this row too (a revoke closing a claimed task): the change is done, not in conflict.
+	if done, err := journaled(ctx, tx, uuid, w); err != nil || done {
+		return err
+	}
 	return conflict(table, uuid, w, cur)
+}
+
+// appliedBefore reports whether w was applied to table's row uuid by an earlier attempt: the row
+// carries it, or the journal does.
+func appliedBefore(ctx context.Context, tx bun.Tx, table, uuid string, w Write) (bool, error) {
+	cur, err := rowMark(ctx, tx, table, uuid)
+	if err == nil && cur.Version == w.Version() && cur.ChangeID == w.ID {
+		return true, nil
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, err
+	}
+	return journaled(ctx, tx, uuid, w)
+}
+
+// ChangeJournal is one row of change_journal: a change that moved a lifecycle row.
+type ChangeJournal struct {
+	bun.BaseModel `bun:"table:change_journal"`
+	ChangeID      string    `bun:"change_id,pk"`
+	EntityUUID    string    `bun:"entity_uuid,pk"`
+	EntityTable   string    `bun:"entity_table"`
+	Version       int64     `bun:"version"`
+	UpdateKey     string    `bun:"update_key"`
+	AppliedAt     time.Time `bun:"applied_at"`
+}
+
+// journal records, in the change's transaction, that w moved table's row uuid.
+func journal(ctx context.Context, tx bun.Tx, table, uuid string, w Write) error {
+	row := ChangeJournal{ChangeID: w.ID, EntityUUID: uuid, EntityTable: table, Version: w.Version(), UpdateKey: w.Update,
+		AppliedAt: w.At}
+	_, err := tx.NewInsert().Model(&row).On("CONFLICT (change_id, entity_uuid) DO NOTHING").Exec(ctx)
+	return err
+}
+
+// journaled reports whether w was applied to the row uuid by an earlier attempt.
+func journaled(ctx context.Context, db bun.IDB, uuid string, w Write) (bool, error) {
+	return db.NewSelect().Model((*ChangeJournal)(nil)).Where("change_id = ?", w.ID).Where("entity_uuid = ?", uuid).Exists(ctx)
+}
+
+// UpdateApplied reports whether a change made by the workflow update with key updateKey (see
+// UpdateKey) was committed: docs/write-path.md, "Exactly once", for a retry whose workflow no
+// longer remembers the update.
+func (s *Store) UpdateApplied(ctx context.Context, updateKey string) (bool, error) {
+	if updateKey == "" {
+		return false, nil
+	}
+	return s.DB.NewSelect().Model((*ChangeJournal)(nil)).Where("update_key = ?", updateKey).Exists(ctx)
+}
+
+// UpdateKey names a workflow update in the change journal: the hex SHA-256 of the workflow id
+// and the update id, 64 characters.
+func UpdateKey(workflowID, updateID string) string {
+	sum := sha256.Sum256([]byte(workflowID + "\x00" + updateID))
+	return hex.EncodeToString(sum[:])
 }
 
 func conflict(table, uuid string, w Write, cur mark) *ProjectionConflict {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/chorus-dev/chorus/store"
 )
 
 // Client sends lifecycle commands to the entity workflows as updates and waits for their
@@ -19,6 +22,10 @@ import (
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
+	// Applied reports whether the change journal holds a change of the update with this key
+	// (store.Store.UpdateApplied). With it, a retried call whose workflow forgot its update is
+	// answered instead of applied again; nil disables that check (tests without a database).
+	Applied func(ctx context.Context, updateKey string) (bool, error)
 }
 
 // NewClient wraps a Temporal client; new workflows start on taskQueue ("" means TaskQueue).
@@ -37,6 +44,9 @@ type Call struct {
 	// update id, and Temporal returns the first outcome instead of applying it again.
 	RequestID  string
 	Generation int
+	// Retry: an earlier call with this requestId and generation started and its outcome is not
+	// known (the requestId ledger says so). Its update may have been applied already.
+	Retry bool
 }
 
 // updateID names an update: "<tool>/<agent>/<requestId>/<generation>" for a call with a
@@ -66,7 +76,10 @@ func randomSuffix() string {
 // update sends one update and decodes its result into out. Transient refusals from the server
 // (too many updates in flight on one workflow, a workflow busy continuing as new, a dropped
 // connection) are retried with the same update id until ctx ends, so they never reach an agent.
-func (c *Client) update(ctx context.Context, entity Entity, uuid, name, id string, arg, out any) error {
+func (c *Client) update(ctx context.Context, entity Entity, uuid, name string, call Call, id string, arg, out any) error {
+	if done, err := c.recall(ctx, entity, uuid, call, id, out); done || err != nil {
+		return err
+	}
 	opts := client.UpdateWorkflowOptions{WorkflowID: WorkflowID(entity, uuid), UpdateName: name, UpdateID: id,
 		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted}
 	return retryTransient(ctx, func() error {
@@ -82,7 +95,10 @@ func (c *Client) update(ctx context.Context, entity Entity, uuid, name, id strin
 // ("update-with-start", docs/write-path.md, "Every row has its workflow"); a second call for the
 // same entity attaches to the running workflow.
 func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workflowType string, runArg any,
-	start client.StartWorkflowOptions, name, id string, arg, out any) error {
+	start client.StartWorkflowOptions, name string, call Call, id string, arg, out any) error {
+	if done, err := c.recall(ctx, entity, uuid, call, id, out); done || err != nil {
+		return err
+	}
 	start.ID = WorkflowID(entity, uuid)
 	start.TaskQueue = c.TaskQueue
 	start.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
@@ -99,6 +115,51 @@ func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workf
 		}
 		return err
 	}, entity)
+}
+
+// ErrAlreadyApplied answers a retried call whose update was applied earlier but whose result no
+// workflow keeps any more (docs/write-path.md, "Exactly once"): it is not applied again.
+var ErrAlreadyApplied = Refuse(KindAlreadyApplied, "This requestId's command was already carried out by an "+
+	"earlier call, and its result is no longer kept; nothing was changed now. Read the entity to see where it stands.")
+
+// recall answers a retried call (call.Retry) whose update was already applied, without sending
+// it again: Temporal keeps an update's outcome only in the run that applied it, and a workflow's
+// state lists only its latest updates (Recent), so after a continue-as-new the update could
+// otherwise apply twice. It reports whether the call is answered (out filled, or the error to
+// return). The change journal decides whether the update was applied; the result comes from the
+// run that applied it, else from the workflow's Recent list, else ErrAlreadyApplied.
+func (c *Client) recall(ctx context.Context, entity Entity, uuid string, call Call, id string, out any) (bool, error) {
+	if !call.Retry || c.Applied == nil {
+		return false, nil
+	}
+	wid := WorkflowID(entity, uuid)
+	applied, err := c.Applied(ctx, store.UpdateKey(wid, id))
+	if err != nil || !applied {
+		return false, err
+	}
+	h := c.Temporal.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{WorkflowID: wid, UpdateID: id})
+	err = h.Get(ctx, out)
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.As(err, &nf):
+		return true, retryTransient(ctx, func() error { return h.Get(ctx, out) }, entity)
+	}
+	q, err := c.Temporal.QueryWorkflow(ctx, wid, "", QueryState)
+	if err != nil {
+		return true, mapClientError(err, entity)
+	}
+	var st struct {
+		Recent Recent `json:"recent"`
+	}
+	if err := q.Get(&st); err != nil {
+		return true, err
+	}
+	if u, ok := st.Recent.find(id); ok && u.Result != nil {
+		return true, json.Unmarshal(u.Result, out)
+	}
+	return true, ErrAlreadyApplied
 }
 
 // retryTransient runs f until it succeeds, fails for good, or ctx ends; it maps the final error

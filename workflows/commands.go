@@ -53,6 +53,6 @@ var (
 // call whose deadline passes first returns ErrStillRunning.
 func Send[In, Out any](ctx context.Context, c *Client, cmd Command[In, Out], uuid string, call Call, actorUUID string, in In) (Out, error) {
 	var out Out
-	err := c.update(ctx, cmd.Entity, uuid, cmd.Name, updateID(actorUUID, cmd.Name, call), in, &out)
+	err := c.update(ctx, cmd.Entity, uuid, cmd.Name, call, updateID(actorUUID, cmd.Name, call), in, &out)
 	return out, err
 }

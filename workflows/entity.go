@@ -127,8 +127,7 @@ func on[S, In any](current func() S, rule func(S, In) error) func(In) error {
 func replayed[Out any](u RecentUpdate) (Out, error) {
 	var out Out
 	if u.Result == nil {
-		return out, ToApplicationError(Refuse(KindConflict, "This request was already carried out; read the entity "+
-			"to see the result (its result was too large to keep)"))
+		return out, ToApplicationError(ErrAlreadyApplied)
 	}
 	//workflowcheck:ignore (decoding recorded JSON into a struct is deterministic)
 	if err := json.Unmarshal(u.Result, &out); err != nil {

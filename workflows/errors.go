@@ -21,6 +21,9 @@ const (
 	// KindDiverged: the entity's row and its workflow disagree (docs/write-path.md); an operator
 	// must repair it before it can change.
 	KindDiverged Kind = "chorus.Diverged"
+	// KindAlreadyApplied: a retried command was carried out before and its result is no longer
+	// kept (docs/write-path.md, "Exactly once"). It is the call's final outcome, not a refusal.
+	KindAlreadyApplied Kind = "chorus.AlreadyApplied"
 )
 
 // Error is a refusal from a workflow: an agent-readable sentence and its kind.
@@ -59,4 +62,10 @@ func FromTemporal(err error) error {
 		return &Error{Kind: Kind(app.Type()), Message: app.Message()}
 	}
 	return err
+}
+
+// IsKind reports whether err is a refusal of kind k, as a workflow or the client returned it.
+func IsKind(err error, k Kind) bool {
+	e, ok := FromTemporal(err).(*Error)
+	return ok && e.Kind == k
 }

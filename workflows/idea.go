@@ -314,8 +314,19 @@ func (w *ideaWorkflow) next(ctx workflow.Context) (IdeaState, store.Write) {
 // operators. A projection conflict becomes a refusal (docs/write-path.md).
 func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write, change store.IdeaChange) error {
 	var a *activities.Activities
-	change.Write, change.UUID, change.CompanyUUID = wr, n.UUID, n.CompanyUUID
+	change.Write, change.UUID, change.CompanyUUID, change.ProjectUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID
 	if err := persist(ctx, a.ApplyIdeaChange, change).Get(ctx, nil); err != nil {
+		// The parent changed between the workflow's check and the write (docs/rules.md §5.5).
+		if l, ok := activities.AsLineageChanged(err); ok && change.Parent != nil {
+			refusal := checkParent(n.UUID, n.ProjectUUID, *change.Parent, l)
+			if refusal == nil {
+				refusal = Refuse(KindConflict, "The parent idea changed meanwhile")
+			}
+			if change.Insert == nil {
+				refusal = Refuse(refusal.Kind, "Failed to edit Idea: %s", refusal.Message)
+			}
+			return refusal
+		}
 		if err = diverged(ctx, EntityIdea, err); isChorusError(err) {
 			return err
 		}
@@ -431,7 +442,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	row := n.Projection()
 	row.Content, row.ParentUUID = emptyToNil(in.Content), in.ParentUUID
 	row.CreatedAt, row.UpdatedAt = wr.At, wr.At
-	if err := w.commit(ctx, n, wr, store.IdeaChange{Insert: &row}); err != nil {
+	if err := w.commit(ctx, n, wr, store.IdeaChange{Insert: &row, Parent: in.ParentUUID}); err != nil {
 		w.abandoned = true // nothing was created: end rather than linger as an empty workflow
 		return IdeaResult{}, err
 	}
@@ -595,6 +606,9 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 	}
 	change := set(n, cols...)
 	change.Set.Content, change.Set.ParentUUID = emptyToNil(in.Content), in.ParentUUID
+	if slices.Contains(cols, "parent_uuid") {
+		change.Parent = in.ParentUUID
+	}
 	change.Activities = acts
 	if len(changed) > 0 {
 		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", map[string][]string{"changedFields": changed}))

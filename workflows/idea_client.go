@@ -15,6 +15,6 @@ func (c *Client) CreateIdea(ctx context.Context, call Call, in CreateIdeaInput) 
 		Memo:                  map[string]any{"title": in.Title},
 	}
 	err := c.updateWithStart(ctx, EntityIdea, in.UUID, IdeaWorkflowName, IdeaRun{}, start,
-		UpdateCreateIdea, updateID(in.Actor.UUID, UpdateCreateIdea, call), in, &out)
+		UpdateCreateIdea, call, updateID(in.Actor.UUID, UpdateCreateIdea, call), in, &out)
 	return out, err
 }

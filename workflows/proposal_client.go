@@ -15,6 +15,6 @@ func (c *Client) CreateProposal(ctx context.Context, call Call, in CreateProposa
 		Memo:                  map[string]any{"title": in.Title},
 	}
 	err := c.updateWithStart(ctx, EntityProposal, in.UUID, ProposalWorkflowName, ProposalRun{}, start,
-		UpdateCreateProposal, updateID(in.Actor.UUID, UpdateCreateProposal, call), in, &out)
+		UpdateCreateProposal, call, updateID(in.Actor.UUID, UpdateCreateProposal, call), in, &out)
 	return out, err
 }

@@ -39,16 +39,27 @@ type RowMark struct {
 	ChangeID string `json:"changeId"`
 }
 
-// changeID names the change that moves a row to version: "<workflow id>#<version>@<run id>".
-// It is the same in every replay of this run and differs in every other run.
-func changeID(ctx workflow.Context, version int64) string {
+// nextWrite is the protocol part of the change that moves a row from m. Its id is
+// "<workflow id>#<new version>@<key>": inside an update, key is the first 16 hex digits of the
+// update's key (store.UpdateKey), so every replay of the update, in this run or in a run that a
+// `temporal workflow reset` started, names the same change and derives the same ids from it,
+// while any other command at that version names another. ctx must be an update handler's. The
+// write carries the update key for the change journal.
+func nextWrite(ctx workflow.Context, m RowMark, at time.Time) store.Write {
 	info := workflow.GetInfo(ctx)
-	return fmt.Sprintf("%s#%d@%s", info.WorkflowExecution.ID, version, info.WorkflowExecution.RunID)
+	w := store.Write{Expect: m.Version, At: at}
+	w.Update = store.UpdateKey(info.WorkflowExecution.ID, workflow.GetCurrentUpdateInfo(ctx).ID)
+	w.ID = fmt.Sprintf("%s#%d@%s", info.WorkflowExecution.ID, w.Version(), w.Update[:16])
+	return w
 }
 
-// nextWrite is the protocol part of the change that moves a row from m.
-func nextWrite(ctx workflow.Context, m RowMark, at time.Time) store.Write {
-	return store.Write{ID: changeID(ctx, m.Version+1), Expect: m.Version, At: at}
+// runWrite is nextWrite for a workflow that changes rows outside any update (a task batch): the
+// change is named after the run, "<workflow id>#<new version>@<run id>".
+func runWrite(ctx workflow.Context, m RowMark, at time.Time) store.Write {
+	info := workflow.GetInfo(ctx)
+	w := store.Write{Expect: m.Version, At: at}
+	w.ID = fmt.Sprintf("%s#%d@%s", info.WorkflowExecution.ID, w.Version(), info.WorkflowExecution.RunID)
+	return w
 }
 
 // mark is the row mark after w is applied.

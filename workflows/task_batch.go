@@ -52,7 +52,7 @@ type CreateTasksResult struct {
 // retried after a failed run (which wrote nothing) creates fresh ones.
 func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasksResult, error) {
 	now := stamp(ctx)
-	wr := nextWrite(ctx, RowMark{}, now)
+	wr := runWrite(ctx, RowMark{}, now)
 	out := CreateTasksResult{Tasks: []MaterializedItem{}}
 	batch := store.TaskBatch{Write: wr, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID}
 	byDraft := map[string]string{}
