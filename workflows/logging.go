@@ -33,8 +33,10 @@ func (q quietOutcomes) Handle(ctx context.Context, r slog.Record) error {
 	return q.h.Handle(ctx, r)
 }
 
-func (q quietOutcomes) WithAttrs(as []slog.Attr) slog.Handler { return quietOutcomes{q.h.WithAttrs(as)} }
-func (q quietOutcomes) WithGroup(g string) slog.Handler       { return quietOutcomes{q.h.WithGroup(g)} }
+func (q quietOutcomes) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietOutcomes{q.h.WithAttrs(as)}
+}
+func (q quietOutcomes) WithGroup(g string) slog.Handler { return quietOutcomes{q.h.WithGroup(g)} }
 
 // chorusOutcome reports whether the record's error is a non-retryable ApplicationError of a
 // Chorus type.
