@@ -77,12 +77,31 @@ func TestWriteProtocol(t *testing.T) {
 		ahead.Write = write("idea/x#5@run1", 4)
 		require.ErrorIs(t, apply(ahead), store.ErrProjectionConflict)
 
+		// A change applied, then overtaken by the next one before its retry: the change journal
+		// proves it applied, so the retry succeeds and writes nothing. The journal also answers
+		// for its update.
+		edit := store.IdeaChange{Write: write("idea/x#3@u1", 2), Set: store.Idea{Title: "J"}, Columns: []string{"title"}}
+		edit.Update = store.UpdateKey("idea/x", "update-1")
+		require.NoError(t, apply(edit))
+		next := store.IdeaChange{Write: write("idea/x#4@u2", 3), Set: store.Idea{Title: "K"}, Columns: []string{"title"}}
+		require.NoError(t, apply(next))
+		require.NoError(t, apply(edit), "the journal knows the overtaken change applied")
+		require.Equal(t, "K", row().Title, "the retry wrote nothing")
+		applied, err := st.UpdateApplied(ctx, store.UpdateKey("idea/x", "update-1"))
+		require.NoError(t, err)
+		require.True(t, applied)
+		applied, err = st.UpdateApplied(ctx, store.UpdateKey("idea/x", "update-2"))
+		require.NoError(t, err)
+		require.False(t, applied, "an update that never wrote")
+		stranger := store.IdeaChange{Write: write("idea/x#4@u3", 3), Set: store.Idea{Title: "L"}, Columns: []string{"title"}}
+		require.ErrorIs(t, apply(stranger), store.ErrProjectionConflict, "a change never applied is still a conflict")
+
 		// A delete from the expected version, its retry, and a change after it.
-		del := store.IdeaChange{Write: write("idea/x#3@run1", 2), Delete: true}
+		del := store.IdeaChange{Write: write("idea/x#5@run1", 4), Delete: true}
 		require.NoError(t, apply(del))
 		require.NoError(t, apply(del), "a row already gone counts as deleted")
 		late := claimed("agent-d")
-		late.Write = write("idea/x#4@run1", 3)
+		late.Write = write("idea/x#6@run1", 5)
 		err = apply(late)
 		require.ErrorAs(t, err, &conflict)
 		require.False(t, conflict.Found)
