@@ -1,18 +1,30 @@
 // Package ops compares every lifecycle entity's workflow with its rows and makes them agree
 // again (docs/write-path.md, "Check and repair"): what `chorus ops check` and `chorus ops repair`
-// run. It reads workflow state through the `state` query (so workers must be running) and rows
-// through the store, and it writes only through the store's repair methods and by starting
-// workflows. It knows workflows and store; nothing imports it but cmd/chorus.
+// run. It reads workflow state through the `state` query (so workers must be running) and
+// DescribeWorkflowExecution, and rows through the store; it writes only through the store's
+// guarded repair and by starting workflows. It knows workflows and store; nothing imports it but
+// cmd/chorus.
+//
+// Both are meant for a live system, where commands keep moving rows and workflows. A workflow is
+// applying a command when it has a pending activity: its row may then be one version ahead of
+// its state, legitimately. So each entity is observed as a consistent pair (row, then the
+// workflow's description and state, then the row again, unchanged), a difference counts only
+// when two such pairs in a row show it and no change is in flight, and an entity that keeps
+// changing through every attempt is reported as busy, not as a finding (observe, judge).
 package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -31,7 +43,25 @@ const (
 	ClosedWorkflow = "closed-workflow"
 	// MissingRow: the workflow runs and holds an entity whose row does not exist.
 	MissingRow = "missing-row"
+	// StuckActivity: the workflow runs and one of its activities (a write) has failed attempt
+	// after attempt (Ops.StuckAttempts, Ops.StuckAfter). The workflow holds its entity's lock
+	// meanwhile, so every command on the entity answers "Still in progress". Repair cannot fix it:
+	// fix what the failure names, or terminate the workflow and run repair, which restarts it from
+	// its rows.
+	StuckActivity = "stuck-activity"
+	// LostRows: rows the entity owns besides its own (a task's acceptance criteria, an idea's
+	// elaboration rounds) are missing while its workflow holds them, typically because the entity's
+	// row was deleted behind Chorus's back and took them with it. Their text lived only in the
+	// database, so repair cannot recreate them: restore them from a backup.
+	LostRows = "lost-rows"
 )
+
+// Kinds lists every kind of finding, in the order reports count them.
+var Kinds = []string{Diverged, MissingWorkflow, ClosedWorkflow, MissingRow, StuckActivity, LostRows}
+
+// Repairable reports whether Repair can resolve findings of kind (StuckActivity and LostRows
+// need an operator).
+func Repairable(kind string) bool { return kind != StuckActivity && kind != LostRows }
 
 // Difference is one column whose row value and workflow value differ.
 type Difference struct {
@@ -46,68 +76,408 @@ type Finding struct {
 	Kind        string       `json:"kind"`
 	Detail      string       `json:"detail"`
 	Differences []Difference `json:"differences,omitempty"`
+	// Activity is the activity a StuckActivity finding is about (nil for other kinds).
+	Activity *Activity `json:"activity,omitempty"`
 }
 
-// Ops checks and repairs over one store and one Temporal namespace.
+// Activity is a pending activity of a workflow, as Temporal describes it.
+type Activity struct {
+	// Type is the activity's name, e.g. "ApplyTaskChange".
+	Type string `json:"type"`
+	// Attempt is the attempt running or due next, counted from 1.
+	Attempt int32 `json:"attempt"`
+	// LastFailure is the message of the last failed attempt's error ("" when none failed).
+	LastFailure string `json:"lastFailure,omitempty"`
+	// LastFailedAt is when the last failed attempt ended (nil when none failed).
+	LastFailedAt *time.Time `json:"lastFailedAt,omitempty"`
+}
+
+// Busy is an entity check could not compare with its workflow because one of them kept changing
+// through every attempt (a command, or a stream of them, was being applied). It is not a
+// disagreement: check it again later.
+type Busy struct {
+	WorkflowID string `json:"workflowId"`
+	// Reason says what was moving, e.g. "a change is being applied (ApplyTaskChange is pending)".
+	Reason string `json:"reason"`
+}
+
+// Report is what one check found.
+type Report struct {
+	Findings []Finding
+	Busy     []Busy
+}
+
+// Ops checks and repairs over one store and one Temporal namespace. Only Store and Flows are
+// required; the zero values of the others mean the defaults given.
 type Ops struct {
 	Store *store.Store
 	Flows *workflows.Client
+
+	// Attempts is how many times an entity is observed before it is called busy (default 6).
+	Attempts int
+	// Pause is the wait before observing an entity again; it doubles after each attempt, up to
+	// one second (default 50 ms).
+	Pause time.Duration
+	// StuckAttempts and StuckAfter make an activity that has failed at least once stuck: when it
+	// is at attempt StuckAttempts or later (default 5), or its last failed attempt ended StuckAfter
+	// ago or longer (default one minute).
+	StuckAttempts int32
+	StuckAfter    time.Duration
 }
 
-// Check lists every disagreement between workflows and rows: each differing column, each row
-// whose workflow is missing or closed, and each running workflow whose row is missing. only,
-// when not "", limits it to one workflow id. It reads and writes nothing else.
-func (o *Ops) Check(ctx context.Context, only string) ([]Finding, error) {
-	rows, err := o.Store.AllLifecycleRows(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read rows: %w", err)
+func (o *Ops) attempts() int {
+	if o.Attempts > 0 {
+		return o.Attempts
 	}
-	var out []Finding
+	return 6
+}
+
+func (o *Ops) pause() time.Duration {
+	if o.Pause > 0 {
+		return o.Pause
+	}
+	return 50 * time.Millisecond
+}
+
+func (o *Ops) stuckAttempts() int32 {
+	if o.StuckAttempts > 0 {
+		return o.StuckAttempts
+	}
+	return 5
+}
+
+func (o *Ops) stuckAfter() time.Duration {
+	if o.StuckAfter > 0 {
+		return o.StuckAfter
+	}
+	return time.Minute
+}
+
+// Check lists every disagreement between workflows and rows (CheckReport's findings); only,
+// when not "", limits it to one workflow id ("task/<uuid>"). It writes nothing.
+func (o *Ops) Check(ctx context.Context, only string) ([]Finding, error) {
+	r, err := o.CheckReport(ctx, only)
+	return r.Findings, err
+}
+
+// CheckReport compares every idea, proposal and task row with its workflow, and every running
+// entity workflow with its row: each differing column, each row whose workflow is missing or
+// closed, each running workflow whose row is missing, each owned row (criterion, round) lost,
+// and each workflow stuck on an activity that keeps failing. Entities that kept changing through
+// every observation are listed as busy. only, when not "", limits it to one workflow id, which
+// must be "<idea|proposal|task>/<uuid>". It writes nothing. The error is the first read or call
+// that failed (the database, Temporal, or a workflow's state query when no worker serves it);
+// what was found until then is returned with it.
+func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
+	var r Report
+	add := func(v verdict) {
+		r.Findings = append(r.Findings, v.findings...)
+		if v.busy != "" {
+			r.Busy = append(r.Busy, Busy{WorkflowID: v.id, Reason: v.busy})
+		}
+	}
+	if only != "" {
+		entity, uuid, err := workflows.ParseWorkflowID(only)
+		if err != nil {
+			return r, err
+		}
+		v, err := o.inspect(ctx, entity, uuid)
+		add(v)
+		return r, err
+	}
+	ids, err := o.Store.AllLifecycleUUIDs(ctx)
+	if err != nil {
+		return r, fmt.Errorf("read rows: %w", err)
+	}
 	seen := map[string]bool{}
-	check := func(id string, f func() ([]Finding, error)) error {
-		seen[id] = true
-		if only != "" && only != id {
+	for _, group := range []struct {
+		entity workflows.Entity
+		uuids  []string
+	}{{workflows.EntityIdea, ids.Ideas}, {workflows.EntityProposal, ids.Proposals}, {workflows.EntityTask, ids.Tasks}} {
+		for _, uuid := range group.uuids {
+			seen[workflows.WorkflowID(group.entity, uuid)] = true
+			v, err := o.inspect(ctx, group.entity, uuid)
+			add(v)
+			if err != nil {
+				return r, err
+			}
+		}
+	}
+	err = o.eachRunning(ctx, func(id string) error {
+		entity, uuid, err := workflows.ParseWorkflowID(id)
+		if err != nil || seen[id] {
 			return nil
 		}
-		found, err := f()
-		out = append(out, found...)
+		v, err := o.inspect(ctx, entity, uuid)
+		add(v)
 		return err
-	}
-	for _, i := range rows.Ideas {
-		if err := check(workflows.IdeaID(i.UUID), func() ([]Finding, error) { return o.checkIdea(ctx, i) }); err != nil {
-			return out, err
-		}
-	}
-	for _, p := range rows.Proposals {
-		if err := check(workflows.ProposalID(p.UUID), func() ([]Finding, error) { return o.checkProposal(ctx, p) }); err != nil {
-			return out, err
-		}
-	}
-	for _, t := range rows.Tasks {
-		if err := check(workflows.TaskID(t.UUID), func() ([]Finding, error) { return o.checkTask(ctx, t) }); err != nil {
-			return out, err
-		}
-	}
-	orphans, err := o.rowless(ctx, seen, only)
-	return append(out, orphans...), err
+	})
+	return r, err
 }
 
-// running describes id's latest run: nil when it runs, else the finding about it.
-func (o *Ops) running(ctx context.Context, id string) (*Finding, error) {
+// eachRunning calls f with the id of every running entity workflow of this deployment's task
+// queue, stopping at f's first error.
+func (o *Ops) eachRunning(ctx context.Context, f func(id string) error) error {
+	var token []byte
+	for {
+		resp, err := o.Flows.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf(`ExecutionStatus = "Running" AND TaskQueue = %q AND ChorusEntity IN ("idea", "proposal", "task")`,
+				o.Flows.TaskQueue),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return fmt.Errorf("list running workflows: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			if err := f(e.GetExecution().GetWorkflowId()); err != nil {
+				return err
+			}
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			return nil
+		}
+	}
+}
+
+// ---- observing an entity ----
+
+// side is an entity as its rows, or its workflow's state, show it, rendered for comparison.
+type side struct {
+	// exists: the row exists / the workflow holds a created entity that is not deleted.
+	exists bool
+	// values are the columns the workflow owns, with version and change_id, as text.
+	values map[string]string
+	// parts are what the entity owns besides its row: "criterion <uuid>" (status/dev_status) and
+	// "round <uuid>" (status), which hold text only the database has, and the proposal's
+	// "document drafts" and "task drafts" (uuids in order).
+	parts map[string]string
+	// columns and partNames are the keys of values and parts, in the order findings list them.
+	columns, partNames []string
+	version            int64
+	changeID           string
+	status             string
+}
+
+// part records one of what the entity owns besides its row.
+func (s *side) part(name, value string) {
+	if _, ok := s.parts[name]; !ok {
+		s.partNames = append(s.partNames, name)
+	}
+	s.parts[name] = value
+}
+
+func (s side) same(t side) bool {
+	return s.exists == t.exists && s.version == t.version && s.changeID == t.changeID &&
+		maps.Equal(s.values, t.values) && maps.Equal(s.parts, t.parts)
+}
+
+// lostable reports whether a part holds text only the database had.
+func lostable(part string) bool {
+	return strings.HasPrefix(part, "criterion ") || strings.HasPrefix(part, "round ")
+}
+
+// run is what DescribeWorkflowExecution says of an entity's latest run.
+type run struct {
+	found   bool   // a run was ever started
+	status  string // "running", "terminated", "failed", ...
+	runID   string
+	pending []Activity
+	// pendingTask: a workflow task is scheduled or running (the workflow is taking in an event).
+	pendingTask bool
+}
+
+// observation is one consistent look at an entity: its rows, read before and after its
+// workflow's description and state, and found unchanged (else moving says what changed).
+type observation struct {
+	id     string
+	entity workflows.Entity
+	row    side
+	run    run
+	wf     side
+	state  any // IdeaState, ProposalState or TaskState, when the run is running
+	// proposalID is the task's proposal workflow (tasks only), for revokes and approvals.
+	proposalID string
+	// moving is why this observation is not a consistent pair ("" when it is).
+	moving string
+}
+
+func (o *Ops) observe(ctx context.Context, entity workflows.Entity, uuid string) (observation, error) {
+	ob := observation{id: workflows.WorkflowID(entity, uuid), entity: entity}
+	before, err := o.readRows(ctx, entity, uuid, &ob)
+	if err != nil {
+		return ob, err
+	}
+	if ob.run, err = o.describe(ctx, ob.id); err != nil {
+		return ob, err
+	}
+	if ob.run.status == "running" {
+		if ob.wf, ob.state, err = o.queryState(ctx, entity, ob.id); err != nil {
+			return ob, err
+		}
+	}
+	if ob.row, err = o.readRows(ctx, entity, uuid, &ob); err != nil {
+		return ob, err
+	}
+	switch {
+	case !before.same(ob.row):
+		ob.moving = "its row changed while it was being compared"
+	case !ob.run.found && ob.row.exists && ob.proposalID != "" && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#"):
+		// A task its proposal's approval inserted: the approval starts its workflow next.
+		p, err := o.describe(ctx, ob.proposalID)
+		if err != nil {
+			return ob, err
+		}
+		if len(p.pending) > 0 || p.pendingTask {
+			ob.moving = "its proposal's approval is starting its workflow"
+		}
+	}
+	return ob, nil
+}
+
+// readRows reads an entity's row and what it owns; a missing row is a side that does not exist.
+func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string, ob *observation) (side, error) {
+	var s side
+	var err error
+	switch entity {
+	case workflows.EntityIdea:
+		var i store.Idea
+		if i, err = o.Store.IdeaRow(ctx, uuid); err == nil {
+			var rounds []store.ElaborationRound
+			if rounds, err = o.Store.Elaboration(ctx, uuid); err == nil {
+				s, err = render(&i, workflows.IdeaColumns, i.Version, i.ChangeID, i.Status)
+				for _, r := range rounds {
+					s.part("round "+r.UUID, r.Status)
+				}
+			}
+		}
+	case workflows.EntityProposal:
+		var p store.Proposal
+		if p, err = o.Store.ProposalDrafts(ctx, uuid); err == nil {
+			s, err = render(&p, workflows.ProposalColumns, p.Version, p.ChangeID, p.Status)
+			var docs, tasks []string
+			for _, d := range p.DocumentDrafts {
+				docs = append(docs, d.UUID)
+			}
+			for _, t := range p.TaskDrafts {
+				tasks = append(tasks, t.UUID)
+			}
+			s.part("document drafts", strings.Join(docs, ","))
+			s.part("task drafts", strings.Join(tasks, ","))
+		}
+	default:
+		var t store.Task
+		if t, err = o.Store.TaskRow(ctx, uuid); err == nil {
+			if t.ProposalUUID != nil {
+				ob.proposalID = workflows.ProposalID(*t.ProposalUUID)
+			}
+			var criteria []store.AcceptanceCriterion
+			if criteria, err = o.Store.Criteria(ctx, uuid); err == nil {
+				s, err = render(&t, workflows.TaskColumns, t.Version, t.ChangeID, t.Status)
+				for _, c := range criteria {
+					s.part("criterion "+c.UUID, c.Status+"/"+c.DevStatus)
+				}
+			}
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return side{}, nil
+	}
+	if err != nil {
+		return side{}, fmt.Errorf("read the rows of %s: %w", workflows.WorkflowID(entity, uuid), err)
+	}
+	return s, nil
+}
+
+// render is the side of a row or projection: its owned columns, version and change_id as text.
+func render(model any, cols []string, version int64, changeID, status string) (side, error) {
+	cols = append(slices.Clone(cols), "version", "change_id")
+	values, err := store.ColumnValues(model, cols)
+	return side{exists: true, values: values, columns: cols, parts: map[string]string{}, version: version, changeID: changeID,
+		status: status}, err
+}
+
+// describe reads what Temporal says of id's latest run; a workflow never started is found false.
+func (o *Ops) describe(ctx context.Context, id string) (run, error) {
 	d, err := o.Flows.Temporal.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return &Finding{WorkflowID: id, Kind: MissingWorkflow, Detail: "the row exists but no workflow was ever started"}, nil
+		return run{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("describe %s: %w", id, err)
+		return run{}, fmt.Errorf("describe %s: %w", id, err)
 	}
-	st := d.GetWorkflowExecutionInfo().GetStatus()
-	if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return nil, nil
+	info := d.GetWorkflowExecutionInfo()
+	r := run{found: true, runID: info.GetExecution().GetRunId(), pendingTask: d.GetPendingWorkflowTask() != nil,
+		status: strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))}
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return r, nil // a closed run's activities are not pending any more, whatever it lists
 	}
-	return &Finding{WorkflowID: id, Kind: ClosedWorkflow,
-		Detail: fmt.Sprintf("the row exists but the workflow's last run is %s", strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")))}, nil
+	r.status = "running"
+	for _, p := range d.GetPendingActivities() {
+		a := Activity{Type: p.GetActivityType().GetName(), Attempt: p.GetAttempt()}
+		if f := p.GetLastFailure(); f != nil {
+			a.LastFailure = failureText(f)
+			if t := p.GetLastAttemptCompleteTime(); t != nil {
+				at := t.AsTime()
+				a.LastFailedAt = &at
+			}
+		}
+		r.pending = append(r.pending, a)
+	}
+	return r, nil
+}
+
+// failureText is a failure's message followed by its causes' ("message: cause: cause").
+func failureText(f *failurepb.Failure) string {
+	var parts []string
+	for ; f != nil && len(parts) < 5; f = f.GetCause() {
+		if m := f.GetMessage(); m != "" && !slices.Contains(parts, m) {
+			parts = append(parts, m)
+		}
+	}
+	return strings.Join(parts, ": ")
+}
+
+// queryState reads a running workflow's state and renders its side.
+func (o *Ops) queryState(ctx context.Context, entity workflows.Entity, id string) (side, any, error) {
+	switch entity {
+	case workflows.EntityIdea:
+		s, err := query[workflows.IdeaState](ctx, o, id)
+		if err != nil {
+			return side{}, nil, err
+		}
+		p := s.Projection()
+		sd, err := render(&p, workflows.IdeaColumns, s.Row.Version, s.Row.ChangeID, s.Status)
+		sd.exists = s.Created && !s.Deleted
+		for _, r := range s.Rounds {
+			sd.part("round "+r.UUID, r.Status)
+		}
+		return sd, s, err
+	case workflows.EntityProposal:
+		s, err := query[workflows.ProposalState](ctx, o, id)
+		if err != nil {
+			return side{}, nil, err
+		}
+		p := s.Projection()
+		sd, err := render(&p, workflows.ProposalColumns, s.Row.Version, s.Row.ChangeID, s.Status)
+		sd.exists = s.Created
+		sd.part("document drafts", strings.Join(s.Documents, ","))
+		sd.part("task drafts", strings.Join(s.Tasks, ","))
+		return sd, s, err
+	default:
+		s, err := query[workflows.TaskState](ctx, o, id)
+		if err != nil {
+			return side{}, nil, err
+		}
+		p := s.Projection()
+		sd, err := render(&p, workflows.TaskColumns, s.Row.Version, s.Row.ChangeID, s.Status)
+		sd.exists = s.Created && !s.Deleted
+		for _, c := range s.Criteria {
+			sd.part("criterion "+c.UUID, c.Status+"/"+c.DevStatus)
+		}
+		return sd, s, err
+	}
 }
 
 func query[S any](ctx context.Context, o *Ops, id string) (S, error) {
@@ -119,191 +489,223 @@ func query[S any](ctx context.Context, o *Ops, id string) (S, error) {
 	return s, v.Get(&s)
 }
 
-// compare lists the columns (with version and change_id) where row and projection differ.
-func compare(row, projection any, cols []string) ([]Difference, error) {
-	cols = append(slices.Clone(cols), "version", "change_id")
-	a, err := store.ColumnValues(row, cols)
-	if err != nil {
-		return nil, err
-	}
-	b, err := store.ColumnValues(projection, cols)
-	if err != nil {
-		return nil, err
-	}
-	var out []Difference
-	for _, c := range cols {
-		if a[c] != b[c] {
-			out = append(out, Difference{Column: c, Row: a[c], Workflow: b[c]})
+// ---- judging an observation ----
+
+// judgement is what one observation shows: findings, or why it shows nothing certain.
+type judgement struct {
+	findings []Finding // disagreements, StuckActivity excepted
+	stuck    []Finding // StuckActivity findings
+	// busy is why the pair could not be compared ("" when it could): a change was moving it.
+	busy string
+}
+
+// ownNextChange says whether the row holds a change the workflow would make next: one of its own
+// changes (docs/write-path.md, "One write protocol": "<workflow id>#<new version>@<update>") one
+// version ahead of its state. Which update it is cannot be told from outside (a pending
+// activity's input is not described), so this also matches a change a reset abandoned; callers
+// pair it with work in flight (a pending activity or workflow task) before calling it a change
+// being applied.
+func ownNextChange(ob observation) bool {
+	return ob.row.exists && ob.row.version == ob.wf.version+1 &&
+		strings.HasPrefix(ob.row.changeID, fmt.Sprintf("%s#%d@", ob.id, ob.wf.version+1))
+}
+
+// judge says what an observation shows. now dates the stuck test.
+func (o *Ops) judge(ob observation, now time.Time) judgement {
+	var j judgement
+	for _, a := range ob.run.pending {
+		if a.LastFailure == "" {
+			continue
+		}
+		if a.Attempt >= o.stuckAttempts() || a.LastFailedAt != nil && now.Sub(*a.LastFailedAt) >= o.stuckAfter() {
+			j.stuck = append(j.stuck, Finding{WorkflowID: ob.id, Kind: StuckActivity, Activity: &a,
+				Detail: fmt.Sprintf("%s has failed %d times and keeps being retried (last failure: %s); commands on the entity "+
+					"wait behind it. Fix that cause, or terminate the workflow and run chorus ops repair %s to restart it "+
+					"from its rows", a.Type, a.Attempt-1, a.LastFailure, ob.id)})
 		}
 	}
-	return out, nil
-}
-
-func diverged(id string, diffs []Difference) []Finding {
-	if len(diffs) == 0 {
-		return nil
+	if ob.moving != "" {
+		j.busy = ob.moving
+		return j
 	}
-	cols := make([]string, len(diffs))
-	for i, d := range diffs {
-		cols[i] = d.Column
-	}
-	return []Finding{{WorkflowID: id, Kind: Diverged, Detail: "differs in " + strings.Join(cols, ", "), Differences: diffs}}
-}
-
-func (o *Ops) checkIdea(ctx context.Context, i store.Idea) ([]Finding, error) {
-	id := workflows.IdeaID(i.UUID)
-	if f, err := o.running(ctx, id); f != nil || err != nil {
-		return findings(f), err
-	}
-	s, err := query[workflows.IdeaState](ctx, o, id)
-	if err != nil {
-		return nil, err
-	}
-	p := s.Projection()
-	diffs, err := compare(&i, &p, workflows.IdeaColumns)
-	if err != nil {
-		return nil, err
-	}
-	rounds, err := o.Store.Elaboration(ctx, i.UUID)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range s.Rounds {
-		j := slices.IndexFunc(rounds, func(x store.ElaborationRound) bool { return x.UUID == r.UUID })
+	if !ob.run.found || ob.run.status != "running" {
 		switch {
-		case j < 0:
-			diffs = append(diffs, Difference{Column: "round " + r.UUID, Row: "missing", Workflow: r.Status})
-		case rounds[j].Status != r.Status:
-			diffs = append(diffs, Difference{Column: "round " + r.UUID, Row: rounds[j].Status, Workflow: r.Status})
+		case !ob.row.exists: // no row and no running workflow: a deleted entity, nothing to compare
+		case !ob.run.found:
+			j.findings = []Finding{{WorkflowID: ob.id, Kind: MissingWorkflow, Detail: "the row exists but no workflow was ever started"}}
+		default:
+			j.findings = []Finding{{WorkflowID: ob.id, Kind: ClosedWorkflow,
+				Detail: fmt.Sprintf("the row exists but the workflow's last run is %s", ob.run.status)}}
 		}
+		return j
 	}
-	return diverged(id, diffs), nil
+	diffs, lost := compare(ob.row, ob.wf)
+	if len(diffs) == 0 && len(lost) == 0 && ob.row.exists == ob.wf.exists {
+		return j
+	}
+	if a, ok := ob.midChange(); ok {
+		j.busy = a
+		return j
+	}
+	switch {
+	case !ob.row.exists && ob.wf.exists:
+		j.findings = append(j.findings, Finding{WorkflowID: ob.id, Kind: MissingRow, Detail: "the workflow holds the entity but its row is missing"})
+	case len(diffs) > 0:
+		cols := make([]string, len(diffs))
+		for i, d := range diffs {
+			cols[i] = d.Column
+		}
+		j.findings = append(j.findings, Finding{WorkflowID: ob.id, Kind: Diverged, Detail: "differs in " + strings.Join(cols, ", "),
+			Differences: diffs})
+	}
+	if len(lost) > 0 {
+		j.findings = append(j.findings, lostFinding(ob.id, lost))
+	}
+	return j
 }
 
-func (o *Ops) checkProposal(ctx context.Context, p store.Proposal) ([]Finding, error) {
-	id := workflows.ProposalID(p.UUID)
-	if f, err := o.running(ctx, id); f != nil || err != nil {
-		return findings(f), err
-	}
-	s, err := query[workflows.ProposalState](ctx, o, id)
-	if err != nil {
-		return nil, err
-	}
-	proj := s.Projection()
-	diffs, err := compare(&p, &proj, workflows.ProposalColumns)
-	if err != nil {
-		return nil, err
-	}
-	var docs, tasks []string
-	for _, d := range p.DocumentDrafts {
-		docs = append(docs, d.UUID)
-	}
-	for _, t := range p.TaskDrafts {
-		tasks = append(tasks, t.UUID)
-	}
-	if !slices.Equal(docs, s.Documents) {
-		diffs = append(diffs, Difference{Column: "document drafts", Row: strings.Join(docs, ","), Workflow: strings.Join(s.Documents, ",")})
-	}
-	if !slices.Equal(tasks, s.Tasks) {
-		diffs = append(diffs, Difference{Column: "task drafts", Row: strings.Join(tasks, ","), Workflow: strings.Join(s.Tasks, ",")})
-	}
-	return diverged(id, diffs), nil
-}
-
-func (o *Ops) checkTask(ctx context.Context, t store.Task) ([]Finding, error) {
-	id := workflows.TaskID(t.UUID)
-	if f, err := o.running(ctx, id); f != nil || err != nil {
-		return findings(f), err
-	}
-	s, err := query[workflows.TaskState](ctx, o, id)
-	if err != nil {
-		return nil, err
-	}
-	p := s.Projection()
-	diffs, err := compare(&t, &p, workflows.TaskColumns)
-	if err != nil {
-		return nil, err
-	}
-	criteria, err := o.Store.Criteria(ctx, t.UUID)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range s.Criteria {
-		j := slices.IndexFunc(criteria, func(x store.AcceptanceCriterion) bool { return x.UUID == c.UUID })
-		want := c.Status + "/" + c.DevStatus
+// midChange says whether the row is legitimately ahead of the workflow's state, and why: the
+// workflow has a write in flight whose change the row already holds (or whose delete already
+// removed it), or the row holds its task's proposal's revoke, which the task's workflow adopts.
+func (ob observation) midChange() (string, bool) {
+	if len(ob.run.pending) > 0 {
+		pending := make([]string, len(ob.run.pending))
+		for i, a := range ob.run.pending {
+			pending[i] = a.Type
+		}
+		why := "a change is being applied (" + strings.Join(pending, ", ") + " pending)"
 		switch {
-		case j < 0:
-			diffs = append(diffs, Difference{Column: "criterion " + c.UUID, Row: "missing", Workflow: want})
-		case criteria[j].Status+"/"+criteria[j].DevStatus != want:
-			diffs = append(diffs, Difference{Column: "criterion " + c.UUID, Row: criteria[j].Status + "/" + criteria[j].DevStatus, Workflow: want})
+		case ownNextChange(ob):
+			return why, true
+		case !ob.row.exists && ob.wf.exists: // a delete in flight
+			return why, true
 		}
 	}
-	return diverged(id, diffs), nil
-}
-
-func findings(f *Finding) []Finding {
-	if f == nil {
-		return nil
+	if ob.entity == workflows.EntityTask && ob.proposalID != "" && ob.row.exists && ob.row.status == "closed" &&
+		ob.row.version > ob.wf.version && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#") {
+		return "its proposal's revoke closed the row, and the workflow is adopting it", true
 	}
-	return []Finding{*f}
+	return "", false
 }
 
-// rowless finds running entity workflows (of this deployment's task queue) that hold a created,
-// undeleted entity whose row is missing. seen lists the workflows that have rows.
-func (o *Ops) rowless(ctx context.Context, seen map[string]bool, only string) ([]Finding, error) {
-	var out []Finding
-	var token []byte
-	for {
-		resp, err := o.Flows.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf(`ExecutionStatus = "Running" AND TaskQueue = %q AND ChorusEntity IN ("idea", "proposal", "task")`,
-				o.Flows.TaskQueue),
-			NextPageToken: token,
-		})
+// compare lists the columns where row and workflow differ, and the owned rows the workflow holds
+// that are gone from the database. Nothing is compared without a row; only the row's columns
+// when the workflow holds no entity (not created yet, or deleted).
+func compare(row, wf side) (diffs, lost []Difference) {
+	if !row.exists {
+		return nil, nil
+	}
+	for _, c := range wf.columns {
+		if row.values[c] != wf.values[c] {
+			diffs = append(diffs, Difference{Column: c, Row: row.values[c], Workflow: wf.values[c]})
+		}
+	}
+	if !wf.exists {
+		return diffs, nil
+	}
+	for _, p := range wf.partNames {
+		r, ok := row.parts[p]
+		switch {
+		case !ok && lostable(p):
+			lost = append(lost, Difference{Column: p, Row: "missing", Workflow: wf.parts[p]})
+		case r != wf.parts[p]:
+			diffs = append(diffs, Difference{Column: p, Row: r, Workflow: wf.parts[p]})
+		}
+	}
+	return diffs, lost
+}
+
+// lostFinding is the LostRows finding for the owned rows in lost.
+func lostFinding(id string, lost []Difference) Finding {
+	what := "elaboration rounds"
+	if strings.HasPrefix(lost[0].Column, "criterion ") {
+		what = "acceptance criteria"
+	}
+	return Finding{WorkflowID: id, Kind: LostRows, Differences: lost,
+		Detail: fmt.Sprintf("%d %s rows are missing (the workflow holds them). Their text lived only in the database, so "+
+			"chorus ops repair cannot recreate them: restore them from a backup of the database", len(lost), what)}
+}
+
+// verdict is what inspecting one entity found.
+type verdict struct {
+	id       string
+	findings []Finding
+	// busy is why the entity could not be compared ("" when it was).
+	busy string
+	// last is the observation the verdict rests on.
+	last observation
+}
+
+// inspect observes an entity until two consecutive consistent observations agree on what they
+// show, or until it has used its attempts (then it is busy). Stuck activities are reported
+// whatever the comparison shows.
+func (o *Ops) inspect(ctx context.Context, entity workflows.Entity, uuid string) (verdict, error) {
+	v := verdict{id: workflows.WorkflowID(entity, uuid)}
+	var prev string
+	pause := o.pause()
+	for attempt := range o.attempts() {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return v, ctx.Err()
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+		}
+		ob, err := o.observe(ctx, entity, uuid)
 		if err != nil {
-			return out, fmt.Errorf("list running workflows: %w", err)
+			return v, err
 		}
-		for _, e := range resp.GetExecutions() {
-			id := e.GetExecution().GetWorkflowId()
-			if seen[id] || (only != "" && only != id) {
-				continue
-			}
-			held, err := o.holds(ctx, id)
-			if err != nil {
-				return out, err
-			}
-			if held {
-				out = append(out, Finding{WorkflowID: id, Kind: MissingRow, Detail: "the workflow holds the entity but its row is missing"})
-			}
+		j := o.judge(ob, time.Now())
+		v.last, v.findings, v.busy = ob, j.stuck, j.busy
+		if j.busy != "" && len(j.stuck) > 0 {
+			v.busy = "" // stuck, not busy: the finding says why it cannot be compared
+			return v, nil
 		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			return out, nil
+		if j.busy != "" {
+			prev = ""
+			continue
 		}
+		if len(j.findings) == 0 {
+			return v, nil
+		}
+		sig, _ := json.Marshal(j.findings)
+		if string(sig) == prev {
+			v.findings = append(j.findings, j.stuck...)
+			return v, nil
+		}
+		prev = string(sig)
+		v.busy = "it kept changing while it was compared"
 	}
+	return v, nil
 }
 
-// holds reports whether a running workflow holds a created entity that is not deleted.
-func (o *Ops) holds(ctx context.Context, id string) (bool, error) {
-	entity, _, err := workflows.ParseWorkflowID(id)
-	if err != nil {
-		return false, nil
-	}
-	switch entity {
-	case workflows.EntityIdea:
-		s, err := query[workflows.IdeaState](ctx, o, id)
-		return s.Created && !s.Deleted, err
-	case workflows.EntityProposal:
-		s, err := query[workflows.ProposalState](ctx, o, id)
-		return s.Created, err
-	default:
-		s, err := query[workflows.TaskState](ctx, o, id)
-		return s.Created && !s.Deleted, err
-	}
+// ---- repair ----
+
+// ErrSkipped is Repair's error when it left a finding alone on purpose: the entity was changing
+// (a command was being applied, or its row or state moved between the repair's reads). Nothing
+// was written; the error's text says why. Check again later.
+var ErrSkipped = errors.New("skipped")
+
+// ErrCannotRepair is Repair's error for a finding it cannot resolve (StuckActivity, LostRows);
+// the error's text says what an operator can do.
+var ErrCannotRepair = errors.New("cannot repair")
+
+func skipped(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrSkipped, fmt.Sprintf(format, args...))
 }
 
 // Repair resolves one finding and says what it did: a diverged or missing row is rewritten
 // from its running workflow (the workflow is the truth, as after a `temporal workflow reset`);
 // a missing or closed workflow gets a new run started from its rows.
+//
+// It checks the entity again first, and rewrites a row only when that check confirms the
+// finding on a workflow with no change in flight; it then re-reads the workflow right before
+// writing, and writes only if the row is still exactly what it checked (store.RowGuard). So it
+// never overwrites a change made meanwhile, nor a row legitimately ahead of a workflow that is
+// applying a command: it returns an ErrSkipped error saying why instead. A finding that no longer
+// holds is left alone, with a nil error. StuckActivity and LostRows findings get an
+// ErrCannotRepair error saying what to do.
 func (o *Ops) Repair(ctx context.Context, f Finding) (string, error) {
 	entity, uuid, err := workflows.ParseWorkflowID(f.WorkflowID)
 	if err != nil {
@@ -311,57 +713,117 @@ func (o *Ops) Repair(ctx context.Context, f Finding) (string, error) {
 	}
 	switch f.Kind {
 	case Diverged, MissingRow:
-		return o.rewriteRow(ctx, entity, f.WorkflowID)
+		return o.rewriteRow(ctx, entity, uuid)
 	case MissingWorkflow, ClosedWorkflow:
 		return o.restart(ctx, entity, uuid)
+	case StuckActivity:
+		return "", fmt.Errorf("%w: %s is stuck on a failing activity (%s). Look at the failure and fix its cause; or "+
+			"terminate the workflow (temporal workflow terminate -w %s) and run chorus ops repair %s, which restarts it "+
+			"from its rows", ErrCannotRepair, f.WorkflowID, f.Detail, f.WorkflowID, f.WorkflowID)
+	case LostRows:
+		return "", fmt.Errorf("%w: %s. Restore them from a backup of the database (then run chorus ops check %s)",
+			ErrCannotRepair, f.Detail, f.WorkflowID)
 	}
 	return "", fmt.Errorf("no repair for a %q finding", f.Kind)
 }
 
-func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, id string) (string, error) {
-	switch entity {
-	case workflows.EntityIdea:
-		s, err := query[workflows.IdeaState](ctx, o, id)
-		if err != nil {
-			return "", err
-		}
-		p := s.Projection()
-		if err := o.Store.RepairRow(ctx, "ideas", s.UUID, &p, workflows.IdeaColumns); err != nil {
-			return "", err
-		}
-		statuses := map[string]string{}
-		for _, r := range s.Rounds {
-			statuses[r.UUID] = r.Status
-		}
-		return fmt.Sprintf("rewrote the idea row from its workflow (version %d)", s.Row.Version),
-			o.Store.RepairRoundStatuses(ctx, s.UUID, statuses)
-	case workflows.EntityProposal:
-		s, err := query[workflows.ProposalState](ctx, o, id)
-		if err != nil {
-			return "", err
-		}
-		p := s.Projection()
-		return fmt.Sprintf("rewrote the proposal row from its workflow (version %d)", s.Row.Version),
-			o.Store.RepairRow(ctx, "proposals", s.UUID, &p, workflows.ProposalColumns)
-	default:
-		s, err := query[workflows.TaskState](ctx, o, id)
-		if err != nil {
-			return "", err
-		}
-		p := s.Projection()
-		if err := o.Store.RepairRow(ctx, "tasks", s.UUID, &p, workflows.TaskColumns); err != nil {
-			return "", err
-		}
-		marks := make([]store.CriterionMarks, len(s.Criteria))
-		for i, c := range s.Criteria {
-			marks[i] = store.CriterionMarks{UUID: c.UUID, Status: c.Status, DevStatus: c.DevStatus}
-		}
-		return fmt.Sprintf("rewrote the task row from its workflow (version %d)", s.Row.Version),
-			o.Store.RepairCriteria(ctx, s.UUID, marks)
+func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {
+	v, err := o.inspect(ctx, entity, uuid)
+	if err != nil {
+		return "", err
 	}
+	ob := v.last
+	if v.busy != "" {
+		return "", skipped("%s is changing (%s); check it again later", v.id, v.busy)
+	}
+	kinds := map[string]bool{}
+	for _, f := range v.findings {
+		kinds[f.Kind] = true
+	}
+	switch {
+	case kinds[StuckActivity]:
+		return "", skipped("%s is stuck on a failing activity; its row is not rewritten while a change is in flight", v.id)
+	case !kinds[Diverged] && !kinds[MissingRow] && kinds[LostRows]:
+		return o.Repair(ctx, v.findings[slices.IndexFunc(v.findings, func(f Finding) bool { return f.Kind == LostRows })])
+	case !kinds[Diverged] && !kinds[MissingRow]:
+		return "nothing to do: the row agrees with its workflow now", nil
+	case len(ob.run.pending) > 0:
+		return "", skipped("%s has %s pending: it is applying a change", v.id, ob.run.pending[0].Type)
+	case ownNextChange(ob) && ob.run.pendingTask:
+		return "", skipped("the row holds %s's own next change (%s), which the workflow may still record; if it stays so, "+
+			"terminate the workflow and run chorus ops repair %s to restart it from its rows", v.id, ob.row.changeID, v.id)
+	}
+	// Re-verify right before writing: the same run, nothing in flight, the same state.
+	again, err := o.describe(ctx, v.id)
+	if err != nil {
+		return "", err
+	}
+	if again.runID != ob.run.runID || len(again.pending) > 0 {
+		return "", skipped("%s started a change while it was being repaired", v.id)
+	}
+	wf, state, err := o.queryState(ctx, entity, v.id)
+	if err != nil {
+		return "", err
+	}
+	if !wf.same(ob.wf) {
+		return "", skipped("%s's state moved while it was being repaired", v.id)
+	}
+	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID}}
+	var lost int
+	switch s := state.(type) {
+	case workflows.IdeaState:
+		p := s.Projection()
+		r.Table, r.Model, r.Columns, r.Rounds = "ideas", &p, workflows.IdeaColumns, map[string]string{}
+		for _, rd := range s.Rounds {
+			r.Rounds[rd.UUID] = rd.Status
+		}
+	case workflows.ProposalState:
+		p := s.Projection()
+		r.Table, r.Model, r.Columns = "proposals", &p, workflows.ProposalColumns
+	case workflows.TaskState:
+		p := s.Projection()
+		r.Table, r.Model, r.Columns = "tasks", &p, workflows.TaskColumns
+		for _, c := range s.Criteria {
+			r.Criteria = append(r.Criteria, store.CriterionMarks{UUID: c.UUID, Status: c.Status, DevStatus: c.DevStatus})
+		}
+	}
+	for p := range wf.parts {
+		if _, ok := ob.row.parts[p]; !ok && lostable(p) {
+			lost++
+		}
+	}
+	if err := o.Store.RepairRow(ctx, r); errors.Is(err, store.ErrRowMoved) {
+		return "", skipped("%s's row changed since it was checked; nothing was written", v.id)
+	} else if err != nil {
+		return "", err
+	}
+	owned := "acceptance criteria"
+	if entity == workflows.EntityIdea {
+		owned = "elaboration rounds"
+	}
+	msg := fmt.Sprintf("rewrote the %s row from its workflow (version %d)", entity, wf.version)
+	switch {
+	case r.Guard.Missing && lost > 0:
+		msg = fmt.Sprintf("re-inserted the %s row from its workflow (version %d). What lived only in the database cannot be "+
+			"recreated; restore it from a backup: the columns the workflow does not hold (its description or content, among "+
+			"others) and the %d %s rows that went with the row", entity, wf.version, lost, owned)
+	case r.Guard.Missing:
+		msg = fmt.Sprintf("re-inserted the %s row from its workflow (version %d). The columns the workflow does not hold "+
+			"(its description or content, among others) are empty: restore them from a backup", entity, wf.version)
+	case lost > 0:
+		msg += fmt.Sprintf(". %d %s rows are gone and cannot be recreated (their text lived only in the database): restore "+
+			"them from a backup", lost, owned)
+	}
+	return msg, nil
 }
 
 func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {
+	id := workflows.WorkflowID(entity, uuid)
+	if r, err := o.describe(ctx, id); err != nil {
+		return "", err
+	} else if r.status == "running" {
+		return "nothing to do: the workflow runs now", nil
+	}
 	var state any
 	switch entity {
 	case workflows.EntityIdea:

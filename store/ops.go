@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -15,24 +17,26 @@ import (
 
 // What chorus ops check and repair read and write (docs/write-path.md, "Check and repair").
 
-// LifecycleRows are every idea, proposal and task row.
-type LifecycleRows struct {
-	Ideas     []Idea
-	Proposals []Proposal
-	Tasks     []Task
+// LifecycleUUIDs are the uuids of every idea, proposal and task row, oldest first.
+type LifecycleUUIDs struct {
+	Ideas     []string
+	Proposals []string
+	Tasks     []string
 }
 
-// AllLifecycleRows reads every idea, proposal and task row, oldest first.
-func (s *Store) AllLifecycleRows(ctx context.Context) (LifecycleRows, error) {
-	var out LifecycleRows
-	if err := s.DB.NewSelect().Model(&out.Ideas).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
-		return out, err
+// AllLifecycleUUIDs lists every idea, proposal and task row's uuid, oldest first (created_at,
+// then uuid): what chorus ops check walks through, reading each row afresh as it gets to it.
+func (s *Store) AllLifecycleUUIDs(ctx context.Context) (LifecycleUUIDs, error) {
+	var out LifecycleUUIDs
+	for _, t := range []struct {
+		model any
+		into  *[]string
+	}{{(*Idea)(nil), &out.Ideas}, {(*Proposal)(nil), &out.Proposals}, {(*Task)(nil), &out.Tasks}} {
+		if err := s.DB.NewSelect().Model(t.model).Column("uuid").Order("created_at ASC", "uuid ASC").Scan(ctx, t.into); err != nil {
+			return out, err
+		}
 	}
-	if err := s.DB.NewSelect().Model(&out.Proposals).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
-		return out, err
-	}
-	err := s.DB.NewSelect().Model(&out.Tasks).Order("created_at ASC", "uuid ASC").Scan(ctx)
-	return out, err
+	return out, nil
 }
 
 // IdeaRow reads one idea's row.
@@ -95,28 +99,83 @@ func renderValue(f reflect.Value) string {
 	return fmt.Sprint(f.Interface())
 }
 
-// RepairRow makes table's row model.UUID hold model's values in cols, version and change_id,
-// inserting the row when it is missing (with created_at now); used by chorus ops repair to make
-// a row agree with its running workflow. model is a pointer to the table's struct.
-func (s *Store) RepairRow(ctx context.Context, table string, uuid string, model any, cols []string) error {
-	cols = append(slices.Clone(cols), "version", "change_id", "updated_at")
+// RowGuard is the row a repair expects to overwrite, as chorus ops check last saw it: its
+// version and change id, or Missing when there was no row. A repair applies only while the row
+// is still exactly there, so it never overwrites a change made after the check (docs/write-path.md,
+// "Check and repair").
+type RowGuard struct {
+	Missing  bool
+	Version  int64
+	ChangeID string
+}
+
+// ErrRowMoved is RepairRow's error when the row is no longer where its guard expects it (a
+// change landed, or the row appeared or went): nothing was written.
+var ErrRowMoved = errors.New("the row changed since it was checked; nothing was written")
+
+// RowRepair makes one lifecycle row agree with its running workflow (chorus ops repair).
+type RowRepair struct {
+	// Table is "ideas", "proposals" or "tasks"; UUID is the row's uuid.
+	Table string
+	UUID  string
+	// Model is a pointer to the table's struct holding the workflow's values (its projection).
+	Model any
+	// Columns are the columns the workflow owns; version, change_id and updated_at are always
+	// written too.
+	Columns []string
+	// Guard is where the row must be for the repair to apply.
+	Guard RowGuard
+	// Criteria (tasks) are the verdicts to set on the task's criteria rows that exist; Rounds
+	// (ideas) are the statuses to set on the idea's rounds that exist, by round uuid. Rows that
+	// do not exist are not created: their text lived only in the database.
+	Criteria []CriterionMarks
+	Rounds   map[string]string
+}
+
+// RepairRow applies r in one transaction: when r.Guard holds (the row is at Guard.Version with
+// Guard.ChangeID, or missing when Guard.Missing) it updates the row's owned columns, version,
+// change_id and updated_at (now), or inserts the row with created_at now when it was missing,
+// and sets the verdicts and statuses of the criteria and rounds that exist. When the guard does
+// not hold it writes nothing and returns ErrRowMoved.
+func (s *Store) RepairRow(ctx context.Context, r RowRepair) error {
+	cols := append(slices.Clone(r.Columns), "version", "change_id", "updated_at")
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := Now()
-		if f := reflect.ValueOf(model).Elem().FieldByName("UpdatedAt"); f.IsValid() {
+		if f := reflect.ValueOf(r.Model).Elem().FieldByName("UpdatedAt"); f.IsValid() {
 			f.Set(reflect.ValueOf(now))
 		}
-		res, err := tx.NewUpdate().Model(model).ModelTableExpr(table).Column(cols...).Where("uuid = ?", uuid).Exec(ctx)
+		var res sql.Result
+		var err error
+		if r.Guard.Missing {
+			if f := reflect.ValueOf(r.Model).Elem().FieldByName("CreatedAt"); f.IsValid() && f.Interface().(time.Time).IsZero() {
+				f.Set(reflect.ValueOf(now))
+			}
+			res, err = tx.NewInsert().Model(r.Model).ModelTableExpr(r.Table).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
+		} else {
+			res, err = tx.NewUpdate().Model(r.Model).ModelTableExpr(r.Table).Column(cols...).Where("uuid = ?", r.UUID).
+				Where("version = ?", r.Guard.Version).Where("change_id = ?", r.Guard.ChangeID).Exec(ctx)
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return ErrRowMoved
 		}
-		if f := reflect.ValueOf(model).Elem().FieldByName("CreatedAt"); f.IsValid() && f.Interface().(time.Time).IsZero() {
-			f.Set(reflect.ValueOf(now))
+		for _, m := range r.Criteria {
+			if _, err := tx.NewUpdate().Table("acceptance_criteria").Set("status = ?", m.Status).Set("dev_status = ?", m.DevStatus).
+				Set("updated_at = ?", now).Where("uuid = ?", m.UUID).Where("task_uuid = ?", r.UUID).Exec(ctx); err != nil {
+				return err
+			}
 		}
-		_, err = tx.NewInsert().Model(model).ModelTableExpr(table).Exec(ctx)
-		return err
+		for _, id := range slices.Sorted(maps.Keys(r.Rounds)) {
+			if _, err := tx.NewUpdate().Table("elaboration_rounds").Set("status = ?", r.Rounds[id]).Set("updated_at = ?", now).
+				Where("uuid = ?", id).Where("idea_uuid = ?", r.UUID).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -125,30 +184,4 @@ type CriterionMarks struct {
 	UUID      string
 	Status    string
 	DevStatus string
-}
-
-// RepairCriteria sets the verdicts of a task's criteria to what its workflow holds.
-func (s *Store) RepairCriteria(ctx context.Context, taskUUID string, marks []CriterionMarks) error {
-	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for _, m := range marks {
-			if _, err := tx.NewUpdate().Table("acceptance_criteria").Set("status = ?", m.Status).Set("dev_status = ?", m.DevStatus).
-				Set("updated_at = ?", Now()).Where("uuid = ?", m.UUID).Where("task_uuid = ?", taskUUID).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// RepairRoundStatuses sets the statuses of an idea's rounds to what its workflow holds.
-func (s *Store) RepairRoundStatuses(ctx context.Context, ideaUUID string, statuses map[string]string) error {
-	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for _, id := range slices.Sorted(maps.Keys(statuses)) {
-			if _, err := tx.NewUpdate().Table("elaboration_rounds").Set("status = ?", statuses[id]).Set("updated_at = ?", Now()).
-				Where("uuid = ?", id).Where("idea_uuid = ?", ideaUUID).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

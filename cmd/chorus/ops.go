@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,6 +73,17 @@ rows and list each disagreement:
   missing-workflow  the row exists and its workflow was never started
   closed-workflow   the row exists and its workflow's last run ended (terminated, failed, ...)
   missing-row       the workflow runs and holds the entity, but its row is missing
+  stuck-activity    the workflow runs and an activity of it (a write) keeps failing, attempt after
+                    attempt, so every command on the entity answers "Still in progress": look at
+                    the failure shown; fix its cause, or terminate the workflow and run repair
+  lost-rows         acceptance criteria or elaboration rounds the workflow holds are gone from the
+                    database (e.g. with a task row deleted by hand); their text lived only there,
+                    so repair cannot recreate them: restore them from a backup
+
+It is safe on a live system: each entity is compared on a consistent reading (its row before and
+after its workflow's state, unchanged), and a workflow that is applying a command (an activity
+pending) may legitimately have its row one version ahead. An entity that keeps changing through
+every attempt is listed as busy: that is not a disagreement, and does not change the exit status.
 
 Exit status: 0 when everything agrees, 1 when something does not, 2 when the check could not run.`,
 		Args: cobra.MaximumNArgs(1),
@@ -80,35 +92,45 @@ Exit status: 0 when everything agrees, 1 when something does not, 2 when the che
 			if len(args) == 1 {
 				only = args[0]
 			}
-			return runCheck(cmd.Context(), g, o, only, cmd.OutOrStdout())
+			return runCheck(cmd.Context(), g, o, only, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.flags(cmd)
-	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the findings as JSON")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the findings as JSON (a list; busy workflows are noted on stderr)")
 	return cmd
 }
 
-func runCheck(ctx context.Context, g *globals, o opsOptions, only string, out io.Writer) error {
+func runCheck(ctx context.Context, g *globals, o opsOptions, only string, out, errOut io.Writer) error {
 	x, closeAll, err := o.open(ctx, g)
 	if err != nil {
 		return exitWith(2, err)
 	}
 	defer closeAll()
-	found, err := x.Check(ctx, only)
+	r, err := x.CheckReport(ctx, only)
 	if err != nil {
 		return exitWith(2, err)
 	}
-	if o.asJSON {
+	return reportCheck(r, o.asJSON, out, errOut)
+}
+
+// reportCheck prints a check's report (as text, or as a JSON list of findings with busy
+// workflows noted on errOut) and returns the exit status: nil when there is no finding, exit 1
+// when there is one.
+func reportCheck(r ops.Report, asJSON bool, out, errOut io.Writer) error {
+	if asJSON {
+		found := r.Findings
 		if found == nil {
 			found = []ops.Finding{}
 		}
 		if err := writeJSON(out, found); err != nil {
 			return err
 		}
+		printBusy(errOut, r.Busy)
 	} else {
-		printFindings(out, found)
+		printFindings(out, r.Findings)
+		printBusy(out, r.Busy)
 	}
-	if len(found) > 0 {
+	if len(r.Findings) > 0 {
 		return exitError{code: 1}
 	}
 	return nil
@@ -126,14 +148,42 @@ func printFindings(out io.Writer, found []ops.Finding) {
 		for _, d := range f.Differences {
 			fmt.Fprintf(out, "    %s: row %s, workflow %s\n", d.Column, d.Row, d.Workflow)
 		}
-	}
-	var parts []string
-	for _, k := range []string{ops.Diverged, ops.MissingWorkflow, ops.ClosedWorkflow, ops.MissingRow} {
-		if kinds[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+		if a := f.Activity; a != nil {
+			fmt.Fprintf(out, "    activity %s, attempt %d, last failure: %s\n", a.Type, a.Attempt, a.LastFailure)
 		}
 	}
-	fmt.Fprintf(out, "%d finding(s): %s. Repair them with: chorus ops repair --all\n", len(found), strings.Join(parts, ", "))
+	var parts []string
+	repairable := 0
+	for _, k := range ops.Kinds {
+		if kinds[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+			if ops.Repairable(k) {
+				repairable += kinds[k]
+			}
+		}
+	}
+	fmt.Fprintf(out, "%d finding(s): %s.", len(found), strings.Join(parts, ", "))
+	if repairable > 0 {
+		fmt.Fprint(out, " Repair them with: chorus ops repair --all")
+	}
+	if kinds[ops.StuckActivity] > 0 {
+		fmt.Fprint(out, " A stuck activity needs its cause fixed, or its workflow terminated and then repaired.")
+	}
+	if kinds[ops.LostRows] > 0 {
+		fmt.Fprint(out, " Lost rows cannot be recreated by repair: restore them from a backup.")
+	}
+	fmt.Fprintln(out)
+}
+
+// printBusy notes the workflows a check could not compare because they kept changing.
+func printBusy(out io.Writer, busy []ops.Busy) {
+	if len(busy) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "%d busy (changing during the check, not compared; check them again later):\n", len(busy))
+	for _, b := range busy {
+		fmt.Fprintf(out, "  %s  %s\n", b.WorkflowID, b.Reason)
+	}
 }
 
 func newOpsRepairCmd(g *globals) *cobra.Command {
@@ -148,8 +198,13 @@ func newOpsRepairCmd(g *globals) *cobra.Command {
                                       "temporal workflow reset", which rolls a workflow back
   missing-workflow, closed-workflow   a new run of the workflow is started from the rows, so the
                                       entity takes commands again
+  stuck-activity, lost-rows           not repaired; it says what to do (fix the failure's cause or
+                                      terminate the workflow and repair it; restore from a backup)
 
-It checks first, repairs each finding, checks again, and exits 1 if anything still disagrees.`,
+It is safe on a live system: before rewriting a row it checks the entity again, skips it (saying
+why) while its workflow is applying a change or when its row or state moved, and writes only if
+the row is still exactly what it checked. It checks first, repairs each finding, checks again,
+and exits 1 if anything still disagrees.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 1) == o.all {
@@ -187,24 +242,25 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 	}
 	for _, f := range found {
 		if o.dryRun {
-			fmt.Fprintf(out, "%s  %s: would repair (%s)\n", f.WorkflowID, f.Kind, f.Detail)
+			if ops.Repairable(f.Kind) {
+				fmt.Fprintf(out, "%s  %s: would repair (%s)\n", f.WorkflowID, f.Kind, f.Detail)
+			} else {
+				fmt.Fprintf(out, "%s  %s: cannot repair (%s)\n", f.WorkflowID, f.Kind, f.Detail)
+			}
 			continue
 		}
-		did, err := x.Repair(ctx, f)
-		if err != nil {
-			fmt.Fprintf(out, "%s  %s: repair failed: %v\n", f.WorkflowID, f.Kind, err)
-			continue
-		}
-		fmt.Fprintf(out, "%s  %s: %s\n", f.WorkflowID, f.Kind, did)
+		fmt.Fprintf(out, "%s  %s: %s\n", f.WorkflowID, f.Kind, repairOutcome(x.Repair(ctx, f)))
 	}
 	if o.dryRun {
 		return exitError{code: 1}
 	}
-	// A restarted workflow answers its state query once a worker has picked it up.
+	// A restarted workflow answers its state query once a worker has picked it up; findings
+	// repair cannot fix do not go away by waiting.
 	var left []ops.Finding
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		left, err = x.Check(ctx, only)
-		if err == nil && len(left) == 0 || time.Now().After(deadline) {
+		if err == nil && !slices.ContainsFunc(left, func(f ops.Finding) bool { return ops.Repairable(f.Kind) }) ||
+			time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -219,6 +275,17 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 	}
 	fmt.Fprintln(out, "clean: every workflow agrees with its rows")
 	return nil
+}
+
+// repairOutcome is the line repair prints for one finding: what it did, or why it did not.
+func repairOutcome(did string, err error) string {
+	switch {
+	case err == nil:
+		return did
+	case errors.Is(err, ops.ErrSkipped), errors.Is(err, ops.ErrCannotRepair):
+		return err.Error()
+	}
+	return "repair failed: " + err.Error()
 }
 
 // exitWith prints err and ends the process with code.
