@@ -183,7 +183,7 @@ func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string,
 	quiet := mcp.LevelFloor(log, slog.LevelWarn) // the SDK logs every poll at info
 	for attempt := 0; ; attempt++ {
 		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace,
-			Logger: tlog.NewStructuredLogger(quiet)})
+			Logger: tlog.NewStructuredLogger(quiet), DataConverter: workflows.DataConverter()})
 		if err == nil {
 			return c, nil
 		}

@@ -87,7 +87,7 @@ func start() (*Temporal, error) {
 	var c client.Client
 	for {
 		c, err = client.DialContext(ctx, client.Options{HostPort: dev.Address(), Namespace: workflows.Namespace,
-			Logger: tlog.NewStructuredLogger(quiet)})
+			Logger: tlog.NewStructuredLogger(quiet), DataConverter: workflows.DataConverter()})
 		if err == nil || ctx.Err() != nil {
 			break
 		}
