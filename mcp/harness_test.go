@@ -106,7 +106,7 @@ func startEnv(t testing.TB, dialect string, o envOptions) *env {
 		if !o.noWorker {
 			e.startWorker()
 		}
-		e.deps.Flows = workflows.NewClient(e.tc, e.queue)
+		e.deps.Flows = workflows.NewClient(e.tc, e.queue, e.st)
 	}
 	e.url = serve(t, e.deps)
 	return e
@@ -153,7 +153,7 @@ func (e *env) startWorker() worker.Worker {
 
 // ops is chorus ops over the env.
 func (e *env) ops() *ops.Ops {
-	return &ops.Ops{Store: e.st, Flows: workflows.NewClient(e.tc, e.queue)}
+	return &ops.Ops{Store: e.st, Flows: workflows.NewClient(e.tc, e.queue, e.st)}
 }
 
 // requireAgreement fails unless chorus ops check finds every workflow of the env in agreement
