@@ -47,7 +47,8 @@ func agentMessage(err error) (string, bool) {
 		return store.ErrForbidden.Error(), true
 	case errors.As(err, &wfe):
 		return wfe.Message, true
-	case errors.Is(err, workflows.ErrStillRunning), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, workflows.ErrStillRunning), errors.Is(err, store.ErrRequestInProgress),
+		errors.Is(err, context.DeadlineExceeded):
 		return "Still in progress: Chorus has not finished this call yet and it may still complete. Retry with the " +
 			"same requestId to get its outcome (without a requestId, read the entity back before you retry).", true
 	case store.IsUnavailable(err):

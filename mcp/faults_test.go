@@ -454,8 +454,9 @@ func TestResetIsDetectedAndRepaired(t *testing.T) {
 	})
 }
 
-// A terminated workflow leaves rows no command can change (the entity answers "not found" to
-// commands): ops check lists it, and ops repair starts a new run from the rows.
+// A terminated workflow leaves rows no command can change (commands to the entity are refused
+// as a divergence that names the repair): ops check lists it, and ops repair starts a new run
+// from the rows.
 func TestTerminatedWorkflowIsRestartedByRepair(t *testing.T) {
 	e := newFlowEnv(t, "sqlite")
 	ctx := context.Background()
@@ -464,7 +465,8 @@ func TestTerminatedWorkflowIsRestartedByRepair(t *testing.T) {
 	idea := createIdea(t, admin, project, "Idea", nil)
 	ok(t, admin, "chorus_claim_idea", map[string]any{"ideaUuid": idea}, nil)
 	require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.IdeaID(idea), "", "test"))
-	require.Equal(t, "Idea not found", fails(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}))
+	require.Contains(t, fails(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}),
+		"An operator must run `chorus ops repair idea/"+idea+"`")
 
 	found, err := e.ops().Check(ctx, "")
 	require.NoError(t, err)
@@ -479,4 +481,74 @@ func TestTerminatedWorkflowIsRestartedByRepair(t *testing.T) {
 	require.Equal(t, "open", iv.Status)
 	ok(t, admin, "chorus_admin_delete_idea", map[string]any{"ideaUuid": idea}, nil)
 	e.requireAgreement()
+}
+
+// An operator terminates a task's workflow in the middle of a command. The call in flight, its
+// retry with the same requestId and any other command to the task are refused at once as a
+// divergence naming `chorus ops repair <workflow id>`, never spun until their deadline nor
+// answered "not found"; after the repair, the retry runs (docs/write-path.md, "Check and
+// repair"). An entity that is gone is still not found.
+func TestTerminatedWorkflowIsADivergence(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startEnv(t, dialect, envOptions{flows: true, callTimeout: 20 * time.Second})
+			ctx := context.Background()
+			admin := e.client(e.adminKey)
+			project := createProject(t, admin, "Apollo")
+			var created CreatedTasks
+			ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+				{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+				{"title": "Gone", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+			task, gone := created.Tasks[0].UUID, created.Tasks[1].UUID
+			ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
+			id := workflows.TaskID(task)
+			repairText := "An operator must run `chorus ops repair " + id + "`"
+
+			// The command's update is accepted and its write is about to run when the operator
+			// terminates the workflow; the write stays held until the end of the test.
+			writing, release := make(chan struct{}), make(chan struct{})
+			e.faults.OnceBefore("ApplyTaskChange", func() {
+				close(writing)
+				<-release
+			})
+			writes := e.faults.Runs("ApplyTaskChange")
+			start := map[string]any{"taskUuid": task, "status": "in_progress", "requestId": "start"}
+			answer := make(chan string, 1)
+			began := time.Now()
+			go func() { answer <- fails(t, admin, "chorus_update_task", start) }()
+			<-writing
+			require.NoError(t, e.tc.TerminateWorkflow(ctx, id, "", "operator"))
+			msg := <-answer
+			require.Contains(t, msg, repairText)
+			require.Contains(t, msg, "was terminated")
+			require.Less(t, time.Since(began), 10*time.Second, "answered at once, not at the deadline")
+
+			began = time.Now()
+			require.Contains(t, fails(t, admin, "chorus_update_task", start), repairText, "the retry")
+			require.Contains(t, fails(t, admin, "chorus_release_task", map[string]any{"taskUuid": task}), repairText)
+			require.Less(t, time.Since(began), 10*time.Second)
+
+			// A deleted task's workflow completes with its row gone: not found.
+			ok(t, admin, "chorus_admin_delete_task", map[string]any{"taskUuid": gone}, nil)
+			_, err := workflows.Send(ctx, e.deps.Flows, workflows.ClaimTask, gone, workflows.Call{}, "agent", workflows.TaskCommand{})
+			require.ErrorContains(t, err, "Task not found")
+
+			found, err := e.ops().Check(ctx, "")
+			require.NoError(t, err)
+			require.Len(t, found, 1)
+			require.Equal(t, ops.ClosedWorkflow, found[0].Kind)
+			_, err = e.ops().Repair(ctx, found[0])
+			require.NoError(t, err)
+			var v TaskView
+			ok(t, admin, "chorus_update_task", start, &v)
+			require.Equal(t, "in_progress", v.Status, "after the repair, the retry runs")
+
+			// The terminated run's write, let go now, finds the row moved on: it writes nothing.
+			close(release)
+			requireEventually(t, func() bool { return e.faults.Runs("ApplyTaskChange") > writes+1 },
+				"the terminated run's write ended")
+			require.Equal(t, 1, activityCount(t, e.st, task, "status_changed"), "applied once")
+			e.requireAgreement()
+		})
+	}
 }

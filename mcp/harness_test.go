@@ -33,6 +33,7 @@ import (
 type env struct {
 	t        testing.TB
 	st       *store.Store
+	dsn      string // the database's DSN ("" with a faulty store)
 	queue    string // the Temporal task queue of the env's workflows, when it has Temporal
 	url      string
 	adminKey string
@@ -83,7 +84,8 @@ func startEnv(t testing.TB, dialect string, o envOptions) *env {
 	if o.faultyDB {
 		e.st, e.outage = storetest.OpenFaulty(t, dialect)
 	} else {
-		e.st = storetest.Open(t, dialect)
+		e.dsn = storetest.NewDSN(t, dialect)
+		e.st = storetest.OpenDSN(t, e.dsn)
 	}
 	boot, err := e.st.EnsureBootstrap(context.Background(), store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
 		OwnerEmail: "owner@example.com", AgentName: "Admin Agent"})
@@ -104,16 +106,38 @@ func startEnv(t testing.TB, dialect string, o envOptions) *env {
 		if !o.noWorker {
 			e.startWorker()
 		}
-		e.deps.Flows = workflows.NewClient(e.tc, e.queue)
+		e.deps.Flows = workflows.NewClient(e.tc, e.queue, e.st)
 	}
-	ep, err := NewEndpoint(e.deps, "test")
+	e.url = serve(t, e.deps)
+	return e
+}
+
+// serve mounts an endpoint over deps on a test HTTP server and returns its MCP URL.
+func serve(t testing.TB, deps *Deps) string {
+	t.Helper()
+	ep, err := NewEndpoint(deps, "test")
 	require.NoError(t, err)
 	ech := echo.New()
 	ep.Mount(ech)
 	srv := httptest.NewServer(ech)
 	t.Cleanup(srv.Close)
-	e.url = srv.URL + Path
-	return e
+	return srv.URL + Path
+}
+
+// process is another API process over the env's database: its own store and connection pool,
+// with hooks installed before its first query, and its own endpoint, sharing the env's Temporal
+// client, agents and keys. It runs no worker.
+func (e *env) process(hooks ...bun.QueryHook) *env {
+	e.t.Helper()
+	require.NotEmpty(e.t, e.dsn, "a process needs the env's DSN")
+	p := *e
+	p.st = storetest.OpenDSN(e.t, e.dsn)
+	for _, h := range hooks {
+		p.st.DB.AddQueryHook(h)
+	}
+	p.deps = &Deps{Store: p.st, Flows: e.deps.Flows, Log: e.deps.Log, CallTimeout: e.deps.CallTimeout}
+	p.url = serve(e.t, p.deps)
+	return &p
 }
 
 // startWorker starts a worker for the env's task queue, with the env's fault hooks; it stops
@@ -129,7 +153,7 @@ func (e *env) startWorker() worker.Worker {
 
 // ops is chorus ops over the env.
 func (e *env) ops() *ops.Ops {
-	return &ops.Ops{Store: e.st, Flows: workflows.NewClient(e.tc, e.queue)}
+	return &ops.Ops{Store: e.st, Flows: workflows.NewClient(e.tc, e.queue, e.st)}
 }
 
 // requireAgreement fails unless chorus ops check finds every workflow of the env in agreement

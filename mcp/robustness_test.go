@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -477,4 +480,67 @@ func TestConcurrentGuardsHoldOnEveryDatabase(t *testing.T) {
 		require.Contains(t, strings.Join(append(va.Warnings, vb.Warnings...), " "), "cycle")
 		e.requireAgreement()
 	})
+}
+
+// The 512 KiB budget of a call counts its JSON as written, not HTML-escaped: a character such
+// as '<' takes one byte, not the six of \u003c (docs/write-path.md, "Bounded state and
+// payloads"). A call of markup within the budget goes through Temporal whole (its payloads are
+// not escaped either), and a call over it is refused with its true size.
+func TestArgumentBudgetCountsMarkupAsWritten(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	markup := func(n int) string {
+		return strings.Repeat("<", n/3) + strings.Repeat(">", n/3) + strings.Repeat("&", n-2*(n/3))
+	}
+
+	// A 100,000-character document of markup: 100 KB as written, 600 KB escaped.
+	var doc DocumentView
+	ok(t, admin, "chorus_pm_create_document", map[string]any{"projectUuid": project, "type": "guide", "title": "<b>",
+		"content": markup(100_000), "requestId": "doc-1"}, &doc)
+	require.Equal(t, markup(100_000), *doc.Content)
+	// Its retry, written with or without \u003c escapes, is the same call; the ledger hashes it
+	// as it always has (the HTML-escaped form), so a requestId stays bound to its call across versions.
+	args := map[string]any{"projectUuid": project, "type": "guide", "title": "<b>", "content": markup(100_000)}
+	escaped, err := json.Marshal(args)
+	require.NoError(t, err)
+	sum := sha256.Sum256(append([]byte("chorus_pm_create_document\x00"), escaped...))
+	var row store.ToolRequest
+	require.NoError(t, e.st.DB.NewSelect().Model(&row).Where("request_id = ?", "doc-1").Scan(context.Background()))
+	require.Equal(t, hex.EncodeToString(sum[:]), row.ArgsHash)
+	for _, plain := range []bool{false, true} {
+		var body bytes.Buffer
+		enc := json.NewEncoder(&body)
+		enc.SetEscapeHTML(!plain)
+		require.NoError(t, enc.Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+			"name": "chorus_pm_create_document", "arguments": map[string]any{"projectUuid": strings.ToUpper(project), "type": "guide",
+				"title": "<b>", "content": markup(100_000), "requestId": "doc-1"}}}))
+		require.Equal(t, !plain, strings.Contains(body.String(), `\u003c`))
+		resp, answer := e.rawPost("Bearer "+e.adminKey, body.String())
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, answer, doc.UUID, "the retry returns the first result")
+	}
+
+	// Five tasks of 100,000 characters of markup each: 500 KB as written (3 MB escaped, past
+	// Temporal's 2 MB payload limit if it were escaped), through the batch workflow and back.
+	var tasks []map[string]any
+	for i := range 5 {
+		tasks = append(tasks, map[string]any{"title": fmt.Sprintf("<T%d>", i), "description": markup(100_000),
+			"acceptanceCriteriaItems": []map[string]any{{"description": "a < b && b > c"}}})
+	}
+	var created CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": tasks, "requestId": "tasks-1"}, &created)
+	require.Len(t, created.Tasks, 5)
+	var v TaskView
+	ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": created.Tasks[4].UUID}, &v)
+	require.Equal(t, markup(100_000), *v.Description)
+	var again CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": tasks, "requestId": "tasks-1"}, &again)
+	require.Equal(t, created.Tasks, again.Tasks, "the retry is the same call")
+
+	// Six are over the budget, counted as written.
+	tasks = append(tasks, tasks[0])
+	msg := fails(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": tasks})
+	require.Regexp(t, `^Input validation error: the arguments take 60\d{4} bytes as JSON, and one call may carry at most 524288 \(512 KiB\)`, msg)
+	e.requireAgreement()
 }

@@ -251,7 +251,8 @@ func invalid(format string, args ...any) error { return &inputError{msg: fmt.Spr
 // normalizeArgs applies docs/rules.md §8.2 and §3.5 to raw tool arguments against schema s: scalars sent as
 // strings are coerced where the intent is unambiguous ("0.5" -> 0.5, "true" -> true, "[..]" ->
 // array), null for an optional field means absent, unknown properties are dropped, and what is
-// still wrong is an *inputError naming the field. It returns the cleaned JSON object.
+// still wrong is an *inputError naming the field. It returns the cleaned JSON object, encoded
+// by plainJSON.
 func normalizeArgs(s *jsonschema.Schema, raw json.RawMessage) (json.RawMessage, error) {
 	var v any = map[string]any{}
 	if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
@@ -268,7 +269,20 @@ func normalizeArgs(s *jsonschema.Schema, raw json.RawMessage) (json.RawMessage, 
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(out)
+	return plainJSON(out)
+}
+
+// plainJSON is json.Marshal without HTML escaping: <, > and & are written as themselves, not as
+// six-byte \u003c escapes, so a size measured on it counts what the text takes (maxCallBytes,
+// docs/write-path.md, "Bounded state and payloads").
+func plainJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // schemaType is the JSON type of an inferred schema and whether it admits null, before

@@ -101,9 +101,11 @@ type builtTool struct {
 	handler mcpsdk.ToolHandler
 }
 
-// maxCallBytes bounds the arguments of one mutating call, as normalized JSON: checked before
-// anything reaches Temporal, it keeps every update and activity payload far below Temporal's
-// 2 MB limit whatever the schemas allow (docs/write-path.md, "Bounded state and payloads").
+// maxCallBytes bounds the arguments of one mutating call, as normalized JSON without HTML
+// escaping (plainJSON: a '<' counts one byte, not the six of \u003c): checked before anything
+// reaches Temporal, whose payloads are encoded the same way (workflows.DataConverter), it keeps
+// every update and activity payload far below Temporal's 2 MB limit whatever the schemas allow
+// (docs/write-path.md, "Bounded state and payloads").
 const maxCallBytes = 512 << 10
 
 // requestIDField is added to every mutating tool's input (docs/rules.md §8.5).
@@ -211,6 +213,9 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		if rid, ok := envelope[requestIDField]; ok {
 			_ = json.Unmarshal(rid, &call.RequestID)
 			delete(envelope, requestIDField)
+			// The requestId ledger hashes this form. json.Marshal (which HTML-escapes, unlike
+			// plainJSON) keeps every call's hash what it has always been, so a requestId stays
+			// bound to its call across versions; equivalent calls still encode alike.
 			args, _ = json.Marshal(envelope)
 		}
 	}

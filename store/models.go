@@ -187,9 +187,15 @@ type ToolRequest struct {
 	ArgsHash  string `bun:"args_hash"`
 	State     string `bun:"state"`
 	// Generation counts refusals of this requestId: each moves later calls to a fresh update id.
-	Generation int             `bun:"generation"`
-	Result     json.RawMessage `bun:"result,type:jsonb"`
-	CreatedAt  time.Time       `bun:"created_at"`
+	Generation int `bun:"generation"`
+	// Result is the JSON the call answered, kept as text so a retry answers it byte for byte.
+	Result    json.RawMessage `bun:"result"`
+	CreatedAt time.Time       `bun:"created_at"`
+	// RunningUntil is when the lease of the call running this row lapses unless renewed; nil
+	// when no call holds it (see BeginToolRequest).
+	RunningUntil *time.Time `bun:"running_until"`
+	// RunningBy identifies the call holding the lease (a random uuid per call); nil with it.
+	RunningBy *string `bun:"running_by"`
 	// Existed: BeginToolRequest found the row made by an earlier call rather than making it.
 	Existed bool `bun:"-"`
 }

@@ -53,6 +53,25 @@ func (s *Store) TaskRow(ctx context.Context, uuid string) (Task, error) {
 	return t, mapErr(err, "Task")
 }
 
+// LifecycleRowExists reports whether the row of a lifecycle entity exists: kind is "idea",
+// "proposal" or "task" (the entity's workflow id prefix), uuid its uuid. It tells a workflow
+// that ended under a live row (a divergence, which chorus ops repair resolves) from an entity
+// that is gone (docs/write-path.md, "Check and repair"). An unknown kind is an error.
+func (s *Store) LifecycleRowExists(ctx context.Context, kind, uuid string) (bool, error) {
+	var model any
+	switch kind {
+	case "idea":
+		model = (*Idea)(nil)
+	case "proposal":
+		model = (*Proposal)(nil)
+	case "task":
+		model = (*Task)(nil)
+	default:
+		return false, fmt.Errorf("store: %q is not a lifecycle entity (idea, proposal, task)", kind)
+	}
+	return s.DB.NewSelect().Model(model).Where("uuid = ?", uuid).Exists(ctx)
+}
+
 // ColumnValues renders the given columns of a model (a bun struct, or a pointer to one) as
 // comparable text: null for a nil pointer, times in UTC to the microsecond (what both databases
 // keep), lists as JSON. Columns the model lacks are an error.

@@ -157,7 +157,8 @@ func insertMember(ctx context.Context, st *store.Store, company, project, user, 
 
 func TestToolRequestLedger(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *store.Store) {
-		ctx := context.Background()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		b, err := st.EnsureBootstrap(ctx, boot)
 		require.NoError(t, err)
 		agent := b.Agent.UUID
@@ -166,14 +167,15 @@ func TestToolRequestLedger(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "running", row.State)
 		require.Equal(t, 0, row.Generation)
-		twin, err := st.BeginToolRequest(ctx, agent, "r1", "tool_a", "h1")
-		require.NoError(t, err, "a twin call runs too: what it runs is idempotent for its generation")
-		require.Equal(t, 0, twin.Generation)
 		require.NoError(t, st.FinishToolRequest(ctx, agent, "r1", 0, []byte(`{"uuid":"x"}`)))
 		row, err = st.BeginToolRequest(ctx, agent, "r1", "tool_a", "h1")
 		require.NoError(t, err)
 		require.Equal(t, "done", row.State)
 		require.JSONEq(t, `{"uuid":"x"}`, string(row.Result))
+		require.NoError(t, st.FinishToolRequest(ctx, agent, "r1", 0, []byte(`{"uuid":"late twin"}`)))
+		row, err = st.BeginToolRequest(ctx, agent, "r1", "tool_a", "h1")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"uuid":"x"}`, string(row.Result), "the first result stored is kept")
 		_, err = st.BeginToolRequest(ctx, agent, "r1", "tool_a", "other-args")
 		require.ErrorIs(t, err, store.ErrRequestMismatch)
 		_, err = st.BeginToolRequest(ctx, agent, "r1", "tool_b", "h1")
@@ -189,10 +191,110 @@ func TestToolRequestLedger(t *testing.T) {
 		require.Equal(t, "running", row.State)
 		require.Equal(t, 1, row.Generation)
 		require.NoError(t, st.FinishToolRequest(ctx, agent, "r2", 0, []byte(`{"stale":true}`)))
+		require.NoError(t, st.RefuseToolRequest(ctx, agent, "r2", 1))
 		row, err = st.BeginToolRequest(ctx, agent, "r2", "tool_a", "h")
 		require.NoError(t, err)
 		require.Equal(t, "running", row.State, "a result of an older generation is not kept")
+		require.Equal(t, 2, row.Generation)
 	})
+}
+
+// Twin calls (the same agent and requestId, sent while the first still runs, through any store
+// of the database) wait for the first call's outcome: its result, or, after a refusal, their
+// own run of the next generation. A call whose holder died runs once the lease lapses; a twin
+// whose deadline passes first is told the call is still in progress
+// (docs/write-path.md, "Exactly once").
+func TestToolRequestTwinsWaitForTheFirstCall(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			dsn := storetest.NewDSN(t, d)
+			st, other := storetest.OpenDSN(t, dsn), storetest.OpenDSN(t, dsn) // two API processes
+			b, err := st.EnsureBootstrap(context.Background(), boot)
+			require.NoError(t, err)
+			agent := b.Agent.UUID
+			// begin starts a call of tool_a with rid; its ledger row arrives on the channel (nil
+			// if BeginToolRequest failed, which fails the test).
+			begin := func(s *store.Store, rid string) (context.CancelFunc, <-chan *store.ToolRequest) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				out := make(chan *store.ToolRequest, 1)
+				go func() {
+					row, err := s.BeginToolRequest(ctx, agent, rid, "tool_a", "h")
+					if err != nil {
+						t.Errorf("BeginToolRequest(%s): %v", rid, err)
+					}
+					out <- row
+				}()
+				return cancel, out
+			}
+			waiting := func(ch <-chan *store.ToolRequest) {
+				t.Helper()
+				select {
+				case row := <-ch:
+					t.Fatalf("a twin ran beside the first call: %+v", row)
+				case <-time.After(300 * time.Millisecond): // a twin that does not wait returns at once
+				}
+			}
+
+			// The first call succeeds: its twins, here and in the other process, get its result.
+			cancelFirst, first := begin(st, "r1")
+			defer cancelFirst()
+			require.Equal(t, "running", (<-first).State)
+			cancelTwin, twin := begin(other, "r1")
+			defer cancelTwin()
+			cancelTwin2, twin2 := begin(st, "r1")
+			defer cancelTwin2()
+			waiting(twin)
+			require.NoError(t, st.FinishToolRequest(context.Background(), agent, "r1", 0, []byte(`{"uuid":"x"}`)))
+			for _, ch := range []<-chan *store.ToolRequest{twin, twin2} {
+				row := <-ch
+				require.Equal(t, "done", row.State)
+				require.JSONEq(t, `{"uuid":"x"}`, string(row.Result))
+			}
+
+			// The first call is refused: one twin runs the next generation, and the other waits for it.
+			cancelFirst, first = begin(st, "r2")
+			defer cancelFirst()
+			require.Equal(t, 0, (<-first).Generation)
+			cancelTwin, twin = begin(other, "r2")
+			defer cancelTwin()
+			waiting(twin)
+			require.NoError(t, st.RefuseToolRequest(context.Background(), agent, "r2", 0))
+			row := <-twin
+			require.Equal(t, "running", row.State)
+			require.Equal(t, 1, row.Generation)
+			cancelTwin2, twin2 = begin(st, "r2")
+			defer cancelTwin2()
+			waiting(twin2)
+			cancelTwin() // the twin's call ended without an outcome (its deadline passed): its lease is cleared
+			row = <-twin2
+			require.Equal(t, "running", row.State)
+			require.Equal(t, 1, row.Generation, "the same generation: its work is idempotent for it")
+
+			// A twin whose deadline passes while the first call runs is told it is still in progress.
+			cancelFirst, first = begin(st, "r3")
+			defer cancelFirst()
+			<-first
+			short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancelShort()
+			_, err = other.BeginToolRequest(short, agent, "r3", "tool_a", "h")
+			require.ErrorIs(t, err, store.ErrRequestInProgress)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+
+			// A holder that died keeps the row until its lease lapses; then a retry runs it.
+			until := store.Now().Add(time.Second)
+			dead := "a-crashed-process"
+			_, err = st.DB.NewInsert().Model(&store.ToolRequest{AgentUUID: agent, RequestID: "r4", Tool: "tool_a", ArgsHash: "h",
+				State: "running", CreatedAt: store.Now(), RunningUntil: &until, RunningBy: &dead}).Exec(context.Background())
+			require.NoError(t, err)
+			started := time.Now()
+			cancelTwin, twin = begin(other, "r4")
+			defer cancelTwin()
+			row = <-twin
+			require.Equal(t, "running", row.State)
+			require.Equal(t, 0, row.Generation)
+			require.GreaterOrEqual(t, time.Since(started), 500*time.Millisecond, "it waited for the lease")
+		})
+	}
 }
 
 func TestMigrationsRoundTrip(t *testing.T) {

@@ -26,14 +26,24 @@ type Client struct {
 	// (store.Store.UpdateApplied). With it, a retried call whose workflow forgot its update is
 	// answered instead of applied again; nil disables that check (tests without a database).
 	Applied func(ctx context.Context, updateKey string) (bool, error)
+	// Rows tells a workflow that ended under its row from an entity that is gone; nil answers
+	// "not found" for both.
+	Rows Rows
+}
+
+// Rows is what Client asks the database: whether the row of a lifecycle entity exists. kind
+// is the Entity ("idea", "proposal", "task"). *store.Store implements it (LifecycleRowExists).
+type Rows interface {
+	LifecycleRowExists(ctx context.Context, kind, uuid string) (bool, error)
 }
 
 // NewClient wraps a Temporal client; new workflows start on taskQueue ("" means TaskQueue).
-func NewClient(c client.Client, taskQueue string) *Client {
+// rows answers whether an entity's row exists (see Client.Rows); it may be nil.
+func NewClient(c client.Client, taskQueue string, rows Rows) *Client {
 	if taskQueue == "" {
 		taskQueue = TaskQueue
 	}
-	return &Client{Temporal: c, TaskQueue: taskQueue}
+	return &Client{Temporal: c, TaskQueue: taskQueue, Rows: rows}
 }
 
 // Call identifies one command: the idempotency key it carries (docs/rules.md §8.5) and that key's
@@ -82,13 +92,13 @@ func (c *Client) update(ctx context.Context, entity Entity, uuid, name string, c
 	}
 	opts := client.UpdateWorkflowOptions{WorkflowID: WorkflowID(entity, uuid), UpdateName: name, UpdateID: id,
 		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted}
-	return retryTransient(ctx, func() error {
+	return c.retryTransient(ctx, entity, uuid, func() error {
 		h, err := c.Temporal.UpdateWorkflow(ctx, opts)
 		if err == nil {
 			err = h.Get(ctx, out)
 		}
 		return err
-	}, entity)
+	})
 }
 
 // updateWithStart starts the entity's workflow if needed and sends its create update
@@ -103,7 +113,7 @@ func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workf
 	start.TaskQueue = c.TaskQueue
 	start.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	start.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	return retryTransient(ctx, func() error {
+	return c.retryTransient(ctx, entity, uuid, func() error {
 		op := c.Temporal.NewWithStartWorkflowOperation(start, workflowType, runArg)
 		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: op,
@@ -114,7 +124,7 @@ func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workf
 			err = h.Get(ctx, out)
 		}
 		return err
-	}, entity)
+	})
 }
 
 // ErrAlreadyApplied answers a retried call whose update was applied earlier but whose result no
@@ -144,7 +154,7 @@ func (c *Client) recall(ctx context.Context, entity Entity, uuid string, call Ca
 	case err == nil:
 		return true, nil
 	case !errors.As(err, &nf):
-		return true, retryTransient(ctx, func() error { return h.Get(ctx, out) }, entity)
+		return true, c.retryTransient(ctx, entity, uuid, func() error { return h.Get(ctx, out) })
 	}
 	q, err := c.Temporal.QueryWorkflow(ctx, wid, "", QueryState)
 	if err != nil {
@@ -162,20 +172,29 @@ func (c *Client) recall(ctx context.Context, entity Entity, uuid string, call Ca
 	return true, ErrAlreadyApplied
 }
 
-// retryTransient runs f until it succeeds, fails for good, or ctx ends; it maps the final error
-// to a Chorus refusal where one applies.
-func retryTransient(ctx context.Context, f func() error, entity Entity) error {
+// retryTransient runs f, a command to the workflow of the entity uuid ("" for a workflow that
+// is not an entity's), until it succeeds, fails for good, or ctx ends; it maps the final error
+// to a Chorus refusal where one applies. When f fails because the workflow is closed or
+// closing, the workflow's latest run decides (Client.ended): if it runs (the closing run
+// continued as new, and the new run takes the command), f is retried; if not, the call ends at
+// once with a divergence refusal (the entity's row remains) or "not found" (docs/write-path.md,
+// "Check and repair").
+func (c *Client) retryTransient(ctx context.Context, entity Entity, uuid string, f func() error) error {
 	backoff := 50 * time.Millisecond
 	for {
 		err := f()
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil && transient(err) {
-			return fmt.Errorf("%w: %v", ErrStillRunning, err)
-		}
-		if !transient(err) {
+		if uuid != "" && closed(err) {
+			if refusal := c.ended(ctx, entity, uuid); refusal != nil {
+				return refusal
+			}
+		} else if !transient(err) {
 			return mapClientError(err, entity)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", ErrStillRunning, err)
 		}
 		sleep := backoff/2 + time.Duration(rand.Int64N(int64(backoff)))
 		select {
@@ -206,6 +225,69 @@ func transient(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "Workflow Update failed because the Workflow completed before the Update completed") ||
 		strings.Contains(msg, "workflow is closing") || strings.Contains(msg, "ErrWorkflowClosing")
+}
+
+// closed reports whether err says that the workflow a command went to is closed or closing:
+// it completed (or was terminated) before an accepted update completed, it is closing, it is
+// not running (a command to a closed workflow), or it exists closed (an update-with-start that
+// may not start it again).
+func closed(err error) bool {
+	var nf *serviceerror.NotFound
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &nf) || errors.As(err, &started) || temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "Workflow Update failed because the Workflow completed before the Update completed") ||
+		strings.Contains(msg, "workflow is closing") || strings.Contains(msg, "ErrWorkflowClosing") ||
+		strings.Contains(msg, "workflow execution already completed")
+}
+
+// ended looks at the latest run of the entity's workflow after a command found it closed. It
+// returns nil when that run is running (the command should be sent again) or cannot be looked
+// at now (the caller retries until its deadline). Otherwise the workflow ended (terminated,
+// failed, timed out, canceled, completed without continuing as new) or is missing, and it
+// returns a KindDiverged refusal naming `chorus ops repair <workflow id>` when the entity's row
+// still exists, or a KindNotFound refusal when it does not (or Rows is nil); an error reading
+// the row is returned as is.
+func (c *Client) ended(ctx context.Context, entity Entity, uuid string) error {
+	id := WorkflowID(entity, uuid)
+	how := "is missing"
+	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+	case err != nil:
+		return nil
+	default:
+		switch st := desc.GetWorkflowExecutionInfo().GetStatus(); st {
+		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+			return nil
+		case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+			how = "was terminated"
+		case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+			how = "failed"
+		case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+			how = "timed out"
+		case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+			how = "was canceled"
+		default:
+			how = "completed"
+		}
+	}
+	if c.Rows == nil {
+		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
+	}
+	exists, err := c.Rows.LifecycleRowExists(ctx, string(entity), uuid)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the %s row of the closed workflow %s: %w", entity, id, err)
+	case !exists:
+		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
+	}
+	return Refuse(KindDiverged, "This %s cannot change now: its workflow %s %s while the %s remains, so commands "+
+		"cannot reach it. An operator must run `chorus ops repair %s` (chorus ops check lists it), which restarts "+
+		"the workflow from the stored %s; then retry, with the same requestId if you sent one.", entity, id, how, entity, id, entity)
 }
 
 // mapClientError turns Temporal client errors into Chorus refusals where they mean something

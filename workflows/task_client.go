@@ -15,7 +15,7 @@ import (
 func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTasksResult, error) {
 	var out CreateTasksResult
 	id := TaskBatchID(in.BatchUUID)
-	err := retryTransient(ctx, func() error {
+	err := c.retryTransient(ctx, EntityTask, "", func() error {
 		run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
@@ -28,6 +28,6 @@ func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTa
 			return err
 		}
 		return run.Get(ctx, &out)
-	}, EntityTask)
+	})
 	return out, err
 }

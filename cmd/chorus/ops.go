@@ -58,7 +58,7 @@ func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), er
 		_ = st.Close()
 		return nil, nil, err
 	}
-	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, "")}, func() { tc.Close(); _ = st.Close() }, nil
+	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, "", st)}, func() { tc.Close(); _ = st.Close() }, nil
 }
 
 func newOpsCheckCmd(g *globals) *cobra.Command {

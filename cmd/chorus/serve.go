@@ -138,7 +138,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", readyz(st, tc))
 	if cfg.role != roleWorker {
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, ""), Log: log}, version)
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, "", st), Log: log}, version)
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string,
 	quiet := mcp.LevelFloor(log, slog.LevelWarn) // the SDK logs every poll at info
 	for attempt := 0; ; attempt++ {
 		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace,
-			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet))})
+			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter()})
 		if err == nil {
 			return c, nil
 		}

@@ -30,23 +30,36 @@ var Dialects = []string{"sqlite", "pg"}
 // the test ends. For "pg" without CHORUS_TEST_PG_DSN it skips, or fails when CI=true.
 func Open(t testing.TB, dialect string) *store.Store {
 	t.Helper()
-	ctx := context.Background()
-	var dsn string
+	return OpenDSN(t, NewDSN(t, dialect))
+}
+
+// NewDSN returns the DSN of a fresh, empty database of the given dialect ("sqlite" or "pg"):
+// a file in a temp dir, or a schema of the CHORUS_TEST_PG_DSN database dropped when the test
+// ends. For "pg" without CHORUS_TEST_PG_DSN it skips, or fails when CI=true.
+func NewDSN(t testing.TB, dialect string) string {
+	t.Helper()
 	switch dialect {
 	case "sqlite":
-		dsn = filepath.Join(t.TempDir(), "chorus.db")
+		return filepath.Join(t.TempDir(), "chorus.db")
 	case "pg":
-		dsn = PGSchemaDSN(t)
-	default:
-		t.Fatalf("unknown dialect %q", dialect)
+		return PGSchemaDSN(t)
 	}
+	t.Fatalf("unknown dialect %q", dialect)
+	return ""
+}
+
+// OpenDSN opens and migrates a store on dsn, closed when the test ends. Opening one dsn twice
+// gives two stores with their own connection pools on one database, as two API processes have.
+func OpenDSN(t testing.TB, dsn string) *store.Store {
+	t.Helper()
+	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
-		t.Fatalf("open %s store: %v", dialect, err)
+		t.Fatalf("open store %s: %v", dsn, err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatalf("migrate %s store: %v", dialect, err)
+		t.Fatalf("migrate store %s: %v", dsn, err)
 	}
 	return st
 }

@@ -67,7 +67,7 @@ func Restartable(t testing.TB) *RestartableServer {
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for {
 		s.client, err = client.DialContext(ctx, client.Options{HostPort: s.Address(), Namespace: workflows.Namespace,
-			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet))})
+			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter()})
 		if err == nil || ctx.Err() != nil {
 			break
 		}

@@ -87,7 +87,7 @@ func start() (*Temporal, error) {
 	var c client.Client
 	for {
 		c, err = client.DialContext(ctx, client.Options{HostPort: dev.Address(), Namespace: workflows.Namespace,
-			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet))})
+			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter()})
 		if err == nil || ctx.Err() != nil {
 			break
 		}

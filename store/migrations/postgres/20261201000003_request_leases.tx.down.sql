@@ -1,0 +1,5 @@
+ALTER TABLE tool_requests ALTER COLUMN result TYPE JSONB USING result::jsonb;
+--bun:split
+ALTER TABLE tool_requests DROP COLUMN running_by;
+--bun:split
+ALTER TABLE tool_requests DROP COLUMN running_until;
