@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -260,4 +261,100 @@ func TestResetThatReappliesUpdatesKeepsAgreement(t *testing.T) {
 		require.Equal(t, 1, activityCount(t, e.st, task, "assigned"), "nothing applied twice")
 		e.requireAgreement()
 	})
+}
+
+// A reset that drops a proposal's draft updates leaves the row holding drafts the workflow does
+// not know: the proposal's check finds the draft lists differ, and repair drops the row's
+// unknown drafts (keeping the others, content and all) so that row and workflow list the same
+// drafts. A draft the workflow holds but the row lost is reported, not invented.
+func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		project := createProject(t, admin, "Apollo")
+		idea := elaboratedIdea(t, pm, pm, project, "Idea")
+		proposal, drafts := fullProposal(t, pm, project, idea)
+		var extra DraftOut
+		ok(t, pm, "chorus_pm_add_task_draft", map[string]any{"proposalUuid": proposal, "title": "Extra",
+			"dependsOnDraftUuids": []string{drafts[2]}, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}, &extra)
+
+		// Reset to before the last update (the extra draft) without re-applying it.
+		id := workflows.ProposalID(proposal)
+		var lastCompleted, before int64
+		it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				lastCompleted = ev.GetEventId()
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+				before = lastCompleted
+			}
+		}
+		_, err := e.tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{Namespace: workflows.Namespace,
+			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id}, Reason: "test", WorkflowTaskFinishEventId: before,
+			RequestId: store.NewUUID(), ResetReapplyExcludeTypes: []enumspb.ResetReapplyExcludeType{
+				enumspb.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL, enumspb.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE}})
+		require.NoError(t, err)
+		requireEventually(t, func() bool {
+			var s workflows.ProposalState
+			v, err := e.tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
+			return err == nil && v.Get(&s) == nil && len(s.Tasks) == 3
+		}, "the reset workflow holds three task drafts")
+
+		found, err := e.ops().Check(ctx, "")
+		require.NoError(t, err)
+		require.Len(t, found, 1, "%+v", found)
+		require.Equal(t, ops.Diverged, found[0].Kind)
+		require.Contains(t, found[0].Detail, "task drafts")
+		did, err := e.ops().Repair(ctx, found[0])
+		require.NoError(t, err)
+		require.Contains(t, did, "rewrote the proposal row")
+		require.NotContains(t, did, "The row lost")
+		e.requireAgreement()
+
+		p, err := e.st.ProposalDrafts(ctx, proposal)
+		require.NoError(t, err)
+		var kept []string
+		for _, d := range p.TaskDrafts {
+			kept = append(kept, d.UUID)
+		}
+		require.Equal(t, drafts, kept, "the extra draft is dropped, the others kept in order")
+		require.Equal(t, "Schema work", *p.TaskDrafts[0].Description, "kept drafts keep their content")
+		require.Len(t, p.DocumentDrafts, 2)
+
+		// The proposal works again: a draft the PM adds now lands in both.
+		ok(t, pm, "chorus_pm_add_task_draft", map[string]any{"proposalUuid": proposal, "title": "Again",
+			"acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}, nil)
+		e.requireAgreement()
+
+		// A draft lost from the row (a database edit) is reported by repair, not recreated.
+		p, err = e.st.ProposalDrafts(ctx, proposal)
+		require.NoError(t, err)
+		require.Len(t, p.TaskDrafts, 4)
+		lost := p.TaskDrafts[0].UUID
+		_, err = e.st.DB.NewUpdate().Table("proposals").Set("task_drafts = ?", mustJSON(t, p.TaskDrafts[1:])).
+			Set("version = version + 1").Where("uuid = ?", proposal).Exec(ctx)
+		require.NoError(t, err)
+		found, err = e.ops().Check(ctx, "")
+		require.NoError(t, err)
+		require.Len(t, found, 1, "%+v", found)
+		did, err = e.ops().Repair(ctx, found[0])
+		require.NoError(t, err)
+		require.Contains(t, did, "The row lost 1 of the drafts the workflow holds")
+		p, err = e.st.ProposalDrafts(ctx, proposal)
+		require.NoError(t, err)
+		for _, d := range p.TaskDrafts {
+			require.NotEqual(t, lost, d.UUID)
+		}
+	})
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }

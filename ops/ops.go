@@ -769,7 +769,7 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 		return "", skipped("%s's state moved while it was being repaired", v.id)
 	}
 	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID}}
-	var lost int
+	var lost, lostDrafts int
 	switch s := state.(type) {
 	case workflows.IdeaState:
 		p := s.Projection()
@@ -780,6 +780,9 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	case workflows.ProposalState:
 		p := s.Projection()
 		r.Table, r.Model, r.Columns = "proposals", &p, workflows.ProposalColumns
+		r.Drafts = &store.DraftLists{Documents: s.Documents, Tasks: s.Tasks}
+		lostDrafts = missingDrafts(ob.row.parts["document drafts"], s.Documents) +
+			missingDrafts(ob.row.parts["task drafts"], s.Tasks)
 	case workflows.TaskState:
 		p := s.Projection()
 		r.Table, r.Model, r.Columns = "tasks", &p, workflows.TaskColumns
@@ -814,7 +817,24 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 		msg += fmt.Sprintf(". %d %s rows are gone and cannot be recreated (their text lived only in the database): restore "+
 			"them from a backup", lost, owned)
 	}
+	if lostDrafts > 0 && !r.Guard.Missing {
+		msg += fmt.Sprintf(". The row lost %d of the drafts the workflow holds; their text lived only in the database, so "+
+			"they cannot be recreated: restore them from a backup, or remove them with the draft tools", lostDrafts)
+	}
 	return msg, nil
+}
+
+// missingDrafts counts the draft uuids in held (the workflow's) that the row's comma-separated
+// list lacks.
+func missingDrafts(row string, held []string) int {
+	have := strings.Split(row, ",")
+	n := 0
+	for _, id := range held {
+		if !slices.Contains(have, id) {
+			n++
+		}
+	}
+	return n
 }
 
 func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {

@@ -149,6 +149,16 @@ type RowRepair struct {
 	// do not exist are not created: their text lived only in the database.
 	Criteria []CriterionMarks
 	Rounds   map[string]string
+	// Drafts (proposals) are the document and task drafts the workflow holds, by uuid, in
+	// order: the row keeps those of its drafts, in that order, and drops the others (a change
+	// the workflow no longer holds, after a reset, added them). Drafts the row lacks are not
+	// created: their text lived only in the database. nil leaves the drafts alone.
+	Drafts *DraftLists
+}
+
+// DraftLists are a proposal's draft uuids, in order.
+type DraftLists struct {
+	Documents, Tasks []string
 }
 
 // RepairRow applies r in one transaction: when r.Guard holds (the row is at Guard.Version with
@@ -188,6 +198,11 @@ func (s *Store) RepairRow(ctx context.Context, r RowRepair) error {
 				return err
 			}
 		}
+		if r.Drafts != nil && !r.Guard.Missing {
+			if err := keepDrafts(ctx, tx, r.UUID, *r.Drafts, now); err != nil {
+				return err
+			}
+		}
 		for _, id := range slices.Sorted(maps.Keys(r.Rounds)) {
 			if _, err := tx.NewUpdate().Table("elaboration_rounds").Set("status = ?", r.Rounds[id]).Set("updated_at = ?", now).
 				Where("uuid = ?", id).Where("idea_uuid = ?", r.UUID).Exec(ctx); err != nil {
@@ -203,4 +218,37 @@ type CriterionMarks struct {
 	UUID      string
 	Status    string
 	DevStatus string
+}
+
+// keepDrafts rewrites a proposal's draft lists to the drafts in keep that it has, in keep's
+// order. Draft content is left as it is: a dependency on a dropped draft stays, and validation
+// reports it (E-DEP-UNKNOWN) as it does any unknown dependency.
+func keepDrafts(ctx context.Context, tx bun.Tx, uuid string, keep DraftLists, now time.Time) error {
+	var p Proposal
+	if err := tx.NewSelect().Model(&p).Column("document_drafts", "task_drafts").Where("uuid = ?", uuid).Scan(ctx); err != nil {
+		return err
+	}
+	docs := make(map[string]DocumentDraft, len(p.DocumentDrafts))
+	for _, d := range p.DocumentDrafts {
+		docs[d.UUID] = d
+	}
+	tasks := make(map[string]TaskDraft, len(p.TaskDrafts))
+	for _, t := range p.TaskDrafts {
+		tasks[t.UUID] = t
+	}
+	var keptDocs []DocumentDraft
+	for _, id := range keep.Documents {
+		if d, ok := docs[id]; ok {
+			keptDocs = append(keptDocs, d)
+		}
+	}
+	var keptTasks []TaskDraft
+	for _, id := range keep.Tasks {
+		if t, ok := tasks[id]; ok {
+			keptTasks = append(keptTasks, t)
+		}
+	}
+	p.DocumentDrafts, p.TaskDrafts, p.UpdatedAt = keptDocs, keptTasks, now
+	_, err := tx.NewUpdate().Model(&p).Column("document_drafts", "task_drafts", "updated_at").Where("uuid = ?", uuid).Exec(ctx)
+	return err
 }
