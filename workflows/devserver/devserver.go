@@ -39,6 +39,19 @@ type Options struct {
 	LogPath   string // file for the server's output; "" discards it
 	Namespace string
 	LogLevel  string // default "warn"
+	// DynamicConfig overrides the server's dynamic configuration, "KEY=VALUE" each (VALUE is
+	// JSON: 1000, true, "text"); nil means DynamicConfig, the tuning Chorus runs with.
+	DynamicConfig []string
+}
+
+// DynamicConfig is the dev server's dynamic configuration under Chorus (README, "Configuration").
+// The dev server runs one history shard, and each shard's transfer queue, which dispatches every
+// workflow start and every activity to matching, reads at most 20 times a second by default: that
+// cap, not the work, sets the floor of a regular activity or a child start (tens of ms each), and
+// it caps the whole server near 20 dispatches a second under load. 1000 lifts it far above what
+// one machine can feed. deploy/temporal-dynamicconfig.yaml sets the same for self-hosted servers.
+var DynamicConfig = []string{
+	"history.transferProcessorMaxPollRPS=1000",
 }
 
 // FindCLI returns the path of the Temporal CLI: $CHORUS_TEMPORAL_BIN, else the binary
@@ -154,6 +167,13 @@ func Start(o Options) (*Server, error) {
 		args = append(args, "--db-filename", o.DBFile)
 	}
 	args = append(args, workflows.SearchAttributeFlags()...)
+	dc := o.DynamicConfig
+	if dc == nil {
+		dc = DynamicConfig
+	}
+	for _, kv := range dc {
+		args = append(args, "--dynamic-config-value", kv)
+	}
 	cmd := exec.Command(o.Bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childProcAttr()
