@@ -44,14 +44,29 @@ type Options struct {
 	DynamicConfig []string
 }
 
-// DynamicConfig is the dev server's dynamic configuration under Chorus (README, "Configuration").
-// The dev server runs one history shard, and each shard's transfer queue, which dispatches every
-// workflow start and every activity to matching, reads at most 20 times a second by default: that
-// cap, not the work, sets the floor of a regular activity or a child start (tens of ms each), and
-// it caps the whole server near 20 dispatches a second under load. 1000 lifts it far above what
-// one machine can feed. deploy/temporal-dynamicconfig.yaml sets the same for self-hosted servers.
+// DynamicConfig is the dev server's dynamic configuration under Chorus (README, "Configuration";
+// docs/performance.md has the measurements):
+//
+//   - history.transferProcessorMaxPollRPS: the dev server runs one history shard, and each
+//     shard's transfer queue, which hands every workflow start and every activity to matching,
+//     reads at most 20 times a second by default. That cap, not the work, sets the floor of a
+//     regular activity or a child start (tens of ms each) and caps the server near 20 dispatches
+//     a second. 1000 lifts it far above what one machine can feed.
+//   - system.enableActivityEagerExecution: a workflow task that schedules an activity on its own
+//     task queue gets the activity back in the answer to its completion, to run at once, instead
+//     of through the transfer queue and matching. Writes stay regular activities (durable,
+//     scheduled only once their update is accepted) and cost about what a local one does.
+//   - matching.numTaskqueue{Read,Write}Partitions: one partition per task queue. With the default
+//     four and the few pollers of one worker process, a task often lands on a partition nobody
+//     polls and waits to be forwarded (at most 10 forwards a second by default), which shows as
+//     multi-second tails under concurrent load.
+//
+// deploy/temporal-dynamicconfig.yaml sets the first two for self-hosted servers.
 var DynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=1000",
+	"system.enableActivityEagerExecution=true",
+	"matching.numTaskqueueReadPartitions=1",
+	"matching.numTaskqueueWritePartitions=1",
 }
 
 // FindCLI returns the path of the Temporal CLI: $CHORUS_TEMPORAL_BIN, else the binary
