@@ -30,6 +30,11 @@ type Server struct {
 	exited  chan error
 }
 
+// DynamicConfig holds dynamic-config overrides ("KEY=VALUE", VALUE in YAML/JSON) that Start
+// hands to every dev server it launches, one --dynamic-config-value flag each. Set it before
+// calling Start (the bench's --dynamic-config flag appends to it).
+var DynamicConfig []string
+
 // Options configure a dev server.
 type Options struct {
 	Bin       string // the Temporal CLI
@@ -154,6 +159,9 @@ func Start(o Options) (*Server, error) {
 		args = append(args, "--db-filename", o.DBFile)
 	}
 	args = append(args, workflows.SearchAttributeFlags()...)
+	for _, kv := range DynamicConfig {
+		args = append(args, "--dynamic-config-value", kv)
+	}
 	cmd := exec.Command(o.Bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childProcAttr()
