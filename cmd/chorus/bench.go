@@ -445,10 +445,27 @@ type machine struct {
 	GoVersion string `json:"goVersion"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
+	// LoadAvg is /proc/loadavg's 1, 5 and 15 minute figures when the run started and ended:
+	// other work on the machine shows in the figures.
+	LoadAvgStart string `json:"loadAvgStart,omitempty"`
+	LoadAvgEnd   string `json:"loadAvgEnd,omitempty"`
+}
+
+// loadAvg is the first three fields of /proc/loadavg, "" where there is none.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func thisMachine() machine {
-	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, LoadAvgStart: loadAvg()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -514,7 +531,7 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 			RaceRounds: o.raceRounds, ReadTasks: reads, ReadCalls: o.readCalls, BulkBatches: o.bulkBatches, BulkSize: o.bulkSize,
 			FloorOps: o.floorOps, FloorPer: o.floorPer, DynamicConfig: devserver.DynamicConfig}}
 	m := rep.Machine
-	fmt.Fprintf(out, "bench: %d CPU(s) %s, %s %s/%s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch)
+	fmt.Fprintf(out, "bench: %d CPU(s) %s, %s %s/%s, load average %s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch, m.LoadAvgStart)
 
 	b := &bencher{o: o, t: t, out: out, floors: rep.Floors}
 	defer b.close()
@@ -554,6 +571,8 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 		res.writeTable(out)
 	}
 	rep.Seconds = time.Since(started).Seconds()
+	rep.Machine.LoadAvgEnd = loadAvg()
+	fmt.Fprintf(out, "\nbench: load average at the end %s\n", rep.Machine.LoadAvgEnd)
 	if o.jsonPath != "" {
 		bs, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
