@@ -595,6 +595,7 @@ type bencher struct {
 	project string
 	floors  map[string]summary
 	devs    []*agent // developer agents, created on first need
+	tc      client.Client
 }
 
 // developers returns n developer agents (created and connected once, then reused).
@@ -614,9 +615,61 @@ func (b *bencher) developers(ctx context.Context, n int) ([]*agent, error) {
 	return b.devs[:n], nil
 }
 
-func (b *bencher) close() { closeAgents(b.devs) }
+func (b *bencher) close() {
+	closeAgents(b.devs)
+	if b.tc != nil {
+		b.tc.Close()
+	}
+}
 
-// dialFloors connects the floors' Temporal client.
-func (b *bencher) dialFloors(ctx context.Context) (client.Client, error) {
-	return dialTemporal(ctx, benchLogger(), b.t.temporalAddress, b.t.namespace, 30*time.Second)
+// temporal is the bench's own Temporal client (for the floors and to watch task workflows),
+// dialled on first use.
+func (b *bencher) temporal(ctx context.Context) (client.Client, error) {
+	if b.tc != nil {
+		return b.tc, nil
+	}
+	if b.t.temporalAddress == "" {
+		return nil, errors.New("no Temporal address (pass --temporal-address with --endpoint)")
+	}
+	tc, err := dialTemporal(ctx, benchLogger(), b.t.temporalAddress, b.t.namespace, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	b.tc = tc
+	return tc, nil
+}
+
+// settle waits until the workflow of every task in ids has run its first workflow task, so a
+// phase does not measure the backlog its own setup left on the task queue. It returns how long
+// that took, or an error when it cannot tell (no Temporal address) or timeout passes.
+func (b *bencher) settle(ctx context.Context, ids []string, timeout time.Duration) (time.Duration, error) {
+	tc, err := b.temporal(ctx)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	pending := slices.Clone(ids)
+	for len(pending) > 0 {
+		var still []string
+		for _, id := range pending {
+			d, err := tc.DescribeWorkflowExecution(ctx, workflows.TaskID(id), "")
+			// Started and WorkflowTaskScheduled are the first two events; a third means a worker took it.
+			if err != nil || d.GetWorkflowExecutionInfo().GetHistoryLength() < 3 {
+				still = append(still, id)
+			}
+		}
+		pending = still
+		if len(pending) == 0 {
+			break
+		}
+		if time.Since(start) > timeout {
+			return time.Since(start), fmt.Errorf("%d of %d task workflows had not started after %s", len(pending), len(ids), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return time.Since(start), nil
 }

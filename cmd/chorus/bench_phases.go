@@ -17,16 +17,11 @@ import (
 
 func (b *bencher) floorsPhase(ctx context.Context) *phaseResult {
 	res := &phaseResult{Name: "Floors: a bare workflow on the same Temporal server"}
-	if b.t.temporalAddress == "" {
-		res.Skipped = "no Temporal address (pass --temporal-address with --endpoint)"
-		return res
-	}
-	tc, err := b.dialFloors(ctx)
+	tc, err := b.temporal(ctx)
 	if err != nil {
 		res.Skipped = err.Error()
 		return res
 	}
-	defer tc.Close()
 	w, err := startFloorWorker(tc)
 	if err != nil {
 		res.Skipped = err.Error()
@@ -125,6 +120,16 @@ func (b *bencher) createMany(ctx context.Context, n int, label string) ([]string
 		ids = append(ids, more...)
 	}
 	return ids, nil
+}
+
+// settleNote waits for the setup's task workflows (see settle) and says how long it took.
+func (b *bencher) settleNote(ctx context.Context, ids []string) string {
+	took, err := b.settle(ctx, ids, 2*time.Minute)
+	if err != nil {
+		return "Setup: did not wait for the task workflows to start (" + err.Error() + "); early calls may include that backlog."
+	}
+	return fmt.Sprintf("Setup: %d tasks created through chorus_create_tasks; their workflows had all run their first "+
+		"workflow task %.1f s after the last create returned (not measured in the rows).", len(ids), took.Seconds())
 }
 
 // ---- single agent ----
@@ -248,6 +253,7 @@ func (b *bencher) agentsPhase(ctx context.Context) *phaseResult {
 		res.Skipped = "creating the tasks failed: " + err.Error()
 		return res
 	}
+	res.Notes = append(res.Notes, b.settleNote(ctx, ids))
 	tools := []string{"chorus_claim_task", "chorus_update_task", "chorus_submit_for_verify"}
 	recs := map[string]*recorder{}
 	all := &recorder{}
@@ -299,6 +305,7 @@ func (b *bencher) racePhase(ctx context.Context) *phaseResult {
 		res.Skipped = "creating the tasks failed: " + err.Error()
 		return res
 	}
+	res.Notes = append(res.Notes, b.settleNote(ctx, ids))
 	won, refused := &recorder{}, &recorder{}
 	other := &recorder{}
 	var (
