@@ -533,7 +533,7 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 	m := rep.Machine
 	fmt.Fprintf(out, "bench: %d CPU(s) %s, %s %s/%s, load average %s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch, m.LoadAvgStart)
 
-	b := &bencher{o: o, t: t, out: out, floors: rep.Floors}
+	b := &bencher{o: o, t: t, floors: rep.Floors}
 	defer b.close()
 	admin, err := connectAgent(ctx, t.url, t.adminKey)
 	if err != nil {
@@ -590,7 +590,6 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 type bencher struct {
 	o       benchOptions
 	t       *benchTarget
-	out     io.Writer
 	admin   *agent
 	project string
 	floors  map[string]summary

@@ -28,14 +28,12 @@ const (
 
 // Names of the floors, as the tables cite them.
 const (
-	floorLocal     = "update+local activity"
-	floorRegular   = "update+activity"
-	floorStart     = "update-with-start"
-	floorLocalN    = "update+local activity, concurrent"
-	floorRegularN  = "update+activity, concurrent"
-	floorStartN    = "update-with-start, concurrent"
-	floorLocalKey  = "floor/update-local"
-	floorRemoteKey = "floor/update-regular"
+	floorLocal    = "update+local activity"
+	floorRegular  = "update+activity"
+	floorStart    = "update-with-start"
+	floorLocalN   = "update+local activity, concurrent"
+	floorRegularN = "update+activity, concurrent"
+	floorStartN   = "update-with-start, concurrent"
 )
 
 func benchNoop(context.Context) error { return nil }
