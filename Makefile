@@ -1,7 +1,7 @@
 # Every target is one line and calls go. `make run` and `make test` are the two that matter.
 GO ?= go
 
-.PHONY: run test test-short build lint bench temporal-cli up down
+.PHONY: run test test-short build lint bench bench-go temporal-cli up down
 
 run: ## the whole stack on this machine (flags: make run ARGS="--temporal-port 17233 --ui-port 18233")
 	$(GO) run ./cmd/chorus dev $(ARGS)
@@ -18,7 +18,10 @@ build: ## bin/chorus
 lint: ## vet and the Temporal workflow determinism check
 	$(GO) vet ./... && $(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
-bench: ## benchmarks
+bench: temporal-cli ## load test over MCP against bare-Temporal floors, own stack on free ports (flags: make bench ARGS="--agents 100 --read-tasks-large 100000"; see go run ./cmd/chorus bench --help)
+	$(GO) run ./cmd/chorus bench $(ARGS)
+
+bench-go: ## the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # clients/package-lock.json has a hand-added entry for vite's optional, Windows-only

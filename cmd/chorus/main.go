@@ -7,6 +7,7 @@
 //	chorus key create|list|revoke       API keys
 //	chorus mcp tools|call               an MCP client for shells and scripts
 //	chorus ops check|repair             compare workflows with their rows, and make them agree
+//	chorus bench                        load-test over MCP against bare Temporal floors (make bench)
 //
 // This package is wiring only: configuration, subcommands, process lifecycle.
 package main
@@ -66,7 +67,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
-	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newMCPCmd(g), newOpsCmd(g))
+	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd())
 	return root
 }
 

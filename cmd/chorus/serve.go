@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -39,6 +40,8 @@ type serverConfig struct {
 	namespace       string
 	// temporalWait bounds how long to wait for Temporal to answer at start.
 	temporalWait time.Duration
+	// pprofAddr, when set, serves net/http/pprof on its own listener (never on addr).
+	pprofAddr string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -93,6 +96,7 @@ request.`,
 	}
 	cmd.Flags().StringVar(&cfg.role, "role", envOr("CHORUS_ROLE", roleAll), "what this process runs: api, worker or all (env CHORUS_ROLE)")
 	cmd.Flags().StringVar(&cfg.addr, "addr", envOr("CHORUS_ADDR", "0.0.0.0:8637"), "HTTP listen address (env CHORUS_ADDR)")
+	cmd.Flags().StringVar(&cfg.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
 	cfg.temporalAddress = envOr("TEMPORAL_ADDRESS", "")
 	cfg.namespace = envOr("TEMPORAL_NAMESPACE", workflows.Namespace)
 	cfg.temporalWait = 2 * time.Minute
@@ -108,6 +112,13 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		return err
 	}
 	defer tc.Close()
+	if cfg.pprofAddr != "" {
+		stop, err := servePprof(log, cfg.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if cfg.role != roleAPI {
 		regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.namespace)
@@ -175,6 +186,28 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		w.Stop()
 	}
 	return err
+}
+
+const pprofFlagHelp = "serve Go profiles (net/http/pprof, /debug/pprof/) on this address, e.g. 127.0.0.1:6060; " +
+	"off when empty; keep it off public interfaces (env CHORUS_PPROF_ADDR)"
+
+// servePprof serves the runtime profiles on a listener of their own, so they are never reachable
+// through the API's address. stop closes it.
+func servePprof(log *slog.Logger, addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("pprof listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }
 
 // dialTemporal connects to Temporal, retrying until it answers or wait passes.

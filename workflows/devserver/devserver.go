@@ -61,7 +61,8 @@ type Options struct {
 //     polls and waits to be forwarded (at most 10 forwards a second by default), which shows as
 //     multi-second tails under concurrent load.
 //
-// deploy/temporal-dynamicconfig.yaml sets the first two for self-hosted servers.
+// deploy/temporal-dynamicconfig.yaml sets the first two for self-hosted servers. A later value
+// of the same key wins, so appending overrides (the bench's --dynamic-config flag does).
 var DynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=1000",
 	"system.enableActivityEagerExecution=true",
