@@ -24,6 +24,10 @@ import (
 // CHORUS_BENCH_TASKS=100000. Results are in docs/bench-results.md ("Reads").
 const benchTasksEnv = "CHORUS_BENCH_TASKS"
 
+// benchExplainEnv, when set, makes BenchmarkReads print the plan of every query each case runs
+// (EXPLAIN QUERY PLAN on SQLite, EXPLAIN ANALYZE on PostgreSQL).
+const benchExplainEnv = "CHORUS_BENCH_EXPLAIN"
+
 // readBench is a store seeded with one big project, and the read tools called the way an MCP
 // request calls them: the key resolved to a Principal (resolvePrincipal, as authenticate does),
 // then the tool's handler with raw JSON arguments (normalization, the project gate, the store
@@ -62,8 +66,12 @@ func seedReadBench(b *testing.B, dialect string, n int) *readBench {
 			rb.project, rb.tasks = p.UUID, tasks
 		}
 	}
-	// Planner statistics, as a live database has them.
+	// Planner statistics and (PostgreSQL) the visibility map, as autovacuum leaves a live
+	// database after a bulk insert: index-only scans depend on it.
 	analyze := "ANALYZE"
+	if dialect == "pg" {
+		analyze = "VACUUM ANALYZE"
+	}
 	if _, err := st.DB.ExecContext(ctx, analyze); err != nil {
 		b.Fatal(err)
 	}
@@ -257,10 +265,61 @@ func BenchmarkReads(b *testing.B) {
 				}},
 			}
 			for _, c := range cases {
+				if os.Getenv(benchExplainEnv) != "" {
+					rb.explain(b, dialect, c.name, func() { rb.call(b, c.tool, c.args(0)) })
+				}
 				b.Run(c.name, func(b *testing.B) {
 					measure(b, func(i int) { rb.call(b, c.tool, c.args(i)) })
 				})
 			}
 		})
+	}
+}
+
+// queryLog records the SQL of every query while on.
+type queryLog struct {
+	on      bool
+	queries []string
+}
+
+func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if l.on {
+		l.queries = append(l.queries, e.Query)
+	}
+}
+
+// explain runs call once and prints the plan of each query it ran.
+func (rb *readBench) explain(b *testing.B, dialect, name string, call func()) {
+	b.Helper()
+	ctx := context.Background()
+	log := &queryLog{on: true}
+	rb.deps.Store.DB.AddQueryHook(log)
+	call()
+	log.on = false
+	prefix := "EXPLAIN QUERY PLAN "
+	if dialect == "pg" {
+		prefix = "EXPLAIN (ANALYZE, BUFFERS) "
+	}
+	fmt.Printf("==== %s/%s: %d queries\n", dialect, name, len(log.queries))
+	for _, q := range log.queries {
+		rows, err := rb.deps.Store.DB.QueryContext(ctx, prefix+q)
+		if err != nil {
+			fmt.Printf("-- %s\n   (no plan: %v)\n", q, err)
+			continue
+		}
+		cols, _ := rows.Columns()
+		fmt.Printf("-- %s\n", q)
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			_ = rows.Scan(ptrs...)
+			fmt.Printf("   %v\n", vals[len(vals)-1])
+		}
+		_ = rows.Close()
 	}
 }

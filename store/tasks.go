@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -89,7 +90,7 @@ func (s *Store) taskPage(ctx context.Context, match *bun.SelectQuery, limit, off
 	}
 	err := taskOrder(s.DB.NewSelect().Model(&rows).Join("JOIN (?) AS page ON page.uuid = task.uuid", ids)).Scan(ctx)
 	wg.Wait()
-	return rows, int(total), errors.Join(err, cerr)
+	return rows, int(total), cmp.Or(err, cerr)
 }
 
 // ListTasks returns a page of a project's tasks, high priority first, then newest first.
@@ -151,6 +152,35 @@ func (s *Store) DependedBy(ctx context.Context, taskUUID string) ([]TaskLink, er
 		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.depends_on_uuid = ?", taskUUID).
 		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
 	return rows, err
+}
+
+// TaskRelations is what chorus_get_task shows beside the task row.
+type TaskRelations struct {
+	Criteria     []AcceptanceCriterion
+	DependsOn    []TaskLink
+	DependedBy   []TaskLink
+	CommentCount int
+}
+
+// Relations reads a task's criteria, both directions of its dependencies and its comment count.
+// The four reads are independent, so they run concurrently, each on its own pooled connection:
+// a call waits for the slowest one instead of their sum (docs/bench-results.md, "Reads").
+func (s *Store) Relations(ctx context.Context, taskUUID string) (*TaskRelations, error) {
+	var (
+		r    TaskRelations
+		wg   sync.WaitGroup
+		errs [4]error
+	)
+	wg.Add(4)
+	go func() { defer wg.Done(); r.Criteria, errs[0] = s.Criteria(ctx, taskUUID) }()
+	go func() { defer wg.Done(); r.DependsOn, errs[1] = s.DependsOn(ctx, taskUUID) }()
+	go func() { defer wg.Done(); r.DependedBy, errs[2] = s.DependedBy(ctx, taskUUID) }()
+	go func() { defer wg.Done(); r.CommentCount, errs[3] = s.CommentCount(ctx, "task", taskUUID) }()
+	wg.Wait()
+	if err := cmp.Or(errs[:]...); err != nil { // the first failure, as sequential reads gave
+		return nil, err
+	}
+	return &r, nil
 }
 
 // CommentCount counts the comments on a target.

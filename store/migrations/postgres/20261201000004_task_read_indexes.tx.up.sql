@@ -10,3 +10,8 @@ CREATE INDEX tasks_project_order_idx ON tasks (project_uuid, (CASE priority WHEN
 -- The unblocked rule (docs/rules.md §5.3) looks up each dependency's status by uuid: this index
 -- answers it with an index-only scan.
 CREATE INDEX tasks_uuid_status_idx ON tasks (uuid) INCLUDE (status);
+--bun:split
+-- The same order within one status, for a status filter (a deep page of open tasks skips only
+-- open tasks) and for the unblocked rule's candidates (open and assigned tasks, counted
+-- without visiting the others).
+CREATE INDEX tasks_project_status_order_idx ON tasks (project_uuid, status, (CASE priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END), created_at, uuid) INCLUDE (priority);
