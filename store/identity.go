@@ -96,39 +96,20 @@ func (s *Store) Authenticate(ctx context.Context, plaintext string) (*Authentica
 	case out.Key.ExpiresAt != nil && out.Key.ExpiresAt.Before(now):
 		return nil, ErrKeyExpired
 	}
-	// The agent and its owner are read concurrently, the owner through the agent's owner_uuid,
-	// so a call waits for one round trip instead of two (docs/bench-results.md, "Reads").
-	var (
-		owner    User
-		ownerErr error
-		done     = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		ownerErr = s.DB.NewSelect().Model(&owner).
-			Where("uuid = (SELECT a.owner_uuid FROM agents AS a WHERE a.uuid = ?)", out.Key.AgentUUID).Scan(ctx)
-	}()
-	err = s.DB.NewSelect().Model(&out.Agent).Where("uuid = ?", out.Key.AgentUUID).Scan(ctx)
-	<-done
-	if err != nil {
+	if err := s.DB.NewSelect().Model(&out.Agent).Where("uuid = ?", out.Key.AgentUUID).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, ErrKeyUnknown
 		}
 		return nil, err
 	}
-	if out.Agent.OwnerUUID == nil {
-		return &out, nil
-	}
-	if ownerErr == nil && owner.UUID != *out.Agent.OwnerUUID {
-		// The agent changed owner between the two reads: read the owner its row names.
-		owner = User{}
-		ownerErr = s.DB.NewSelect().Model(&owner).Where("uuid = ?", *out.Agent.OwnerUUID).Scan(ctx)
-	}
-	switch {
-	case ownerErr == nil:
-		out.Owner = &owner
-	case !errors.Is(ownerErr, sql.ErrNoRows):
-		return nil, ownerErr
+	if out.Agent.OwnerUUID != nil {
+		var u User
+		err := s.DB.NewSelect().Model(&u).Where("uuid = ?", *out.Agent.OwnerUUID).Scan(ctx)
+		if err == nil {
+			out.Owner = &u
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
 	}
 	return &out, nil
 }
