@@ -47,7 +47,7 @@ func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return unauthorized(c, "Missing or invalid API key", strings.TrimSpace(header) != "")
 		}
 		ctx := c.Request().Context()
-		a, err := e.deps.Store.Authenticate(ctx, key)
+		p, err := resolvePrincipal(ctx, e.deps, key)
 		switch {
 		case errors.Is(err, store.ErrKeyUnknown), errors.Is(err, store.ErrKeyRevoked), errors.Is(err, store.ErrKeyExpired):
 			return unauthorized(c, err.Error(), true)
@@ -62,20 +62,30 @@ func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			e.deps.Log.ErrorContext(ctx, "authenticate", "err", err)
 			return c.JSON(http.StatusInternalServerError, map[string]string{"error": "Internal server error"})
 		}
-		if err := e.deps.Store.TouchKey(ctx, &a.Key); err != nil {
-			e.deps.Log.WarnContext(ctx, "could not record key use", "key", a.Key.UUID, "err", err)
-		}
-		p := Principal{
-			Caller:  store.Caller{CompanyUUID: a.Agent.CompanyUUID, AgentUUID: a.Agent.UUID, AgentName: a.Agent.Name},
-			Perms:   perm.Effective(a.Agent.Roles, a.Agent.Permissions),
-			KeyUUID: a.Key.UUID, Agent: a.Agent, Owner: a.Owner,
-		}
-		if a.Owner != nil {
-			p.Caller.OwnerUUID = a.Owner.UUID
-		}
 		c.SetRequest(c.Request().WithContext(withPrincipal(ctx, p)))
 		return next(c)
 	}
+}
+
+// resolvePrincipal resolves a plaintext key to its Principal, recording the key's use; the
+// store's sentinel errors (unknown, revoked, expired key) pass through unwrapped.
+func resolvePrincipal(ctx context.Context, d *Deps, key string) (Principal, error) {
+	a, err := d.Store.Authenticate(ctx, key)
+	if err != nil {
+		return Principal{}, err
+	}
+	if err := d.Store.TouchKey(ctx, &a.Key); err != nil {
+		d.Log.WarnContext(ctx, "could not record key use", "key", a.Key.UUID, "err", err)
+	}
+	p := Principal{
+		Caller:  store.Caller{CompanyUUID: a.Agent.CompanyUUID, AgentUUID: a.Agent.UUID, AgentName: a.Agent.Name},
+		Perms:   perm.Effective(a.Agent.Roles, a.Agent.Permissions),
+		KeyUUID: a.Key.UUID, Agent: a.Agent, Owner: a.Owner,
+	}
+	if a.Owner != nil {
+		p.Caller.OwnerUUID = a.Owner.UUID
+	}
+	return p, nil
 }
 
 // bearerKey extracts a "cho_" key from an Authorization header value.

@@ -21,7 +21,7 @@ func (s *Store) IdeaAccess(ctx context.Context, c Caller, ideaUUID string, need 
 	if err != nil {
 		return nil, nil, mapErr(err, "Idea")
 	}
-	p, err := s.GetProject(ctx, c, i.ProjectUUID)
+	p, err := s.projectGate(ctx, c, i.ProjectUUID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, NotFound("Idea")
 	}

@@ -81,23 +81,28 @@ func (v *ProjectView) Level() Access { return projectLevel(v.Visibility, v.Membe
 // visibleProjects selects the company's projects the caller can see, with its roles and the
 // entity counts, as rows of ProjectView ("project" is the projects alias).
 func (s *Store) visibleProjects(c Caller, withActivities bool) *bun.SelectQuery {
-	q := s.DB.NewSelect().
-		TableExpr("projects AS project").
-		ColumnExpr("project.*").
-		ColumnExpr("pm.role AS member_role").
-		ColumnExpr("gm.role AS group_role").
+	q := s.projectRoles(c).
 		ColumnExpr("(SELECT count(*) FROM ideas i WHERE i.project_uuid = project.uuid) AS idea_count").
 		ColumnExpr("(SELECT count(*) FROM documents d WHERE d.project_uuid = project.uuid) AS document_count").
 		ColumnExpr("(SELECT count(*) FROM tasks t WHERE t.project_uuid = project.uuid) AS task_count").
-		ColumnExpr("(SELECT count(*) FROM proposals pr WHERE pr.project_uuid = project.uuid) AS proposal_count").
-		Join("LEFT JOIN project_members AS pm ON pm.project_uuid = project.uuid AND pm.user_uuid = ?", c.OwnerUUID).
-		Join("LEFT JOIN project_group_members AS gm ON gm.group_uuid = project.group_uuid AND gm.user_uuid = ?", c.OwnerUUID).
-		Where("project.company_uuid = ?", c.CompanyUUID).
-		Where("(project.visibility = 'public' OR pm.role IS NOT NULL OR gm.role IS NOT NULL)")
+		ColumnExpr("(SELECT count(*) FROM proposals pr WHERE pr.project_uuid = project.uuid) AS proposal_count")
 	if withActivities {
 		q = q.ColumnExpr("(SELECT count(*) FROM activities a WHERE a.project_uuid = project.uuid) AS activity_count")
 	}
 	return q
+}
+
+// projectRoles selects the company's projects the caller can see with its roles, and no counts.
+func (s *Store) projectRoles(c Caller) *bun.SelectQuery {
+	return s.DB.NewSelect().
+		TableExpr("projects AS project").
+		ColumnExpr("project.*").
+		ColumnExpr("pm.role AS member_role").
+		ColumnExpr("gm.role AS group_role").
+		Join("LEFT JOIN project_members AS pm ON pm.project_uuid = project.uuid AND pm.user_uuid = ?", c.OwnerUUID).
+		Join("LEFT JOIN project_group_members AS gm ON gm.group_uuid = project.group_uuid AND gm.user_uuid = ?", c.OwnerUUID).
+		Where("project.company_uuid = ?", c.CompanyUUID).
+		Where("(project.visibility = 'public' OR pm.role IS NOT NULL OR gm.role IS NOT NULL)")
 }
 
 // ListProjects returns one page of the projects the caller can see, most recently updated first,
@@ -134,9 +139,12 @@ func (s *Store) GetProject(ctx context.Context, c Caller, projectUUID string) (*
 var ErrForbidden = errors.New("Insufficient project access")
 
 // RequireProject returns the project when the caller's level is at least need; a hidden project
-// is "Project not found", a visible one with too low a level is ErrForbidden.
+// is "Project not found", a visible one with too low a level is ErrForbidden. It is the gate of
+// every call naming a project, so it reads the project and the caller's roles only: the
+// ProjectView's counts are left zero (GetProject has them). Counting a big project's tasks and
+// activities on every read made each call grow with the project (docs/bench-results.md, "Reads").
 func (s *Store) RequireProject(ctx context.Context, c Caller, projectUUID string, need Access) (*ProjectView, error) {
-	v, err := s.GetProject(ctx, c, projectUUID)
+	v, err := s.projectGate(ctx, c, projectUUID)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +152,19 @@ func (s *Store) RequireProject(ctx context.Context, c Caller, projectUUID string
 		return nil, ErrForbidden
 	}
 	return v, nil
+}
+
+// projectGate is GetProject without the counts: what the project-access gate needs.
+func (s *Store) projectGate(ctx context.Context, c Caller, projectUUID string) (*ProjectView, error) {
+	if !IsUUID(projectUUID) {
+		return nil, NotFound("Project")
+	}
+	var v ProjectView
+	err := s.projectRoles(c).Where("project.uuid = ?", projectUUID).Limit(1).Scan(ctx, &v)
+	if err != nil {
+		return nil, mapErr(err, "Project")
+	}
+	return &v, nil
 }
 
 // NewProject is what CreateProject needs (docs/rules.md §4.2, chorus_admin_create_project).

@@ -19,7 +19,7 @@ func (s *Store) ProposalAccess(ctx context.Context, c Caller, proposalUUID strin
 	if err != nil {
 		return nil, nil, mapErr(err, "Proposal")
 	}
-	pv, err := s.GetProject(ctx, c, p.ProjectUUID)
+	pv, err := s.projectGate(ctx, c, p.ProjectUUID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, NotFound("Proposal")
 	}
@@ -82,7 +82,7 @@ func (s *Store) DocumentAccess(ctx context.Context, c Caller, documentUUID strin
 	if err != nil {
 		return nil, nil, mapErr(err, "Document")
 	}
-	pv, err := s.GetProject(ctx, c, d.ProjectUUID)
+	pv, err := s.projectGate(ctx, c, d.ProjectUUID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, NotFound("Document")
 	}

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -19,7 +21,7 @@ func (s *Store) TaskAccess(ctx context.Context, c Caller, taskUUID string, need 
 	if err != nil {
 		return nil, nil, mapErr(err, "Task")
 	}
-	pv, err := s.GetProject(ctx, c, t.ProjectUUID)
+	pv, err := s.projectGate(ctx, c, t.ProjectUUID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, NotFound("Task")
 	}
@@ -32,8 +34,14 @@ func (s *Store) TaskAccess(ctx context.Context, c Caller, taskUUID string, need 
 	return &t, pv, nil
 }
 
-// priorityRank orders priorities high > medium > low (docs/rules.md §8.4).
+// priorityRank orders priorities high > medium > low (docs/rules.md §8.4). Migration
+// 20261201000004 indexes this very expression (tasks_project_order_idx): change both together.
 const priorityRank = "CASE task.priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END"
+
+// taskOrder is the order of every task list: priority, then newest first, uuid breaking ties.
+func taskOrder(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.OrderExpr(priorityRank + " DESC").OrderExpr("task.created_at DESC").OrderExpr("task.uuid DESC")
+}
 
 // TaskFilter narrows task lists.
 type TaskFilter struct {
@@ -55,34 +63,56 @@ func (f TaskFilter) apply(q *bun.SelectQuery) *bun.SelectQuery {
 	return q
 }
 
+// projectTasks selects nothing yet from a project's tasks ("task" is the alias), narrowed by f.
+func (s *Store) projectTasks(projectUUID string, f TaskFilter) *bun.SelectQuery {
+	return f.apply(s.DB.NewSelect().TableExpr("tasks AS task").Where("task.project_uuid = ?", projectUUID))
+}
+
+// taskPage reads one page of the tasks that match, in taskOrder, and how many match in all.
+// The page is found on uuids alone (a deferred join): with tasks_project_order_idx the skipped
+// rows of a deep page are index entries, never task rows, and only the page's rows are read.
+// The count, when asked for, is a second query over the same index; the two run concurrently on
+// two connections, as bun's ScanAndCount did before.
+func (s *Store) taskPage(ctx context.Context, match *bun.SelectQuery, limit, offset int, count bool) ([]Task, int, error) {
+	ids := taskOrder(match.Clone().ColumnExpr("task.uuid")).Limit(int64(limit)).Offset(int64(offset))
+	var (
+		rows  []Task
+		total int64
+		wg    sync.WaitGroup
+		cerr  error
+	)
+	if count {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			total, cerr = match.Clone().Count(ctx)
+		}()
+	}
+	err := taskOrder(s.DB.NewSelect().Model(&rows).Join("JOIN (?) AS page ON page.uuid = task.uuid", ids)).Scan(ctx)
+	wg.Wait()
+	return rows, int(total), cmp.Or(err, cerr)
+}
+
 // ListTasks returns a page of a project's tasks, high priority first, then newest first.
 func (s *Store) ListTasks(ctx context.Context, projectUUID string, f TaskFilter, limit, offset int) ([]Task, int, error) {
-	var rows []Task
-	q := f.apply(s.DB.NewSelect().Model(&rows).Where("task.project_uuid = ?", projectUUID))
-	total, err := q.OrderExpr(priorityRank+" DESC").Order("task.created_at DESC", "task.uuid DESC").
-		Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
-	return rows, int(total), err
+	return s.taskPage(ctx, s.projectTasks(projectUUID, f), limit, offset, true)
 }
 
 // AvailableTasks returns up to 50 open tasks of a project (optionally of some proposals).
 func (s *Store) AvailableTasks(ctx context.Context, projectUUID string, proposalUUIDs []string) ([]Task, error) {
-	var rows []Task
-	q := TaskFilter{Status: "open", ProposalUUIDs: proposalUUIDs}.apply(s.DB.NewSelect().Model(&rows).Where("task.project_uuid = ?", projectUUID))
-	err := q.OrderExpr(priorityRank+" DESC").Order("task.created_at DESC", "task.uuid DESC").Limit(50).Scan(ctx)
+	rows, _, err := s.taskPage(ctx, s.projectTasks(projectUUID, TaskFilter{Status: "open", ProposalUUIDs: proposalUUIDs}), 50, 0, false)
 	return rows, err
 }
 
 // UnblockedTasks returns a page of open or assigned tasks whose every dependency is done or
-// closed (docs/rules.md §5.3).
+// closed (docs/rules.md §5.3). A dependency row whose task is gone blocks nothing (deleting a
+// task removes its edges anyway).
 func (s *Store) UnblockedTasks(ctx context.Context, projectUUID string, proposalUUIDs []string, limit, offset int) ([]Task, int, error) {
-	var rows []Task
-	q := TaskFilter{ProposalUUIDs: proposalUUIDs}.apply(s.DB.NewSelect().Model(&rows).Where("task.project_uuid = ?", projectUUID)).
+	match := s.projectTasks(projectUUID, TaskFilter{ProposalUUIDs: proposalUUIDs}).
 		Where("task.status IN ('open', 'assigned')").
 		Where("NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.uuid = d.depends_on_uuid " +
 			"WHERE d.task_uuid = task.uuid AND dt.status NOT IN ('done', 'closed'))")
-	total, err := q.OrderExpr(priorityRank+" DESC").Order("task.created_at DESC", "task.uuid DESC").
-		Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
-	return rows, int(total), err
+	return s.taskPage(ctx, match, limit, offset, true)
 }
 
 // Criteria returns a task's acceptance criteria in order.
@@ -122,6 +152,47 @@ func (s *Store) DependedBy(ctx context.Context, taskUUID string) ([]TaskLink, er
 		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.depends_on_uuid = ?", taskUUID).
 		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
 	return rows, err
+}
+
+// TaskRelations is what chorus_get_task shows beside the task row.
+type TaskRelations struct {
+	Criteria     []AcceptanceCriterion
+	DependsOn    []TaskLink
+	DependedBy   []TaskLink
+	CommentCount int
+}
+
+// Relations reads a task's criteria, both directions of its dependencies and its comment count.
+// On PostgreSQL, where each read is a round trip to the server, the four independent reads run
+// concurrently on pooled connections, so a call waits for the slowest instead of their sum; on
+// SQLite, in process, they run one after another, which measured faster (docs/bench-results.md,
+// "Reads").
+func (s *Store) Relations(ctx context.Context, taskUUID string) (*TaskRelations, error) {
+	var (
+		r    TaskRelations
+		errs [4]error
+	)
+	reads := []func(){
+		func() { r.Criteria, errs[0] = s.Criteria(ctx, taskUUID) },
+		func() { r.DependsOn, errs[1] = s.DependsOn(ctx, taskUUID) },
+		func() { r.DependedBy, errs[2] = s.DependedBy(ctx, taskUUID) },
+		func() { r.CommentCount, errs[3] = s.CommentCount(ctx, "task", taskUUID) },
+	}
+	if s.Dialect() == "pg" {
+		var wg sync.WaitGroup
+		for _, read := range reads {
+			wg.Go(read)
+		}
+		wg.Wait()
+	} else {
+		for _, read := range reads {
+			read()
+		}
+	}
+	if err := cmp.Or(errs[:]...); err != nil { // the first failure, as sequential reads gave
+		return nil, err
+	}
+	return &r, nil
 }
 
 // CommentCount counts the comments on a target.
