@@ -309,6 +309,7 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	}
 	t.url = "http://" + addr + mcp.Path
 	fmt.Fprintf(progress, "bench: Chorus on %s (%s), Temporal dev server on %s\n", t.url, t.database, t.temporalAddress)
+	fmt.Fprintf(progress, "bench: dev server dynamic config %s\n", strings.Join(devserver.DynamicConfig, " "))
 	ok = true
 	return t, nil
 }
