@@ -63,6 +63,7 @@ type benchOptions struct {
 	dynConfig   []string
 	pprofAddr   string
 	keep        bool
+	seedLive    bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -129,6 +130,8 @@ It prints a Markdown table per phase and writes every figure to --json.`,
 		"e.g. history.transferProcessorMaxPollRPS=1000")
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "serve the started Chorus's profiles (net/http/pprof) on this address while the bench runs")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, Temporal log) after the run")
+	f.BoolVar(&o.seedLive, "seed-live-database", false, "with --endpoint: let the reads phase write its seeded project (tasks without "+
+		"workflows, which chorus ops check then lists) into the measured Chorus's database")
 	return cmd
 }
 
@@ -193,6 +196,14 @@ func (o *benchOptions) validate() ([]string, error) {
 		if len(o.dynConfig) > 0 || o.pprofAddr != "" {
 			return nil, errors.New("--dynamic-config and --pprof-addr apply only to the stack the bench starts, not with --endpoint")
 		}
+		if slices.Contains(phases, phaseReads) && o.databaseURL != "" && !o.seedLive {
+			return nil, errors.New("--phases reads with --endpoint and --database-url would seed a project of tasks without " +
+				"workflows into that live database (chorus ops check then lists each as missing-workflow, and agents can " +
+				"find them); leave out the reads phase, or pass --seed-live-database to a Chorus you can throw away")
+		}
+	}
+	if o.seedLive && o.endpoint == "" {
+		return nil, errors.New("--seed-live-database only applies with --endpoint")
 	}
 	return phases, nil
 }

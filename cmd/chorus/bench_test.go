@@ -123,6 +123,10 @@ func TestBenchFlagsAreChecked(t *testing.T) {
 		{"key without endpoint", func(o *benchOptions) { o.key = "cho_x" }, "--key"},
 		{"endpoint without key", func(o *benchOptions) { o.endpoint = "http://127.0.0.1:1/api/mcp" }, "--key"},
 		{"endpoint not a URL", func(o *benchOptions) { o.endpoint = "127.0.0.1:1"; o.key = "cho_x" }, "--endpoint"},
+		{"reads would seed a live database", func(o *benchOptions) {
+			o.phases, o.endpoint, o.key, o.databaseURL = "reads", "http://127.0.0.1:1/api/mcp", "cho_x", "postgres://x"
+		}, "--seed-live-database"},
+		{"seed-live without endpoint", func(o *benchOptions) { o.seedLive = true }, "--seed-live-database"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
