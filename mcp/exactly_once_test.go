@@ -358,3 +358,49 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A reset with Temporal's default re-application delivers the updates after the reset point
+// together, in one workflow task. Each must be judged on the state the ones before it leave:
+// claiming a task and then starting it are re-applied as a claim and a start, not a claim and a
+// start refused because the task was still open when it arrived (which left the row ahead of the
+// workflow, and ops repair undoing a command its agent had been told succeeded). The times those
+// commands set are the re-application's: ops check may list them, and ops repair aligns them.
+func TestResetReappliesUpdatesThatDependOnEachOther(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		var created CreatedTasks
+		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+			{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+		task := created.Tasks[0].UUID
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
+		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress", "title": "Renamed"}, nil)
+
+		resetTo(t, e, workflows.TaskID(task), 2)
+		requireEventually(t, func() bool {
+			var s workflows.TaskState
+			v, err := e.tc.QueryWorkflow(ctx, workflows.TaskID(task), "", workflows.QueryState)
+			return err == nil && v.Get(&s) == nil && s.Status == "in_progress"
+		}, "both re-applied updates bring the task back to in_progress")
+		// The re-applied claim is the same change (the row already holds it), but the workflow
+		// took the time of its re-application: only that time may differ, and repair aligns it.
+		found, err := e.ops().Check(ctx, "")
+		require.NoError(t, err)
+		for _, f := range found {
+			require.Equal(t, ops.Diverged, f.Kind, "%+v", f)
+			for _, d := range f.Differences {
+				require.Contains(t, []string{"assigned_at", "updated_at", "started_at"}, d.Column, "%+v", f)
+			}
+			_, err := e.ops().Repair(ctx, f)
+			require.NoError(t, err)
+		}
+		e.requireAgreement()
+		var tv TaskView
+		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": task}, &tv)
+		require.Equal(t, "Renamed", tv.Title)
+		require.Equal(t, "in_progress", tv.Status)
+		ok(t, admin, "chorus_submit_for_verify", map[string]any{"taskUuid": task}, nil)
+		e.requireAgreement()
+	})
+}

@@ -77,18 +77,38 @@ func read(ctx workflow.Context, activity any, args ...any) workflow.Future {
 // out, so in practice until the database answers.
 const readPatience = 7 * 24 * time.Hour
 
+// commandLock serialises an entity's commands and signals (a workflow.Mutex) and counts the
+// update handlers that have started and not finished.
+type commandLock struct {
+	workflow.Mutex
+	running int
+}
+
+func newCommandLock(ctx workflow.Context) *commandLock {
+	return &commandLock{Mutex: workflow.NewMutex(ctx)}
+}
+
 // registerUpdate registers one command as a workflow update named after its tool. The validator
 // runs first and cheaply (a rejection writes nothing to history); the handler takes the
-// entity's mutex so commands never interleave, validates again against the state it now holds,
+// entity's lock so commands never interleave, validates again against the state it now holds,
 // and runs. Refusals travel as ApplicationErrors of a Chorus kind.
+//
+// While another command's handler is running, the validator lets the update through: the state
+// it would judge is about to change, and the handler judges it once the running commands are
+// done. Updates that a `temporal workflow reset` re-applies arrive together in one workflow task,
+// each depending on the ones before it (a claim, then a start); judged on the state before the
+// first, the later ones would be rejected, leaving rows that had applied them ahead of the
+// workflow (docs/write-path.md, "Check and repair").
 //
 // An update id that recent() lists (applied before a continue-as-new) is not applied again: it
 // returns the recorded result (docs/write-path.md, "Exactly once").
-func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, recent func() *Recent, cmd Command[In, Out],
+func registerUpdate[In, Out any](ctx workflow.Context, mu *commandLock, recent func() *Recent, cmd Command[In, Out],
 	validate func(In) error, run func(workflow.Context, In) (Out, error)) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, cmd.Name,
 		func(ctx workflow.Context, in In) (Out, error) {
 			var zero Out
+			mu.running++
+			defer func() { mu.running-- }()
 			if err := mu.Lock(ctx); err != nil {
 				return zero, err
 			}
@@ -111,6 +131,9 @@ func registerUpdate[In, Out any](ctx workflow.Context, mu workflow.Mutex, recent
 			Validator: func(ctx workflow.Context, in In) error {
 				if _, ok := recent().find(workflow.GetCurrentUpdateInfo(ctx).ID); ok {
 					return nil // applied before: the handler returns its result
+				}
+				if mu.running > 0 {
+					return nil // the state is changing: the handler judges the command on where it ends
 				}
 				return ToApplicationError(validate(in))
 			},

@@ -234,7 +234,7 @@ func (w *ideaWorkflow) current() IdeaState { return w.state }
 
 type ideaWorkflow struct {
 	state IdeaState
-	mu    workflow.Mutex
+	mu    *commandLock
 	// abandoned: the create update failed, so this run holds no idea and ends.
 	abandoned bool
 }
@@ -248,7 +248,7 @@ const createWindow = 10 * time.Second
 // status, assignee and elaboration rounds, accepts one update per idea tool, and persists each
 // accepted change (rows, activity, notifications) through an activity before returning.
 func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
-	w := &ideaWorkflow{mu: workflow.NewMutex(ctx)}
+	w := &ideaWorkflow{mu: newCommandLock(ctx)}
 	if in.State != nil {
 		w.state = *in.State
 	}

@@ -175,7 +175,7 @@ func (w *proposalWorkflow) current() ProposalState { return w.state }
 
 type proposalWorkflow struct {
 	state ProposalState
-	mu    workflow.Mutex
+	mu    *commandLock
 	// abandoned: the create update failed, so this run holds no proposal and ends.
 	abandoned bool
 }
@@ -186,7 +186,7 @@ type proposalWorkflow struct {
 // revoke closes them again. It stays open in every status, so that a command to a closed
 // proposal is refused with its state rather than as unknown.
 func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
-	w := &proposalWorkflow{mu: workflow.NewMutex(ctx)}
+	w := &proposalWorkflow{mu: newCommandLock(ctx)}
 	if in.State != nil {
 		w.state = *in.State
 	}

@@ -226,7 +226,7 @@ func (w *taskWorkflow) current() TaskState { return w.state }
 
 type taskWorkflow struct {
 	state TaskState
-	mu    workflow.Mutex
+	mu    *commandLock
 }
 
 // TaskWorkflow is the long-lived workflow of one task (id "task/<uuid>"), started by proposal
@@ -235,7 +235,7 @@ type taskWorkflow struct {
 // adopts the proposal's revoke. It stays open after done or closed: an admin may still delete
 // the task.
 func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
-	w := &taskWorkflow{mu: workflow.NewMutex(ctx)}
+	w := &taskWorkflow{mu: newCommandLock(ctx)}
 	if in.State != nil {
 		w.state = *in.State
 	}
