@@ -177,7 +177,18 @@ func (s *Store) RepairRow(ctx context.Context, r RowRepair) error {
 		var err error
 		if r.Guard.Missing {
 			if f := reflect.ValueOf(r.Model).Elem().FieldByName("CreatedAt"); f.IsValid() && f.Interface().(time.Time).IsZero() {
-				f.Set(reflect.ValueOf(now))
+				// The row's creation is its version-1 change, which the change journal dates; the
+				// time of the repair only when the journal has no record of it (lists order by it).
+				created := now
+				var at []time.Time
+				if err := tx.NewSelect().Table("change_journal").Column("applied_at").Where("entity_uuid = ?", r.UUID).
+					Where("version = 1").Limit(1).Scan(ctx, &at); err != nil {
+					return err
+				}
+				if len(at) == 1 && !at[0].IsZero() {
+					created = at[0].UTC()
+				}
+				f.Set(reflect.ValueOf(created))
 			}
 			res, err = tx.NewInsert().Model(r.Model).ModelTableExpr(r.Table).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
 		} else {

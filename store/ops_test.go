@@ -61,6 +61,16 @@ func TestRepairRowIsGuarded(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, repair(store.RowGuard{Missing: true}))
 		require.Equal(t, "From the workflow", row().Title)
+
+		// A workflow's projection carries no creation time: the re-inserted row takes the time of
+		// its version-1 change from the change journal, not the repair's (lists order by it).
+		_, err = st.DB.NewDelete().TableExpr("ideas").Where("uuid = ?", idea.UUID).Exec(ctx)
+		require.NoError(t, err)
+		m := idea
+		m.Title, m.Version, m.ChangeID, m.CreatedAt = "Again", 2, "idea/x#2@run1", time.Time{}
+		require.NoError(t, st.RepairRow(ctx, store.RowRepair{Table: "ideas", UUID: idea.UUID, Model: &m, Columns: []string{"title"},
+			Guard: store.RowGuard{Missing: true}}))
+		require.True(t, at.Equal(row().CreatedAt), "created_at %v, want %v", row().CreatedAt, at)
 	})
 }
 
