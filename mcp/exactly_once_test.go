@@ -125,10 +125,7 @@ func TestRetryAfterTheWorkflowForgotTheUpdate(t *testing.T) {
 		ctx := context.Background()
 		admin := e.client(e.adminKey)
 		project := createProject(t, admin, "Apollo")
-		var created CreatedTasks
-		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
-			{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
-		task := created.Tasks[0].UUID
+		task := createTask(t, admin, project)
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
 		args := map[string]any{"taskUuid": task, "report": "REPORT-Y", "requestId": "rid-Y"}
 		ok(t, admin, "chorus_report_work", args, nil)
@@ -145,12 +142,7 @@ func TestRetryAfterTheWorkflowForgotTheUpdate(t *testing.T) {
 		require.NoError(t, err)
 		// The workflow forgets the update: terminated, then restarted from its row.
 		require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.TaskID(task), "", "test"))
-		found, err := e.ops().Check(ctx, "")
-		require.NoError(t, err)
-		require.Len(t, found, 1)
-		require.Equal(t, ops.ClosedWorkflow, found[0].Kind)
-		_, err = e.ops().Repair(ctx, found[0])
-		require.NoError(t, err)
+		e.repairOnly(t, ops.ClosedWorkflow)
 
 		msg := fails(t, admin, "chorus_report_work", args)
 		require.True(t, strings.HasPrefix(msg, "This requestId's command was already carried out"), msg)
@@ -168,10 +160,7 @@ func TestRetryGetsTheResultWhileTheWorkflowRemembers(t *testing.T) {
 	ctx := context.Background()
 	admin := e.client(e.adminKey)
 	project := createProject(t, admin, "Apollo")
-	var created CreatedTasks
-	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
-		{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
-	task := created.Tasks[0].UUID
+	task := createTask(t, admin, project)
 	var first TaskView
 	ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": "claim"}, &first)
 	_, err := e.st.DB.NewUpdate().Table("tool_requests").Set("state = 'running'").Set("result = NULL").
@@ -187,7 +176,15 @@ func TestRetryGetsTheResultWhileTheWorkflowRemembers(t *testing.T) {
 // resetTo resets the workflow id to the end of the workflow task completed before the update
 // accepted n-th from last (n = 0: the last workflow task), with Temporal's default of
 // re-applying the signals and updates that came after.
-func resetTo(t *testing.T, e *env, id string, n int) {
+func resetTo(t *testing.T, e *env, id string, n int) { reset(t, e, id, n) }
+
+// rollBack is resetTo without re-applying anything (`--reapply-exclude All`): the workflow goes
+// back to before its last n updates, and its rows stay where they were.
+func rollBack(t *testing.T, e *env, id string, n int) {
+	reset(t, e, id, n, enumspb.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL, enumspb.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE)
+}
+
+func reset(t *testing.T, e *env, id string, n int, exclude ...enumspb.ResetReapplyExcludeType) {
 	t.Helper()
 	ctx := context.Background()
 	var completed, accepted []int64
@@ -210,7 +207,7 @@ func resetTo(t *testing.T, e *env, id string, n int) {
 	}
 	_, err := e.tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{Namespace: workflows.Namespace,
 		WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id}, Reason: "test", WorkflowTaskFinishEventId: to,
-		RequestId: store.NewUUID()})
+		RequestId: store.NewUUID(), ResetReapplyExcludeTypes: exclude})
 	require.NoError(t, err)
 }
 
@@ -281,36 +278,15 @@ func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
 
 		// Reset to before the last update (the extra draft) without re-applying it.
 		id := workflows.ProposalID(proposal)
-		var lastCompleted, before int64
-		it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			require.NoError(t, err)
-			switch ev.GetEventType() {
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-				lastCompleted = ev.GetEventId()
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-				before = lastCompleted
-			}
-		}
-		_, err := e.tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{Namespace: workflows.Namespace,
-			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id}, Reason: "test", WorkflowTaskFinishEventId: before,
-			RequestId: store.NewUUID(), ResetReapplyExcludeTypes: []enumspb.ResetReapplyExcludeType{
-				enumspb.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL, enumspb.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE}})
-		require.NoError(t, err)
+		rollBack(t, e, id, 1)
 		requireEventually(t, func() bool {
 			var s workflows.ProposalState
 			v, err := e.tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
 			return err == nil && v.Get(&s) == nil && len(s.Tasks) == 3
 		}, "the reset workflow holds three task drafts")
 
-		found, err := e.ops().Check(ctx, "")
-		require.NoError(t, err)
-		require.Len(t, found, 1, "%+v", found)
-		require.Equal(t, ops.Diverged, found[0].Kind)
-		require.Contains(t, found[0].Detail, "task drafts")
-		did, err := e.ops().Repair(ctx, found[0])
-		require.NoError(t, err)
+		f, did := e.repairOnly(t, ops.Diverged)
+		require.Contains(t, f.Detail, "task drafts")
 		require.Contains(t, did, "rewrote the proposal row")
 		require.NotContains(t, did, "The row lost")
 		e.requireAgreement()
@@ -338,11 +314,7 @@ func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
 		_, err = e.st.DB.NewUpdate().Table("proposals").Set("task_drafts = ?", mustJSON(t, p.TaskDrafts[1:])).
 			Set("version = version + 1").Where("uuid = ?", proposal).Exec(ctx)
 		require.NoError(t, err)
-		found, err = e.ops().Check(ctx, "")
-		require.NoError(t, err)
-		require.Len(t, found, 1, "%+v", found)
-		did, err = e.ops().Repair(ctx, found[0])
-		require.NoError(t, err)
+		_, did = e.repairOnly(t, ops.Diverged)
 		require.Contains(t, did, "The row lost 1 of the drafts the workflow holds")
 		p, err = e.st.ProposalDrafts(ctx, proposal)
 		require.NoError(t, err)
@@ -370,10 +342,7 @@ func TestResetReappliesUpdatesThatDependOnEachOther(t *testing.T) {
 		ctx := context.Background()
 		admin := e.client(e.adminKey)
 		project := createProject(t, admin, "Apollo")
-		var created CreatedTasks
-		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
-			{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
-		task := created.Tasks[0].UUID
+		task := createTask(t, admin, project)
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress", "title": "Renamed"}, nil)
 

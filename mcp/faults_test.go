@@ -12,9 +12,6 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
-	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -154,10 +151,7 @@ func TestDatabaseOutageOfAMinute(t *testing.T) {
 			admin := e.client(e.adminKey)
 			dev := e.client(e.agent("Dev", perm.DeveloperAgent))
 			project := createProject(t, admin, "Apollo")
-			var created CreatedTasks
-			ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
-				{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
-			task := created.Tasks[0].UUID
+			task := createTask(t, admin, project)
 			ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
 
 			// The outage begins as the command reads its guard (the dependencies).
@@ -402,32 +396,13 @@ func TestResetIsDetectedAndRepaired(t *testing.T) {
 		ctx := context.Background()
 		admin := e.client(e.adminKey)
 		project := createProject(t, admin, "Apollo")
-		var created CreatedTasks
-		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
-			{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
-		task := created.Tasks[0].UUID
+		task := createTask(t, admin, project)
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, nil)
 
 		// Reset to the workflow task before the move to in_progress, dropping that update.
 		id := workflows.TaskID(task)
-		var lastCompleted, resetTo int64
-		it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			require.NoError(t, err)
-			switch ev.GetEventType() {
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-				lastCompleted = ev.GetEventId()
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-				resetTo = lastCompleted // the last one seen wins: the in_progress update
-			}
-		}
-		_, err := e.tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{Namespace: workflows.Namespace,
-			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id}, Reason: "test", WorkflowTaskFinishEventId: resetTo,
-			RequestId: store.NewUUID(), ResetReapplyExcludeTypes: []enumspb.ResetReapplyExcludeType{
-				enumspb.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL, enumspb.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE}})
-		require.NoError(t, err)
+		rollBack(t, e, id, 1)
 
 		requireEventually(t, func() bool {
 			var s workflows.TaskState
@@ -436,14 +411,8 @@ func TestResetIsDetectedAndRepaired(t *testing.T) {
 		}, "the reset workflow is back at assigned")
 		msg := fails(t, admin, "chorus_release_task", map[string]any{"taskUuid": task})
 		require.Contains(t, msg, "its stored record and its workflow disagree")
-		found, err := e.ops().Check(ctx, "")
-		require.NoError(t, err)
-		require.Len(t, found, 1)
-		require.Equal(t, ops.Diverged, found[0].Kind)
-		require.Equal(t, id, found[0].WorkflowID)
-
-		did, err := e.ops().Repair(ctx, found[0])
-		require.NoError(t, err)
+		f, did := e.repairOnly(t, ops.Diverged)
+		require.Equal(t, id, f.WorkflowID)
 		require.Contains(t, did, "rewrote the task row")
 		e.requireAgreement()
 		var v TaskView
@@ -468,12 +437,7 @@ func TestTerminatedWorkflowIsRestartedByRepair(t *testing.T) {
 	require.Contains(t, fails(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}),
 		"An operator must run `chorus ops repair idea/"+idea+"`")
 
-	found, err := e.ops().Check(ctx, "")
-	require.NoError(t, err)
-	require.Len(t, found, 1)
-	require.Equal(t, ops.ClosedWorkflow, found[0].Kind)
-	did, err := e.ops().Repair(ctx, found[0])
-	require.NoError(t, err)
+	_, did := e.repairOnly(t, ops.ClosedWorkflow)
 	require.Contains(t, did, "started a new run from the rows")
 	e.requireAgreement()
 	var iv IdeaView
@@ -533,12 +497,7 @@ func TestTerminatedWorkflowIsADivergence(t *testing.T) {
 			_, err := workflows.Send(ctx, e.deps.Flows, workflows.ClaimTask, gone, workflows.Call{}, "agent", workflows.TaskCommand{})
 			require.ErrorContains(t, err, "Task not found")
 
-			found, err := e.ops().Check(ctx, "")
-			require.NoError(t, err)
-			require.Len(t, found, 1)
-			require.Equal(t, ops.ClosedWorkflow, found[0].Kind)
-			_, err = e.ops().Repair(ctx, found[0])
-			require.NoError(t, err)
+			e.repairOnly(t, ops.ClosedWorkflow)
 			var v TaskView
 			ok(t, admin, "chorus_update_task", start, &v)
 			require.Equal(t, "in_progress", v.Status, "after the repair, the retry runs")

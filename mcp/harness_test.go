@@ -158,6 +158,20 @@ func (e *env) ops() *ops.Ops {
 
 // requireAgreement fails unless chorus ops check finds every workflow of the env in agreement
 // with its rows (polling briefly: a signal may still be on its way).
+// repairOnly runs chorus ops check, requires exactly one finding and of kind, repairs it, and
+// returns the finding and what repair said it did.
+func (e *env) repairOnly(t *testing.T, kind string) (ops.Finding, string) {
+	t.Helper()
+	ctx := context.Background()
+	found, err := e.ops().Check(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, found, 1, "%+v", found)
+	require.Equal(t, kind, found[0].Kind)
+	did, err := e.ops().Repair(ctx, found[0])
+	require.NoError(t, err)
+	return found[0], did
+}
+
 func (e *env) requireAgreement() {
 	e.t.Helper()
 	var found []ops.Finding

@@ -31,6 +31,16 @@ func createIdea(t *testing.T, s *mcpsdk.ClientSession, project, title string, ex
 	return out.UUID
 }
 
+// createTask creates a task "T" with one criterion in project through chorus_create_tasks and
+// returns its uuid.
+func createTask(t *testing.T, s *mcpsdk.ClientSession, project string) string {
+	t.Helper()
+	var created CreatedTasks
+	ok(t, s, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+		{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+	return created.Tasks[0].UUID
+}
+
 func twoQuestions() []map[string]any {
 	opts := []map[string]any{{"id": "a", "label": "Yes"}, {"id": "b", "label": "No"}}
 	return []map[string]any{

@@ -16,11 +16,7 @@ import (
 func TestRepairRowIsGuarded(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		b, err := st.EnsureBootstrap(ctx, boot)
-		require.NoError(t, err)
-		p, err := st.CreateProject(ctx, store.Caller{CompanyUUID: b.Company.UUID, AgentUUID: b.Agent.UUID, OwnerUUID: b.Owner.UUID},
-			store.NewProject{Name: "Apollo"})
-		require.NoError(t, err)
+		b, p := bootProject(t, st)
 		at := time.Now().UTC().Truncate(time.Microsecond)
 		idea := store.Idea{UUID: store.NewUUID(), CompanyUUID: b.Company.UUID, ProjectUUID: p.UUID, Title: "I", Status: "open",
 			CreatedByType: "agent", CreatedByUUID: b.Agent.UUID, CreatedAt: at, UpdatedAt: at}
@@ -57,7 +53,7 @@ func TestRepairRowIsGuarded(t *testing.T) {
 		require.Equal(t, "idea/x#1@run1", r.ChangeID)
 
 		// A missing row is inserted.
-		_, err = st.DB.NewDelete().TableExpr("ideas").Where("uuid = ?", idea.UUID).Exec(ctx)
+		_, err := st.DB.NewDelete().TableExpr("ideas").Where("uuid = ?", idea.UUID).Exec(ctx)
 		require.NoError(t, err)
 		require.NoError(t, repair(store.RowGuard{Missing: true}))
 		require.Equal(t, "From the workflow", row().Title)
@@ -78,11 +74,7 @@ func TestRepairRowIsGuarded(t *testing.T) {
 func TestAllLifecycleUUIDs(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		b, err := st.EnsureBootstrap(ctx, boot)
-		require.NoError(t, err)
-		p, err := st.CreateProject(ctx, store.Caller{CompanyUUID: b.Company.UUID, AgentUUID: b.Agent.UUID, OwnerUUID: b.Owner.UUID},
-			store.NewProject{Name: "Apollo"})
-		require.NoError(t, err)
+		b, p := bootProject(t, st)
 		at := time.Now().UTC().Truncate(time.Microsecond)
 		var want []string
 		for i := range 3 {

@@ -313,3 +313,15 @@ func TestMigrationsRoundTrip(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// bootProject bootstraps st and creates the project "Apollo" as its admin agent.
+func bootProject(t *testing.T, st *store.Store) (*store.BootstrapResult, *store.Project) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := st.EnsureBootstrap(ctx, boot)
+	require.NoError(t, err)
+	p, err := st.CreateProject(ctx, store.Caller{CompanyUUID: b.Company.UUID, AgentUUID: b.Agent.UUID, OwnerUUID: b.Owner.UUID},
+		store.NewProject{Name: "Apollo"})
+	require.NoError(t, err)
+	return b, p
+}

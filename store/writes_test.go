@@ -16,11 +16,7 @@ import (
 func TestWriteProtocol(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		b, err := st.EnsureBootstrap(ctx, boot)
-		require.NoError(t, err)
-		p, err := st.CreateProject(ctx, store.Caller{CompanyUUID: b.Company.UUID, AgentUUID: b.Agent.UUID, OwnerUUID: b.Owner.UUID},
-			store.NewProject{Name: "Apollo"})
-		require.NoError(t, err)
+		b, p := bootProject(t, st)
 		at := time.Now().UTC().Truncate(time.Microsecond)
 		write := func(id string, expect int64) store.Write { return store.Write{ID: id, Expect: expect, At: at} }
 		idea := store.Idea{UUID: store.NewUUID(), CompanyUUID: b.Company.UUID, ProjectUUID: p.UUID, Title: "I", Status: "open",
@@ -58,7 +54,7 @@ func TestWriteProtocol(t *testing.T) {
 		require.NoError(t, apply(again), "the retry is recognised by its change id")
 		other := claimed("agent-b")
 		other.Write = write("idea/x#2@run2", 1)
-		err = apply(other)
+		err := apply(other)
 		var conflict *store.ProjectionConflict
 		require.ErrorAs(t, err, &conflict)
 		require.ErrorIs(t, err, store.ErrProjectionConflict)
