@@ -791,16 +791,20 @@ func ensureTaskWorkflows(ctx workflow.Context, tasks []store.Task, criteria []st
 	if len(tasks) == 0 {
 		return nil
 	}
-	starts := make([]activities.WorkflowStart, 0, len(tasks))
-	for _, t := range tasks {
-		st := NewTaskState(t, criteria)
-		starts = append(starts, taskStart(st))
-	}
 	var a *activities.Activities
-	if err := persist(ctx, a.StartWorkflows, starts).Get(ctx, nil); err != nil {
+	if err := persist(ctx, a.StartWorkflows, taskStarts(tasks, criteria)).Get(ctx, nil); err != nil {
 		return fmt.Errorf("could not start the tasks' workflows: %w", err)
 	}
 	return nil
+}
+
+// taskStarts are the starts of the tasks' workflows, each from the task's first state.
+func taskStarts(tasks []store.Task, criteria []store.AcceptanceCriterion) []activities.WorkflowStart {
+	starts := make([]activities.WorkflowStart, 0, len(tasks))
+	for _, t := range tasks {
+		starts = append(starts, taskStart(NewTaskState(t, criteria)))
+	}
+	return starts
 }
 
 // taskStart is the start of a task's workflow from its state.
