@@ -9,6 +9,13 @@ func toolTable() []entry {
 		listProjects,
 		getProject,
 		adminCreateProject,
+		getProjectGroups,
+		getProjectGroup,
+		getGroupDashboard,
+		adminCreateProjectGroup,
+		adminUpdateProjectGroup,
+		adminDeleteProjectGroup,
+		adminMoveProjectToGroup,
 
 		getIdeas,
 		getIdea,
