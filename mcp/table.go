@@ -30,6 +30,7 @@ func toolTable() []entry {
 		pmValidateElaboration,
 		pmSkipElaboration,
 		adminDeleteIdea,
+		moveIdea,
 
 		getProposals,
 		getProposal,
