@@ -157,7 +157,9 @@ type accessState struct {
 	lines []string
 }
 
-func (a *accessState) add(format string, args ...any) { a.lines = append(a.lines, fmt.Sprintf(format, args...)) }
+func (a *accessState) add(format string, args ...any) {
+	a.lines = append(a.lines, fmt.Sprintf(format, args...))
+}
 
 // token is the digest of the operation, who asks it, what it changes and the access state it
 // was judged on: the same for a preview and its confirmation while nothing changed, different
