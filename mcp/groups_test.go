@@ -92,6 +92,8 @@ func TestProjectGroups(t *testing.T) {
 		require.Contains(t, msg, "Input validation error: visiblity is not an argument of this tool")
 		require.Contains(t, fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID,
 			"memberAction": "add", "userUuid": bob}), "role is required")
+		require.Contains(t, fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID,
+			"name": "Y", "preview": true}), "preview and confirmationToken go with a visibility change")
 		ok(t, admin, "chorus_get_project_group", map[string]any{"groupUuid": g.UUID}, &det)
 		require.Equal(t, "Platform", det.Name)
 

@@ -282,6 +282,10 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 		if in.Name != nil && strings.TrimSpace(*in.Name) == "" {
 			return UpdatedGroup{}, invalid("name must not be blank")
 		}
+		if (in.Preview || in.ConfirmationToken != "") && in.Visibility == "" {
+			return UpdatedGroup{}, invalid("preview and confirmationToken go with a visibility change; give visibility " +
+				"(renames and member changes apply directly)")
+		}
 		g, p, err := d.Store.UpdateGroup(ctx, call.Who.Caller, u)
 		if err != nil {
 			return UpdatedGroup{}, err
