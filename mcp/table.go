@@ -9,6 +9,13 @@ func toolTable() []entry {
 		listProjects,
 		getProject,
 		adminCreateProject,
+		getProjectGroups,
+		getProjectGroup,
+		getGroupDashboard,
+		adminCreateProjectGroup,
+		adminUpdateProjectGroup,
+		adminDeleteProjectGroup,
+		adminMoveProjectToGroup,
 
 		getIdeas,
 		getIdea,
@@ -23,6 +30,7 @@ func toolTable() []entry {
 		pmValidateElaboration,
 		pmSkipElaboration,
 		adminDeleteIdea,
+		moveIdea,
 
 		getProposals,
 		getProposal,

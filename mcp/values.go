@@ -62,7 +62,12 @@ func (n NullableUUID) Ptr() *string { return (*string)(n.Value) }
 // formatUUID is the JSON Schema format of uuid arguments.
 const formatUUID = "uuid"
 
+// JSONObject is a free-form JSON object in a result (an activity's value), or null. Its schema
+// is a bare object, which every client accepts.
+type JSONObject map[string]any
+
 func init() {
+	schemaTypeOverrides[reflect.TypeFor[JSONObject]()] = &jsonschema.Schema{Types: []string{"null", "object"}}
 	schemaTypeOverrides[reflect.TypeFor[UUID]()] = &jsonschema.Schema{Type: "string", Format: formatUUID}
 	schemaTypeOverrides[reflect.TypeFor[NullableUUID]()] = &jsonschema.Schema{Types: []string{"null", "string"}, Format: formatUUID}
 }

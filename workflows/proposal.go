@@ -83,7 +83,7 @@ func (s ProposalState) Projection() store.Proposal {
 }
 
 // ProposalColumns are the columns of a proposal row its workflow owns (ProposalState.row).
-var ProposalColumns = []string{"title", "status", "input_type", "input_uuids", "reviewed_by_uuid", "reviewed_at"}
+var ProposalColumns = []string{"project_uuid", "title", "status", "input_type", "input_uuids", "reviewed_by_uuid", "reviewed_at"}
 
 // Draft limits (docs/write-path.md): the drafts' text is bounded by store.MaxDraftBytes.
 const (
@@ -201,6 +201,7 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 			w.taskFinished(ctx, sig)
 		}
 	})
+	pendingMoves := receiveMoves(ctx, w.followMove)
 	if w.state.Created {
 		w.publish(ctx)
 	} else if ok, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !ok {
@@ -210,6 +211,7 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 	if err != nil || !again {
 		return err
 	}
+	pendingMoves(ctx)
 	var sig TaskFinished
 	for finished.ReceiveAsync(&sig) {
 		w.taskFinished(ctx, sig)
@@ -292,6 +294,9 @@ func (w *proposalWorkflow) adopt(ctx workflow.Context, n ProposalState, wr store
 
 // failed words an activity failure: refusals pass, conflicts become the divergence refusal.
 func (w *proposalWorkflow) failed(ctx workflow.Context, what string, err error) error {
+	if refusal := w.adoptMove(ctx, err); refusal != nil {
+		return refusal
+	}
 	if err = diverged(ctx, EntityProposal, err); isChorusError(err) {
 		return err
 	}

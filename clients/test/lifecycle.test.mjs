@@ -121,6 +121,9 @@ describe('lifecycle and read tools through callTool()', () => {
     chorus_get_available_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_unblocked_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_my_assignments: () => ({}),
+    chorus_get_project_groups: () => ({}),
+    chorus_get_project_group: () => ({ groupUuid: ids.group }),
+    chorus_get_group_dashboard: () => ({ groupUuid: ids.group }),
   };
 
   test('every read-only tool answers with valid structured content', async () => {
@@ -130,6 +133,7 @@ describe('lifecycle and read tools through callTool()', () => {
     const noArgs = readOnly.filter((n) => !(n in readArgs));
     assert.deepEqual(noArgs, [], `read-only tools with no arguments in readArgs (add them): ${noArgs.join(', ')}`);
 
+    ids.group = (await admin.call('chorus_admin_create_project_group', { name: 'TS client group' })).uuid;
     const results = {};
     for (const name of readOnly) {
       results[name] = await admin.call(name, readArgs[name]());

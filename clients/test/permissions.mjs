@@ -5,9 +5,8 @@
 // Only the tools this server serves are listed (the README's tool table). The rules also name
 // tools that are not served yet and are left out on purpose: the comment tools
 // (chorus_add_comment, chorus_get_comments), the session tools (chorus_create_session, ...),
-// the reference tools (chorus_add_reference, ...), the notification tools, the project-group
-// tools (chorus_get_project_groups, chorus_admin_create_project_group, ...), chorus_search,
-// chorus_search_mentionables, chorus_get_activity and chorus_move_idea. When one of them is
+// the reference tools (chorus_add_reference, ...), the notification tools, chorus_search,
+// chorus_search_mentionables and chorus_get_activity. When one of them is
 // served, add it here; the tools/list test fails until then, which is the point.
 
 export const RESOURCES = ['idea', 'proposal', 'document', 'task', 'project'];
@@ -28,6 +27,9 @@ export const TOOL_PERMISSIONS = {
   chorus_checkin: 'public',
   chorus_list_projects: 'public',
   chorus_get_project: 'public',
+  chorus_get_project_groups: 'public',
+  chorus_get_project_group: 'public',
+  chorus_get_group_dashboard: 'public',
   chorus_get_my_assignments: 'public',
   chorus_get_ideas: 'public',
   chorus_get_idea: 'public',
@@ -55,6 +57,7 @@ export const TOOL_PERMISSIONS = {
   // idea:admin
   chorus_pm_validate_elaboration: 'idea:admin',
   chorus_admin_delete_idea: 'idea:admin',
+  chorus_move_idea: 'idea:write',
 
   // proposal:write
   chorus_pm_create_proposal: 'proposal:write',
@@ -95,6 +98,10 @@ export const TOOL_PERMISSIONS = {
 
   // project:write
   chorus_admin_create_project: 'project:write',
+  chorus_admin_create_project_group: 'project:write',
+  chorus_admin_update_project_group: 'project:write',
+  chorus_admin_delete_project_group: 'project:write',
+  chorus_admin_move_project_to_group: 'project:write',
 };
 
 /**
