@@ -44,7 +44,7 @@ func checkReferenceURL(raw string) (string, string) {
 
 // ReferenceIn is one inline reference of a create tool.
 type ReferenceIn struct {
-	Type  string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog"`
+	Type  string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
 	URL   string  `json:"url" jsonschema:"a full http:// or https:// address" chorus:"maxLength=2048"`
 	Title string  `json:"title" jsonschema:"what the link is"`
 	Notes *string `json:"notes,omitempty" jsonschema:"your notes on it, kept as written (Chorus never fetches the url)"`
@@ -116,7 +116,7 @@ func addInlineReferences(ctx context.Context, d *Deps, call *Call, target store.
 type AddReferenceIn struct {
 	TargetType string  `json:"targetType" jsonschema:"what the reference is attached to" chorus:"enum=idea|proposal|task"`
 	TargetUUID UUID    `json:"targetUuid" jsonschema:"the idea, proposal or task"`
-	Type       string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog"`
+	Type       string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
 	URL        string  `json:"url" jsonschema:"a full http:// or https:// address" chorus:"maxLength=2048"`
 	Title      string  `json:"title" jsonschema:"what the link is"`
 	Notes      *string `json:"notes,omitempty" jsonschema:"your notes on it, kept as written (Chorus never fetches the url)"`
@@ -164,7 +164,7 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 // UpdateReferenceIn is chorus_update_reference's input.
 type UpdateReferenceIn struct {
 	UUID  UUID           `json:"uuid" jsonschema:"the reference's uuid"`
-	Type  *string        `json:"type,omitempty" jsonschema:"new kind: docs, repo, issue_pr or paper_blog"`
+	Type  *string        `json:"type,omitempty" jsonschema:"new kind: docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
 	URL   *string        `json:"url,omitempty" jsonschema:"new http:// or https:// address" chorus:"maxLength=2048"`
 	Title *string        `json:"title,omitempty" jsonschema:"new title"`
 	Notes NullableString `json:"notes,omitzero" jsonschema:"new notes, or null to clear them"`
