@@ -39,6 +39,7 @@ type roleFixture struct {
 	proposal                     string
 	task, doomedTask             string
 	doc, doomedDoc               string
+	ref, doomedRef               string // references on task
 	editorAgent                  string
 }
 
@@ -104,6 +105,13 @@ func roleCases(f roleFixture) map[string]struct {
 		"chorus_admin_delete_document": {editorGate, map[string]any{"documentUuid": f.doomedDoc}},
 		"chorus_create_report":         {editorGate, map[string]any{"proposalUuid": f.proposal, "title": "R", "content": "done"}},
 
+		"chorus_search":              {company, map[string]any{"query": "Vault"}},
+		"chorus_search_mentionables": {company, nil},
+		"chorus_add_reference": {editorGate, map[string]any{"targetType": "task", "targetUuid": f.task, "type": "docs",
+			"url": "https://example.com/a", "title": "A"}},
+		"chorus_update_reference": {editorGate, map[string]any{"uuid": f.ref, "title": "B"}},
+		"chorus_remove_reference": {editorGate, map[string]any{"uuid": f.doomedRef}},
+
 		"chorus_list_tasks":                 {viewerGate, map[string]any{"projectUuid": f.p}},
 		"chorus_get_task":                   {viewerGate, map[string]any{"taskUuid": f.task}},
 		"chorus_get_available_tasks":        {viewerGate, map[string]any{"projectUuid": f.p}},
@@ -127,6 +135,12 @@ func roleCases(f roleFixture) map[string]struct {
 // accessRefusals are the answers of the access gate (and nothing else).
 func accessRefusal(msg string) bool {
 	msg = strings.TrimPrefix(msg, "Failed to move Idea: ")
+	for _, verb := range []string{"add", "update", "remove"} {
+		msg = strings.TrimPrefix(msg, "Failed to "+verb+" reference: ")
+	}
+	if strings.HasPrefix(msg, "Target task with UUID ") || strings.HasPrefix(msg, "Reference with UUID ") {
+		return strings.HasSuffix(msg, " not found")
+	}
 	switch msg {
 	case "Project not found", "Idea not found", "Proposal not found", "Document not found", "Task not found",
 		"Project or project group not found", "Insufficient project access", "Only project admins can manage this project":
@@ -164,6 +178,12 @@ func TestProjectRolesOnEveryTool(t *testing.T) {
 			var doc map[string]any
 			ok(t, admin, "chorus_pm_create_document", map[string]any{"projectUuid": f.p, "type": "guide", "title": "Guide"}, &doc)
 			*d = doc["uuid"].(string)
+		}
+		for _, r := range []*string{&f.ref, &f.doomedRef} {
+			var ref map[string]any
+			ok(t, admin, "chorus_add_reference", map[string]any{"targetType": "task", "targetUuid": f.task, "type": "repo",
+				"url": "https://example.com/repo", "title": "Repo"}, &ref)
+			*r = ref["uuid"].(string)
 		}
 
 		// Three users, each owning an agent that holds every permission bit.
@@ -216,7 +236,7 @@ func TestProjectRolesOnEveryTool(t *testing.T) {
 				require.False(t, isErr, "%s: a viewer may read: %s", name, msg)
 			case editorGate:
 				require.True(t, isErr, "%s: a viewer changed something: %s", name, msg)
-				require.Equal(t, "Insufficient project access", strings.TrimPrefix(msg, "Failed to move Idea: "), name)
+				require.True(t, strings.HasSuffix(msg, "Insufficient project access") && accessRefusal(msg), "%s: %q", name, msg)
 			case manageGate:
 				require.Equal(t, "Only project admins can manage this project", msg, name)
 			}

@@ -167,11 +167,12 @@ var getElaboration = tool[IdeaIn, ElaborationView]{
 
 // CreateIdeaIn is chorus_pm_create_idea's input.
 type CreateIdeaIn struct {
-	ProjectUUID UUID    `json:"projectUuid" jsonschema:"the project to create the idea in"`
-	Title       string  `json:"title" jsonschema:"a short title" chorus:"minLength=1"`
-	Content     *string `json:"content,omitempty" jsonschema:"the idea in markdown"`
-	ParentUUID  *UUID   `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
-	IsContainer bool    `json:"isContainer,omitempty" jsonschema:"true for a theme: it groups child ideas and cannot be a proposal input"`
+	ProjectUUID UUID          `json:"projectUuid" jsonschema:"the project to create the idea in"`
+	Title       string        `json:"title" jsonschema:"a short title" chorus:"minLength=1"`
+	Content     *string       `json:"content,omitempty" jsonschema:"the idea in markdown"`
+	ParentUUID  *UUID         `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
+	IsContainer bool          `json:"isContainer,omitempty" jsonschema:"true for a theme: it groups child ideas and cannot be a proposal input"`
+	References  []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach (fail-soft: one that is invalid is reported in referenceErrors, and the rest are still added)" chorus:"maxItems=50"`
 }
 
 // CreatedIdea is chorus_pm_create_idea's result.
@@ -180,6 +181,8 @@ type CreatedIdea struct {
 	Title      string  `json:"title"`
 	ParentUUID *string `json:"parentUuid"`
 	Status     string  `json:"status"`
+	// ReferenceErrors lists the inline references that were not added (only when there are any).
+	ReferenceErrors []ReferenceError `json:"referenceErrors,omitempty"`
 }
 
 var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
@@ -208,7 +211,12 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 		if err != nil {
 			return CreatedIdea{}, err
 		}
-		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: (*string)(in.ParentUUID), Status: res.Status}, nil
+		refErrs, err := addInlineReferences(ctx, d, call, store.Target{Type: "idea", UUID: res.UUID, ProjectUUID: string(in.ProjectUUID)}, in.References, nil)
+		if err != nil {
+			return CreatedIdea{}, err
+		}
+		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: (*string)(in.ParentUUID), Status: res.Status,
+			ReferenceErrors: refErrs}, nil
 	},
 }
 

@@ -124,6 +124,8 @@ describe('lifecycle and read tools through callTool()', () => {
     chorus_get_project_groups: () => ({}),
     chorus_get_project_group: () => ({ groupUuid: ids.group }),
     chorus_get_group_dashboard: () => ({ groupUuid: ids.group }),
+    chorus_search: () => ({ query: 'dark theme', entityTypes: ['idea', 'proposal'] }),
+    chorus_search_mentionables: () => ({ query: '' }),
   };
 
   test('every read-only tool answers with valid structured content', async () => {
@@ -151,6 +153,9 @@ describe('lifecycle and read tools through callTool()', () => {
     assert.equal(results.chorus_get_document.uuid, ids.document);
     assert.equal(results.chorus_get_elaboration.status, 'resolved');
     assert.equal(results.chorus_get_task.status, 'done');
+    assert.deepEqual(results.chorus_search.results.map((r) => r.uuid).sort(), [ids.idea, ids.proposal].sort(),
+      'search finds the idea and the proposal by words of their text');
+    assert.ok(results.chorus_search_mentionables.results.some((r) => r.type === 'user'), 'the company owner can be mentioned');
 
     const uncalled = readOnly.filter((n) => !admin.called.has(n));
     assert.deepEqual(uncalled, [], `read-only tools never called successfully: ${uncalled.join(', ')}`);

@@ -5,9 +5,8 @@
 // Only the tools this server serves are listed (the README's tool table). The rules also name
 // tools that are not served yet and are left out on purpose: the comment tools
 // (chorus_add_comment, chorus_get_comments), the session tools (chorus_create_session, ...),
-// the reference tools (chorus_add_reference, ...), the notification tools, chorus_search,
-// chorus_search_mentionables and chorus_get_activity. When one of them is
-// served, add it here; the tools/list test fails until then, which is the point.
+// the notification tools and chorus_get_activity. When one of them is served, add it here; the
+// tools/list test fails until then, which is the point.
 
 export const RESOURCES = ['idea', 'proposal', 'document', 'task', 'project'];
 export const ACTIONS = ['read', 'write', 'admin'];
@@ -46,6 +45,8 @@ export const TOOL_PERMISSIONS = {
   chorus_get_unblocked_tasks: 'public',
   chorus_create_tasks: 'public',
   chorus_update_task: 'public',
+  chorus_search: 'public',
+  chorus_search_mentionables: 'public',
 
   // idea:write
   chorus_claim_idea: 'idea:write',
@@ -80,6 +81,9 @@ export const TOOL_PERMISSIONS = {
   chorus_pm_create_document: 'document:write',
   chorus_pm_update_document: 'document:write',
   chorus_create_report: 'document:write',
+  chorus_add_reference: 'document:write',
+  chorus_update_reference: 'document:write',
+  chorus_remove_reference: 'document:write',
   // document:admin
   chorus_admin_delete_document: 'document:admin',
 
