@@ -65,5 +65,14 @@ func toolTable() []entry {
 		adminReopenTask,
 		adminCloseTask,
 		adminDeleteTask,
+
+		createSession,
+		listSessions,
+		getSession,
+		closeSession,
+		reopenSession,
+		sessionHeartbeat,
+		sessionCheckinTask,
+		sessionCheckoutTask,
 	}
 }

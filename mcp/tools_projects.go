@@ -20,6 +20,7 @@ type CheckinOut struct {
 	Agent          CheckinAgent             `json:"agent"`
 	ActiveProjects map[string]ActiveProject `json:"activeProjects" jsonschema:"projects with ideas assigned to you that are not done, keyed by project uuid; at most 10"`
 	Notifications  NotificationSummary      `json:"notifications"`
+	Sessions       []SessionView            `json:"sessions" jsonschema:"your active sessions, most recently active first; at most 20"`
 }
 
 // CheckinAgent is the caller's identity in chorus_checkin.
@@ -69,6 +70,9 @@ type EntityRef struct {
 	UUID string `json:"uuid"`
 }
 
+// maxCheckinSessions bounds the sessions chorus_checkin lists (docs/rules.md §4.1).
+const maxCheckinSessions = 20
+
 // maxPersonaRunes bounds persona and systemPrompt in chorus_checkin (docs/rules.md §4.1).
 const maxPersonaRunes = 4096
 
@@ -89,8 +93,8 @@ var checkin = tool[NoInput, CheckinOut]{
 	Perm:   perm.Public,
 	Effect: writes,
 	Desc: "Start here. Returns who you are (agent, owner, roles and the permissions you hold), the " +
-		"projects where ideas assigned to you are still active, and your unread notifications (the up to " +
-		"five returned are marked read). Records that you are active.",
+		"projects where ideas assigned to you are still active, your unread notifications (the up to " +
+		"five returned are marked read) and your active sessions. Records that you are active.",
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (CheckinOut, error) {
 		res, err := d.Store.Checkin(ctx, call.Who.Caller)
 		if err != nil {
@@ -111,6 +115,22 @@ var checkin = tool[NoInput, CheckinOut]{
 		}
 		if res.Owner != nil {
 			out.Agent.Owner = &PersonRef{UUID: res.Owner.UUID, Name: res.Owner.DisplayName(), Email: res.Owner.Email}
+		}
+		sessions, err := d.Store.ActiveSessions(ctx, call.Who.Caller, maxCheckinSessions)
+		if err != nil {
+			return CheckinOut{}, err
+		}
+		ids := make([]string, len(sessions))
+		for i, ss := range sessions {
+			ids[i] = ss.UUID
+		}
+		open, err := d.Store.OpenCheckins(ctx, ids...)
+		if err != nil {
+			return CheckinOut{}, err
+		}
+		out.Sessions = []SessionView{}
+		for _, ss := range sessions {
+			out.Sessions = append(out.Sessions, sessionView(ss, open[ss.UUID], res.At))
 		}
 		for _, ap := range active {
 			out.ActiveProjects[ap.UUID] = ActiveProject{Name: ap.Name, ActiveIdeaCount: ap.ActiveIdeaCount}

@@ -554,8 +554,9 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 				return TaskView{}, err
 			}
 		}
-		if in.SessionUUID != nil {
-			return TaskView{}, store.NotFound("Session") // sessions are not served yet; none can exist
+		session, err := sessionOf(ctx, d, call.Who.Caller, in.SessionUUID)
+		if err != nil {
+			return TaskView{}, err
 		}
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return TaskView{}, invalid("title must not be blank")
@@ -568,8 +569,14 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 			DescriptionSet: in.Description != nil, Priority: in.Priority, StoryPoints: in.StoryPoints,
 			SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
 			AddDependsOn: uuidStrings(in.AddDependsOn), RemoveDepends: uuidStrings(in.RemoveDependsOn), Status: in.Status}
+		if session != nil {
+			cmd.SessionUUID, cmd.SessionName = &session.UUID, &session.Name
+		}
 		res, err := workflows.Send(ctx, d.Flows, workflows.UpdateTask, string(in.TaskUUID), flowCall(call), cmd.Actor.UUID, cmd)
 		if err != nil {
+			return TaskView{}, err
+		}
+		if err := touchSession(ctx, d, session); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -660,11 +667,21 @@ var reportWork = tool[ReportWorkIn, textResult]{
 	Desc: "As the assignee, record progress on a task as a comment, optionally moving it to in_progress or " +
 		"to_verify. A status the task cannot move to is refused and nothing is recorded.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReportWorkIn) (textResult, error) {
-		if in.SessionUUID != nil {
-			return "", store.NotFound("Session")
+		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor); err != nil {
+			return "", err
 		}
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReportWork,
-			workflows.ReportWorkInput{Actor: actor(call.Who), Report: in.Report, Status: in.Status}); err != nil {
+		session, err := sessionOf(ctx, d, call.Who.Caller, in.SessionUUID)
+		if err != nil {
+			return "", err
+		}
+		cmd := workflows.ReportWorkInput{Actor: actor(call.Who), Report: in.Report, Status: in.Status}
+		if session != nil {
+			cmd.SessionUUID, cmd.SessionName = &session.UUID, &session.Name
+		}
+		if _, err := workflows.Send(ctx, d.Flows, workflows.ReportWork, string(in.TaskUUID), flowCall(call), cmd.Actor.UUID, cmd); err != nil {
+			return "", err
+		}
+		if err := touchSession(ctx, d, session); err != nil {
 			return "", err
 		}
 		return textResult("Work report recorded: " + in.Report), nil

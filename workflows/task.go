@@ -530,7 +530,11 @@ func BlockedError(blockers []store.TaskLink) *Error {
 			}
 			assignee = fmt.Sprintf("%s [%s]", name, deref(x.AssigneeType))
 		}
-		msg += fmt.Sprintf("\n%d. %q (status: %s, assignee: %s, session: no active session)", i+1, x.Title, x.Status, assignee)
+		session := "no active session"
+		if x.SessionName != nil {
+			session = *x.SessionName
+		}
+		msg += fmt.Sprintf("\n%d. %q (status: %s, assignee: %s, session: %s)", i+1, x.Title, x.Status, assignee, session)
 	}
 	msg += "\n\nTip: Use chorus_get_unblocked_tasks to find tasks you can start now."
 	return Refuse(KindConflict, "%s", msg)
@@ -878,7 +882,14 @@ type BlockerView struct {
 	Title          string          `json:"title"`
 	Status         string          `json:"status"`
 	Assignee       *store.ActorRef `json:"assignee"`
-	SessionCheckin *struct{}       `json:"sessionCheckin"`
+	SessionCheckin *SessionRef     `json:"sessionCheckin"`
+}
+
+// SessionRef names the session working on a blocker: the active session with an open check-in
+// on it (docs/rules.md §5.3).
+type SessionRef struct {
+	SessionUUID string `json:"sessionUuid"`
+	SessionName string `json:"sessionName"`
 }
 
 func blockerViews(ls []store.TaskLink) []BlockerView {
@@ -887,6 +898,9 @@ func blockerViews(ls []store.TaskLink) []BlockerView {
 		out[i] = BlockerView{UUID: l.UUID, Title: l.Title, Status: l.Status}
 		if l.AssigneeUUID != nil {
 			out[i].Assignee = &store.ActorRef{Type: deref(l.AssigneeType), UUID: *l.AssigneeUUID, Name: deref(l.AssigneeName)}
+		}
+		if l.SessionUUID != nil {
+			out[i].SessionCheckin = &SessionRef{SessionUUID: *l.SessionUUID, SessionName: deref(l.SessionName)}
 		}
 	}
 	return out

@@ -121,6 +121,8 @@ describe('lifecycle and read tools through callTool()', () => {
     chorus_get_available_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_unblocked_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_my_assignments: () => ({}),
+    chorus_list_sessions: () => ({}),
+    chorus_get_session: () => ({ sessionUuid: ids.session }),
   };
 
   test('every read-only tool answers with valid structured content', async () => {
@@ -130,6 +132,7 @@ describe('lifecycle and read tools through callTool()', () => {
     const noArgs = readOnly.filter((n) => !(n in readArgs));
     assert.deepEqual(noArgs, [], `read-only tools with no arguments in readArgs (add them): ${noArgs.join(', ')}`);
 
+    ids.session = (await admin.call('chorus_create_session', { name: 'conformance' })).uuid;
     const results = {};
     for (const name of readOnly) {
       results[name] = await admin.call(name, readArgs[name]());

@@ -4,9 +4,8 @@
 //
 // Only the tools this server serves are listed (the README's tool table). The rules also name
 // tools that are not served yet and are left out on purpose: the comment tools
-// (chorus_add_comment, chorus_get_comments), the session tools (chorus_create_session, ...),
-// the reference tools (chorus_add_reference, ...), the notification tools, the project-group
-// tools (chorus_get_project_groups, chorus_admin_create_project_group, ...), chorus_search,
+// (chorus_add_comment, chorus_get_comments), the reference tools (chorus_add_reference, ...),
+// the notification tools, the project-group tools (chorus_get_project_groups, chorus_admin_create_project_group, ...), chorus_search,
 // chorus_search_mentionables, chorus_get_activity and chorus_move_idea. When one of them is
 // served, add it here; the tools/list test fails until then, which is the point.
 
@@ -44,6 +43,14 @@ export const TOOL_PERMISSIONS = {
   chorus_get_unblocked_tasks: 'public',
   chorus_create_tasks: 'public',
   chorus_update_task: 'public',
+  chorus_create_session: 'public',
+  chorus_list_sessions: 'public',
+  chorus_get_session: 'public',
+  chorus_close_session: 'public',
+  chorus_reopen_session: 'public',
+  chorus_session_heartbeat: 'public',
+  chorus_session_checkin_task: 'public',
+  chorus_session_checkout_task: 'public',
 
   // idea:write
   chorus_claim_idea: 'idea:write',
