@@ -55,6 +55,7 @@ func toolTable() []entry {
 		createTasks,
 		updateTask,
 		claimTask,
+		claimNextTask,
 		releaseTask,
 		pmAssignTask,
 		reportWork,

@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -818,4 +819,118 @@ var adminDeleteTask = tool[TaskIn, textResult]{
 		}
 		return textResult(fmt.Sprintf("Task %s deleted", in.TaskUUID)), nil
 	},
+}
+
+// ---- claim next ----
+
+// ClaimNextIn is chorus_claim_next_task's input.
+type ClaimNextIn struct {
+	ProjectUUID   *UUID  `json:"projectUuid,omitempty" jsonschema:"claim from this project (default: every project where you may edit tasks)"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
+}
+
+// errNoTaskAvailable: chorus_claim_next_task found no task to claim.
+var errNoTaskAvailable = errors.New("no task available")
+
+// claimNextBatch is how many candidates one read proposes.
+const claimNextBatch = 10
+
+var claimNextTask = tool[ClaimNextIn, TaskView]{
+	Name: "chorus_claim_next_task", Title: "Claim the next task", Perm: perm.TaskWrite, Effect: writes,
+	Desc: "Claim the most important task you can start now, in one step: the highest-priority open task that " +
+		"nobody holds and whose dependencies are all done or closed (oldest first among equals), in one project or " +
+		"in every project where you may edit tasks. Agents calling it at once each get a different task. Answers " +
+		"with the claimed task, or an error when none is available.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ClaimNextIn) (TaskView, error) {
+		var projects []string
+		if in.ProjectUUID != nil {
+			if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(*in.ProjectUUID), store.AccessEditor); err != nil {
+				return TaskView{}, err
+			}
+			projects = []string{string(*in.ProjectUUID)}
+		} else {
+			var err error
+			if projects, err = d.Store.EditableProjectUUIDs(ctx, call.Who.Caller); err != nil {
+				return TaskView{}, err
+			}
+		}
+		task, err := claimNext(ctx, d, call, projects, uuidStrings(in.ProposalUUIDs))
+		if errors.Is(err, errNoTaskAvailable) {
+			scope := "in the projects where you may edit tasks"
+			if in.ProjectUUID != nil {
+				scope = "in this project"
+			}
+			return TaskView{}, refuse("No task is available to claim %s: every open task is held by another agent or blocked "+
+				"by unfinished dependencies. See chorus_get_available_tasks, or try again later.", scope)
+		}
+		if err != nil {
+			return TaskView{}, err
+		}
+		v, err := taskView(ctx, d, call.Who, task)
+		v.Hints = taskHints(v, true)
+		return v, err
+	},
+}
+
+// claimNext tries the candidates in order through each task's workflow, which grants the claim
+// or refuses it (another agent was first, or a dependency appeared); a refused one is skipped.
+// With a requestId, the task about to be tried is noted first, and a retry whose first call's
+// outcome is unknown asks the last task tried before anything else: only that one can have
+// been claimed (docs/rules.md §4.12), so the request never claims two tasks.
+func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []string) (string, error) {
+	agent := call.Who.Caller.AgentUUID
+	cmd := workflows.TaskCommand{Actor: actor(call.Who)}
+	var tried []string
+	if call.RequestID != "" && call.Retry {
+		last, err := d.Store.LastClaimAttempt(ctx, agent, call.RequestID, call.Generation)
+		if err != nil {
+			return "", err
+		}
+		if last != "" {
+			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, last, flowCall(call), agent, cmd)
+			if claimed(err) {
+				return last, nil
+			}
+			if !skippable(err) {
+				return "", err
+			}
+			tried = append(tried, last)
+		}
+	}
+	for {
+		batch, err := d.Store.ClaimCandidates(ctx, projects, proposals, tried, claimNextBatch)
+		if err != nil {
+			return "", err
+		}
+		if len(batch) == 0 {
+			return "", errNoTaskAvailable
+		}
+		for _, t := range batch {
+			tried = append(tried, t.UUID)
+			if call.RequestID != "" {
+				if err := d.Store.NoteClaimAttempt(ctx, agent, call.RequestID, call.Generation, t.UUID); err != nil {
+					return "", err
+				}
+			}
+			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, t.UUID, flowCall(call), agent, cmd)
+			if claimed(err) {
+				return t.UUID, nil
+			}
+			if !skippable(err) {
+				return "", err
+			}
+		}
+	}
+}
+
+// claimed: the claim was granted, now or (answered from the change journal) by an earlier call
+// with this requestId.
+func claimed(err error) bool { return err == nil || workflows.IsKind(err, workflows.KindAlreadyApplied) }
+
+// skippable: the task's workflow refused the claim (taken, blocked, gone, or in need of repair);
+// the next candidate may be claimed instead. Anything else (an outage, a deadline) leaves the
+// claim's outcome unknown and ends the call.
+func skippable(err error) bool {
+	var wfe *workflows.Error
+	return errors.As(err, &wfe) && wfe.Kind != workflows.KindAlreadyApplied
 }

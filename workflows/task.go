@@ -20,6 +20,7 @@ const TaskWorkflowName = "TaskWorkflow"
 // Update names of TaskWorkflow, one per tool (docs/rules.md §4.9, §2.4).
 const (
 	UpdateClaimTask          = "chorus_claim_task"
+	UpdateClaimNextTask      = "chorus_claim_next_task"
 	UpdateReleaseTask        = "chorus_release_task"
 	UpdateAssignTask         = "chorus_pm_assign_task"
 	UpdateUpdateTask         = "chorus_update_task"
@@ -285,6 +286,7 @@ func (w *taskWorkflow) register(ctx workflow.Context) error {
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
 		registerUpdate(ctx, w.mu, recent, ClaimTask, on(w.current, TaskState.checkClaim), w.claim),
+		registerUpdate(ctx, w.mu, recent, ClaimNextTask, on(w.current, TaskState.checkClaimNext), w.claimNext),
 		registerUpdate(ctx, w.mu, recent, ReleaseTask, on(w.current, TaskState.checkRelease), w.release),
 		registerUpdate(ctx, w.mu, recent, AssignTask, on(w.current, TaskState.checkAssign), w.assign),
 		registerUpdate(ctx, w.mu, recent, UpdateTask, on(w.current, TaskState.checkUpdate), w.update),
@@ -431,6 +433,32 @@ func (s TaskState) checkClaim(in TaskCommand) error {
 			s.Status, heldBy(s))
 	}
 	return nil
+}
+
+// checkClaimNext is a claim by chorus_claim_next_task: only a task nobody holds that is open
+// (docs/rules.md §4.12). The caller tries the next candidate when this one is refused.
+func (s TaskState) checkClaimNext(in TaskCommand) error {
+	if err := s.exists(); err != nil {
+		return err
+	}
+	if s.status() != TaskOpen || s.Assignee != nil {
+		return Refuse(KindConflict, "Task is no longer open to claim: it is %s%s", s.Status, heldBy(s))
+	}
+	return nil
+}
+
+// claimNext claims the task for the caller if it is still unblocked: its dependencies are read
+// under the task's lock, and an edge can only be added to it through this workflow, so the
+// answer holds until the claim is written (a resolved dependency never becomes unresolved).
+func (w *taskWorkflow) claimNext(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
+	blockers, err := w.blockers(ctx)
+	if err != nil {
+		return TaskResult{}, err
+	}
+	if len(blockers) > 0 {
+		return TaskResult{}, Refuse(KindConflict, "Task is blocked by %d unresolved dependency(ies)", len(blockers))
+	}
+	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil)
 }
 
 func heldBy(s TaskState) string {

@@ -89,6 +89,7 @@ export const TOOL_PERMISSIONS = {
 
   // task:write
   chorus_claim_task: 'task:write',
+  chorus_claim_next_task: 'task:write',
   chorus_release_task: 'task:write',
   chorus_submit_for_verify: 'task:write',
   chorus_report_criteria_self_check: 'task:write',
