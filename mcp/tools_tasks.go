@@ -925,7 +925,9 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 
 // claimed: the claim was granted, now or (answered from the change journal) by an earlier call
 // with this requestId.
-func claimed(err error) bool { return err == nil || workflows.IsKind(err, workflows.KindAlreadyApplied) }
+func claimed(err error) bool {
+	return err == nil || workflows.IsKind(err, workflows.KindAlreadyApplied)
+}
 
 // skippable: the task's workflow refused the claim (taken, blocked, gone, or in need of repair);
 // the next candidate may be claimed instead. Anything else (an outage, a deadline) leaves the
