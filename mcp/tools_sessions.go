@@ -248,14 +248,37 @@ var sessionHeartbeat = tool[SessionIn, textResult]{
 		if err != nil {
 			return "", err
 		}
-		renewClaims(ctx, d, call, open)
+		if err := renewClaims(ctx, d, call, open); err != nil {
+			return "", err
+		}
 		return textResult("Heartbeat successful: " + at.Format(time.RFC3339Nano)), nil
 	},
 }
 
-// renewClaims renews the caller's claims on the tasks of a session's open check-ins. Until claims
-// can lapse there is nothing to renew.
-func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionCheckin) {}
+// renewClaims renews the caller's lapsing claims on the tasks of a session's open check-ins
+// (docs/rules.md §5.9). A task the caller no longer holds is left alone (the workflow refuses the
+// renewal: the claim lapsed or moved on); an error with an unknown outcome ends the heartbeat,
+// and its retry renews again.
+func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionCheckin) error {
+	for _, ci := range open {
+		t, err := d.Store.TaskRow(ctx, ci.TaskUUID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if t.AssigneeUUID == nil || *t.AssigneeUUID != call.Who.Caller.AgentUUID || t.ClaimExpiresAt == nil {
+			continue
+		}
+		_, err = workflows.Send(ctx, d.Flows, workflows.RenewClaim, t.UUID, flowCall(call), call.Who.Caller.AgentUUID,
+			workflows.TaskCommand{Actor: actor(call.Who)})
+		if err != nil && !refused(err) {
+			return fmt.Errorf("renew the claim on task %s: %w", t.UUID, err)
+		}
+	}
+	return nil
+}
 
 // ---- check in / check out ----
 
@@ -277,7 +300,7 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 	Desc: "Record that one of your active sessions works on a task, so others see who is on it (blocked tasks name " +
 		"it). A task nobody holds is claimed for you first, if you may claim tasks. Checking in again refreshes the check-in.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (CheckedIn, error) {
-		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
 			return CheckedIn{}, err
 		}
@@ -292,7 +315,7 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 			// docs/rules.md §2.5: an unheld task is claimed for the session's agent; a refusal (someone
 			// claimed it meanwhile, it is no longer open) leaves the check-in to go ahead.
 			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimTask, task.UUID, flowCall(call), call.Who.Caller.AgentUUID,
-				workflows.TaskCommand{Actor: actor(call.Who)})
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv)})
 			if err != nil && !refused(err) {
 				return CheckedIn{}, fmt.Errorf("claim the task for the session: %w", err)
 			}

@@ -83,6 +83,8 @@ type TaskView struct {
 	CreatedAt               time.Time               `json:"createdAt"`
 	UpdatedAt               time.Time               `json:"updatedAt"`
 	References              []ReferenceView         `json:"references"`
+	ClaimTTLSeconds         *int64                  `json:"claimTtlSeconds" jsonschema:"the claim lapses after this many seconds without a command of its holder or a heartbeat of a session checked in to the task; null when it does not lapse"`
+	ClaimExpiresAt          *time.Time              `json:"claimExpiresAt" jsonschema:"when the claim lapses unless renewed; null when it does not lapse"`
 	Warnings                []string                `json:"warnings,omitempty"`
 	Hints                   []string                `json:"_hints,omitempty"`
 }
@@ -125,7 +127,8 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		Assignee:     assigneeView(ctx, n, t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID),
 		ProposalUUID: t.ProposalUUID, Project: ProjectRef{UUID: pv.UUID, Name: pv.Name},
 		CreatedBy: n.Ref(ctx, t.CreatedByType, &t.CreatedByUUID), DependsOn: links(dependsOn), DependedBy: links(dependedBy),
-		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: []ReferenceView{}}, nil
+		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: []ReferenceView{},
+		ClaimTTLSeconds: t.ClaimTTLSeconds, ClaimExpiresAt: t.ClaimExpiresAt}, nil
 }
 
 // taskHints are the _hints of claim and assign (docs/rules.md §4.9): what blocks the task and who
@@ -159,7 +162,24 @@ func taskHints(v TaskView, mine bool) []string {
 		}
 		hints = append(hints, "IMPORTANT: Downstream tasks are waiting on this one: "+strings.Join(waiting, ", ")+". "+lead)
 	}
+	if v.ClaimTTLSeconds != nil && v.ClaimExpiresAt != nil && v.Status != "open" {
+		who := "the assignee's"
+		if mine {
+			who = "your"
+		}
+		hints = append(hints, fmt.Sprintf("⏱ LEASE: this claim lapses at %s, and the task is released, unless %s next "+
+			"task command or a heartbeat of a session checked in to the task comes first (each renews it for %ds).",
+			v.ClaimExpiresAt.Format(time.RFC3339), who, *v.ClaimTTLSeconds))
+	}
 	return hints
+}
+
+// claimTTL is the time to live the task's project gives claims (docs/rules.md §5.9), 0 for none.
+func claimTTL(pv *store.ProjectView) int64 {
+	if pv == nil || pv.ClaimTTLSeconds == nil {
+		return 0
+	}
+	return *pv.ClaimTTLSeconds
 }
 
 // taskCommand gates a task (editor), sends one update and returns what view makes of it.
@@ -593,7 +613,12 @@ var claimTask = tool[TaskIn, TaskView]{
 	Desc: "Claim an open task: you become its assignee. Refused when another agent holds it (ask an admin to " +
 		"reassign); claiming a task you already hold changes nothing. _hints say what blocks it and who waits for it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ClaimTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
+		_, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		if err != nil {
+			return TaskView{}, err
+		}
+		if _, err := workflows.Send(ctx, d.Flows, workflows.ClaimTask, string(in.TaskUUID), flowCall(call), call.Who.Caller.AgentUUID,
+			workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv)}); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -621,7 +646,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 	Name: "chorus_pm_assign_task", Title: "Assign a task", Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Assign an open or assigned task to an agent of your company that holds task:write (replacing the current assignee).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignTaskIn) (TaskView, error) {
-		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
 			return TaskView{}, err
 		}
@@ -644,7 +669,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 		}
 		a := actor(call.Who)
 		if _, err := workflows.Send(ctx, d.Flows, workflows.AssignTask, string(in.TaskUUID), flowCall(call), a.UUID,
-			workflows.AssignTaskInput{Actor: a, TargetUUID: target.UUID, TargetName: target.Name}); err != nil {
+			workflows.AssignTaskInput{Actor: a, TargetUUID: target.UUID, TargetName: target.Name, ClaimTTL: claimTTL(pv)}); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -797,8 +822,12 @@ var adminReopenTask = tool[ReopenIn, StatusOut]{
 	Name: "chorus_admin_reopen_task", Title: "Reopen a task", Perm: perm.TaskAdmin, Effect: writes,
 	Desc: "Send a task waiting in to_verify back to in_progress; all acceptance marks are reset. Refused while a dependency is unresolved unless force is true.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReopenIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReopenTask,
-			workflows.ReopenInput{Actor: actor(call.Who), Force: in.Force}))
+		_, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		if err != nil {
+			return StatusOut{}, err
+		}
+		return statusOut(workflows.Send(ctx, d.Flows, workflows.ReopenTask, string(in.TaskUUID), flowCall(call), call.Who.Caller.AgentUUID,
+			workflows.ReopenInput{Actor: actor(call.Who), Force: in.Force, ClaimTTL: claimTTL(pv)}))
 	},
 }
 
@@ -879,7 +908,10 @@ var claimNextTask = tool[ClaimNextIn, TaskView]{
 // been claimed (docs/rules.md §4.12), so the request never claims two tasks.
 func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []string) (string, error) {
 	agent := call.Who.Caller.AgentUUID
-	cmd := workflows.TaskCommand{Actor: actor(call.Who)}
+	ttls, err := d.Store.ProjectClaimTTLs(ctx, projects)
+	if err != nil {
+		return "", err
+	}
 	var tried []string
 	if call.RequestID != "" && call.Retry {
 		last, err := d.Store.LastClaimAttempt(ctx, agent, call.RequestID, call.Generation)
@@ -887,7 +919,12 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 			return "", err
 		}
 		if last != "" {
-			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, last, flowCall(call), agent, cmd)
+			t, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, last, store.AccessEditor)
+			if err != nil {
+				return "", err
+			}
+			_, err = workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, last, flowCall(call), agent,
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID]})
 			if claimed(err) {
 				return last, nil
 			}
@@ -912,7 +949,8 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 					return "", err
 				}
 			}
-			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, t.UUID, flowCall(call), agent, cmd)
+			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, t.UUID, flowCall(call), agent,
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID]})
 			if claimed(err) {
 				return t.UUID, nil
 			}

@@ -67,8 +67,43 @@ type TaskState struct {
 	Assignee     *Holder          `json:"assignee,omitempty"`
 	CreatedBy    Party            `json:"createdBy"`
 	Criteria     []CriterionState `json:"criteria,omitempty"`
-	Row          RowMark          `json:"row"`
-	Recent       Recent           `json:"recent,omitempty"`
+	// Lease is the current claim's time to live (docs/rules.md §5.9); nil when it does not lapse.
+	Lease *Lease `json:"lease,omitempty"`
+	// Lapsed is the latest claim that lapsed, so its holder's later commands are told why they
+	// are refused.
+	Lapsed *Lapse  `json:"lapsed,omitempty"`
+	Row    RowMark `json:"row"`
+	Recent Recent  `json:"recent,omitempty"`
+}
+
+// Lease is a claim's time to live: it lapses at ExpiresAt unless the holder renews it.
+type Lease struct {
+	TTLSeconds int64     `json:"ttlSeconds"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+func (l *Lease) ttl() time.Duration { return time.Duration(l.TTLSeconds) * time.Second }
+
+// leaseFrom is a fresh lease of ttlSeconds from at, or nil for none.
+func leaseFrom(ttlSeconds int64, at time.Time) *Lease {
+	if ttlSeconds <= 0 {
+		return nil
+	}
+	return &Lease{TTLSeconds: ttlSeconds, ExpiresAt: at.Add(time.Duration(ttlSeconds) * time.Second)}
+}
+
+func sameLease(a, b *Lease) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// Lapse is a claim that lapsed: whose it was, its time to live, and when it lapsed.
+type Lapse struct {
+	UUID       string    `json:"uuid"`
+	TTLSeconds int64     `json:"ttlSeconds"`
+	At         time.Time `json:"at"`
 }
 
 // CriterionState is what the workflow keeps of an acceptance criterion.
@@ -85,6 +120,14 @@ func (s TaskState) clone() TaskState {
 		h := *s.Assignee
 		c.Assignee = &h
 	}
+	if s.Lease != nil {
+		l := *s.Lease
+		c.Lease = &l
+	}
+	if s.Lapsed != nil {
+		l := *s.Lapsed
+		c.Lapsed = &l
+	}
 	c.Criteria = slices.Clone(s.Criteria)
 	c.Recent = slices.Clone(s.Recent)
 	return c
@@ -94,6 +137,16 @@ func (s TaskState) status() TaskStatus { return TaskStatus(s.Status) }
 
 func (s TaskState) isAssignee(a Actor) bool {
 	return s.Assignee != nil && s.Assignee.UUID == a.UUID
+}
+
+// lapsedNote tells a command's actor whose claim lapsed why it is no longer the assignee
+// (docs/rules.md §5.9): the fencing of a superseded holder, in words.
+func (s TaskState) lapsedNote(a Actor) string {
+	if s.Lapsed == nil || s.Lapsed.UUID != a.UUID || s.isAssignee(a) {
+		return ""
+	}
+	return fmt.Sprintf("; your claim lapsed at %s after %ds without a task command or session heartbeat from you, "+
+		"and the task was released", s.Lapsed.At.Format(time.RFC3339), s.Lapsed.TTLSeconds)
 }
 
 // assigneeText names the assignee for refusals.
@@ -117,11 +170,19 @@ func (s TaskState) Projection() store.Task {
 		at := h.At
 		t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID = &h.Type, &h.UUID, &at, h.By
 	}
+	if l := s.Lease; l != nil {
+		ttl, until := l.TTLSeconds, l.ExpiresAt
+		t.ClaimTTLSeconds, t.ClaimExpiresAt = &ttl, &until
+	}
 	return t
 }
 
 // TaskColumns are the columns of a task row its workflow owns (TaskState.row).
-var TaskColumns = []string{"title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"}
+var TaskColumns = []string{"title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
+	"claim_ttl_seconds", "claim_expires_at"}
+
+// leaseColumns are the columns of a claim's lease.
+var leaseColumns = []string{"claim_ttl_seconds", "claim_expires_at"}
 
 // NewTaskState is the state a task's workflow starts from: the row as approval or
 // chorus_create_tasks inserted it (or as ops repair finds it), with its criteria.
@@ -133,6 +194,9 @@ func NewTaskState(t store.Task, criteria []store.AcceptanceCriterion) TaskState 
 		s.Assignee = &Holder{Type: deref(t.AssigneeType), UUID: *t.AssigneeUUID, By: t.AssignedByUUID}
 		if t.AssignedAt != nil {
 			s.Assignee.At = *t.AssignedAt
+		}
+		if t.ClaimTTLSeconds != nil && t.ClaimExpiresAt != nil {
+			s.Lease = &Lease{TTLSeconds: *t.ClaimTTLSeconds, ExpiresAt: *t.ClaimExpiresAt}
 		}
 	}
 	for _, c := range criteria {
@@ -149,9 +213,11 @@ type TaskRun struct {
 	State *TaskState
 }
 
-// TaskCommand is the input of commands that need only the actor.
+// TaskCommand is the input of commands that need only the actor. A claim carries the project's
+// claim time to live (docs/rules.md §5.9).
 type TaskCommand struct {
-	Actor Actor
+	Actor    Actor
+	ClaimTTL int64 `json:",omitempty"`
 }
 
 // AssignTaskInput assigns a task to another agent (chorus_pm_assign_task).
@@ -159,6 +225,7 @@ type AssignTaskInput struct {
 	Actor      Actor
 	TargetUUID string
 	TargetName string
+	ClaimTTL   int64 `json:",omitempty"`
 }
 
 // UpdateTaskInput is chorus_update_task: field edits by anyone, criteria replacement,
@@ -209,8 +276,9 @@ type SubmitInput struct {
 
 // ReopenInput is chorus_admin_reopen_task.
 type ReopenInput struct {
-	Actor Actor
-	Force bool
+	Actor    Actor
+	Force    bool
+	ClaimTTL int64 `json:",omitempty"`
 }
 
 // TaskResult is what task updates return; callers read the full view from the database.
@@ -228,6 +296,9 @@ func (w *taskWorkflow) current() TaskState { return w.state }
 type taskWorkflow struct {
 	state TaskState
 	mu    *commandLock
+	// stopping: the run is about to continue as new, so no lease expiry may start; expiring: one
+	// is under way (see watchLease).
+	stopping, expiring bool
 }
 
 // TaskWorkflow is the long-lived workflow of one task (id "task/<uuid>"), started by proposal
@@ -251,11 +322,16 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 			w.followRevoke(ctx, sig)
 		}
 	})
+	workflow.Go(ctx, w.watchLease)
 	if w.state.Created {
 		w.publish(ctx)
 	}
 	again, err := awaitContinueAsNew(ctx, func() bool { return w.state.Deleted })
 	if err != nil || !again {
+		return err
+	}
+	w.stopping = true // the next run takes the lease over from the state it is given
+	if err := workflow.Await(ctx, func() bool { return !w.expiring }); err != nil {
 		return err
 	}
 	var sig ProposalRevoked
@@ -273,7 +349,7 @@ func (w *taskWorkflow) followRevoke(ctx workflow.Context, sig ProposalRevoked) {
 	}
 	defer w.mu.Unlock()
 	if sig.Row.Version > w.state.Row.Version {
-		w.state.Status, w.state.Row = string(TaskClosed), sig.Row
+		w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), sig.Row, nil
 		w.publish(ctx)
 	}
 }
@@ -288,6 +364,7 @@ func (w *taskWorkflow) register(ctx workflow.Context) error {
 		registerUpdate(ctx, w.mu, recent, ClaimTask, on(w.current, TaskState.checkClaim), w.claim),
 		registerUpdate(ctx, w.mu, recent, ClaimNextTask, on(w.current, TaskState.checkClaimNext), w.claimNext),
 		registerUpdate(ctx, w.mu, recent, ReleaseTask, on(w.current, TaskState.checkRelease), w.release),
+		registerUpdate(ctx, w.mu, recent, RenewClaim, on(w.current, TaskState.checkRenew), w.renew),
 		registerUpdate(ctx, w.mu, recent, AssignTask, on(w.current, TaskState.checkAssign), w.assign),
 		registerUpdate(ctx, w.mu, recent, UpdateTask, on(w.current, TaskState.checkUpdate), w.update),
 		registerUpdate(ctx, w.mu, recent, ReportWork, on(w.current, TaskState.checkReport), w.reportWork),
@@ -347,16 +424,18 @@ func taskCreator(s TaskState) store.Recipient {
 	return store.Recipient{Type: s.CreatedBy.Type, UUID: s.CreatedBy.UUID}
 }
 
-// commit persists change c (made on n by the write wr), then makes n the state, tells operators
-// and, when the task just finished, its proposal. A conflict with its proposal's revoke is
-// adopted and refused; any other conflict is a projection conflict (docs/write-path.md).
-func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write, c store.TaskChange) (store.TaskOutcome, error) {
+// commit persists change c (made on n by the write wr, for the agent by, "" for none), then makes
+// n the state, tells operators and, when the task just finished, its proposal. A conflict with
+// its proposal's revoke is adopted and refused; any other conflict is a projection conflict
+// (docs/write-path.md).
+func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write, c store.TaskChange, by string) (store.TaskOutcome, error) {
+	w.settleLease(&n, &c, by, wr.At)
 	var a *activities.Activities
 	var out store.TaskOutcome
 	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID
 	if err := persist(ctx, a.ApplyTaskChange, c).Get(ctx, &out); err != nil {
 		if conflict, ok := activities.AsProjectionConflict(err); ok && w.closedByRevoke(conflict) {
-			w.state.Status, w.state.Row = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}
+			w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}, nil
 			w.publish(ctx)
 			return out, Refuse(KindConflict, "Task is closed (its proposal was revoked); nothing was changed")
 		}
@@ -375,6 +454,29 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 			TaskFinished{TaskUUID: n.UUID, Status: string(after)}).Get(ctx, nil)
 	}
 	return out, nil
+}
+
+// settleLease applies docs/rules.md §5.9 to a change: a claim's lease lives while the task is
+// assigned or in_progress with its holder, and every command of the holder renews it; whatever
+// the change did to the lease is written with it.
+func (w *taskWorkflow) settleLease(n *TaskState, c *store.TaskChange, by string, at time.Time) {
+	holding := n.Assignee != nil && (n.status() == TaskAssigned || n.status() == TaskInProgress)
+	switch {
+	case !holding:
+		n.Lease = nil
+	case n.Lease != nil && by != "" && n.Assignee.UUID == by:
+		n.Lease.ExpiresAt = at.Add(n.Lease.ttl())
+	}
+	if sameLease(w.state.Lease, n.Lease) {
+		return
+	}
+	p := n.Projection()
+	c.Set.ClaimTTLSeconds, c.Set.ClaimExpiresAt = p.ClaimTTLSeconds, p.ClaimExpiresAt
+	for _, col := range leaseColumns {
+		if !slices.Contains(c.Columns, col) {
+			c.Columns = append(c.Columns, col)
+		}
+	}
 }
 
 // closedByRevoke: the row moved past this workflow because the task's proposal was revoked (the
@@ -404,6 +506,9 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
 	if s.Assignee != nil {
 		details += ", assigned to " + s.assigneeText()
+	}
+	if s.Lease != nil {
+		details += ", claim lapses at " + s.Lease.ExpiresAt.Format(time.RFC3339)
 	}
 	if n := len(s.Criteria); n > 0 {
 		passed := 0
@@ -458,7 +563,7 @@ func (w *taskWorkflow) claimNext(ctx workflow.Context, in TaskCommand) (TaskResu
 	if len(blockers) > 0 {
 		return TaskResult{}, Refuse(KindConflict, "Task is blocked by %d unresolved dependency(ies)", len(blockers))
 	}
-	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil)
+	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil, in.ClaimTTL)
 }
 
 func heldBy(s TaskState) string {
@@ -470,18 +575,26 @@ func heldBy(s TaskState) string {
 
 func (w *taskWorkflow) claim(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	if w.state.isAssignee(in.Actor) {
+		if w.state.Lease != nil {
+			return w.renew(ctx, in) // a task command of the holder: it renews the claim (docs/rules.md §5.9)
+		}
 		r := w.result()
 		r.Unchanged = true
 		return r, nil
 	}
-	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil)
+	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil, in.ClaimTTL)
 }
 
-// assignTo makes agent the assignee (claim, or assign by another agent when by is set).
-func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentName string, by *string) (TaskResult, error) {
+// assignTo makes agent the assignee (claim, or assign by another agent when by is set), with a
+// fresh lease of ttl seconds when the project gives claims one.
+func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentName string, by *string, ttl int64) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	n.Status = string(TaskAssigned)
 	n.Assignee = &Holder{Type: "agent", UUID: agentUUID, Name: agentName, At: wr.At, By: by}
+	n.Lease = leaseFrom(ttl, wr.At)
+	if n.Lapsed != nil && n.Lapsed.UUID == agentUUID {
+		n.Lapsed = nil
+	}
 	value := map[string]any{"assigneeType": "agent", "assigneeUuid": agentUUID}
 	if by != nil {
 		value["agentUuid"], value["assignedBy"] = agentUUID, *by
@@ -490,7 +603,7 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	c.Activities = []store.Activity{w.activity(n, wr, a, "assigned", value)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, a, "task_assigned",
 		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Title), taskAssignee(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, a.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -501,7 +614,7 @@ func (s TaskState) checkRelease(in TaskCommand) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	if s.status() != TaskAssigned {
 		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", s.Status)
@@ -514,7 +627,7 @@ func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult
 	n.Status, n.Assignee = string(TaskOpen), nil
 	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -531,7 +644,7 @@ func (s TaskState) checkAssign(in AssignTaskInput) error {
 }
 
 func (w *taskWorkflow) assign(ctx workflow.Context, in AssignTaskInput) (TaskResult, error) {
-	return w.assignTo(ctx, in.Actor, in.TargetUUID, in.TargetName, ptr(in.Actor.UUID))
+	return w.assignTo(ctx, in.Actor, in.TargetUUID, in.TargetName, ptr(in.Actor.UUID), in.ClaimTTL)
 }
 
 // ---- status moves shared by update_task, report_work, submit, verify, reopen, close ----
@@ -608,7 +721,7 @@ func (s TaskState) checkUpdate(in UpdateTaskInput) error {
 	if in.Status != nil {
 		to := TaskStatus(*in.Status)
 		if !s.isAssignee(in.Actor) {
-			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)", s.assigneeText())
+			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 		}
 		if !s.status().CanMove(to) {
 			return Refuse(KindConflict, "Invalid status transition: %s -> %s (from %s the task may go to: %s)",
@@ -678,7 +791,7 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	desc, points := c.Set.Description, c.Set.StoryPoints
 	c.Set = n.Projection()
 	c.Set.Description, c.Set.StoryPoints = desc, points
-	out, err := w.commit(ctx, n, wr, c)
+	out, err := w.commit(ctx, n, wr, c, in.Actor.UUID)
 	if err != nil {
 		return TaskResult{}, err
 	}
@@ -700,7 +813,7 @@ func (s TaskState) checkReport(in ReportWorkInput) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	if strings.TrimSpace(in.Report) == "" {
 		return Refuse(KindInvalid, "Input validation error: report must not be blank")
@@ -727,7 +840,7 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 		map[string]any{"report": in.Report, "statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "comment_added",
 		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -752,7 +865,7 @@ func (s TaskState) checkSelfCheck(in MarkCriteriaInput) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	return s.checkOwnership(in.Marks)
 }
@@ -794,7 +907,7 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 	} else {
 		c.MarkColumns = []string{"status", "evidence", "marked_by_type", "marked_by", "marked_at"}
 	}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -807,7 +920,7 @@ func (s TaskState) checkSubmit(in SubmitInput) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	if s.status() != TaskInProgress {
 		return Refuse(KindConflict, "Can only submit for verification from in_progress status: this task is %s%s",
@@ -838,7 +951,7 @@ func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult,
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_submitted_for_verify",
 		fmt.Sprintf("%s submitted task %q for verification", in.Actor.Name, n.Title),
 		store.Recipient{Type: "user", UUID: in.Actor.OwnerUUID}, taskCreator(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -881,7 +994,7 @@ func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult,
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "verified", nil)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_verified",
 		fmt.Sprintf("Task %q has been verified", n.Title), taskAssignee(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -952,13 +1065,16 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 	n, wr := w.next(ctx)
 	c := w.change(n)
 	move(&n, &c, TaskInProgress)
+	if n.Assignee != nil {
+		n.Lease = leaseFrom(in.ClaimTTL, wr.At) // the holder is back at work: a fresh lease (docs/rules.md §5.9)
+	}
 	if in.Force {
 		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", map[string]any{"status": "in_progress", "force": true}))
 	}
 	c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "reopened", nil))
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_reopened",
 		fmt.Sprintf("Task %q has been reopened", n.Title), taskAssignee(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -979,7 +1095,7 @@ func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, 
 	c := w.change(n)
 	move(&n, &c, TaskClosed)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", nil)}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -992,7 +1108,7 @@ func (w *taskWorkflow) delete(ctx workflow.Context, in TaskCommand) (TaskResult,
 	n.Deleted = true
 	c := w.change(n)
 	c.Delete = true
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return TaskResult{UUID: n.UUID, Status: "deleted"}, nil
