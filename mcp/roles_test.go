@@ -105,6 +105,17 @@ func roleCases(f roleFixture) map[string]struct {
 		"chorus_admin_delete_document": {editorGate, map[string]any{"documentUuid": f.doomedDoc}},
 		"chorus_create_report":         {editorGate, map[string]any{"proposalUuid": f.proposal, "title": "R", "content": "done"}},
 
+		// Sessions belong to their caller, so their gates on tasks are checked per role below.
+		"chorus_create_session":        {company, nil},
+		"chorus_list_sessions":         {company, nil},
+		"chorus_get_session":           {company, nil},
+		"chorus_close_session":         {company, nil},
+		"chorus_reopen_session":        {company, nil},
+		"chorus_session_heartbeat":     {company, nil},
+		"chorus_session_checkin_task":  {company, nil},
+		"chorus_session_checkout_task": {company, nil},
+		"chorus_claim_next_task":       {editorGate, map[string]any{"projectUuid": f.p}},
+
 		"chorus_search":              {company, map[string]any{"query": "Vault"}},
 		"chorus_search_mentionables": {company, nil},
 		"chorus_add_reference": {editorGate, map[string]any{"targetType": "task", "targetUuid": f.task, "type": "docs",
@@ -253,6 +264,21 @@ func TestProjectRolesOnEveryTool(t *testing.T) {
 				require.Equal(t, "Only project admins can manage this project", msg, "%s: manage_project is admin on a private project", name)
 			default:
 				require.False(t, isErr && accessRefusal(msg), "%s: the editor was refused by the gate: %s", name, msg)
+			}
+		}
+		// Session check-ins: each role checks one of its own sessions in to the task.
+		for r, want := range map[string]string{"outsider": "Task not found", "viewer": "Insufficient project access", "editor": ""} {
+			var sess struct {
+				UUID string `json:"uuid"`
+			}
+			ok(t, role[r], "chorus_create_session", map[string]any{"name": r + " session"}, &sess)
+			for _, tool := range []string{"chorus_session_checkin_task", "chorus_session_checkout_task"} {
+				msg, isErr := answer(role[r], tool, map[string]any{"sessionUuid": sess.UUID, "taskUuid": f.task})
+				if want == "" {
+					require.False(t, isErr && accessRefusal(msg), "%s: the editor was refused by the gate: %s", tool, msg)
+				} else {
+					require.Equal(t, want, msg, "%s as %s", tool, r)
+				}
 			}
 		}
 		// The moved idea went to Q, where the editor is editor and the viewer still only viewer.

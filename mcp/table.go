@@ -68,6 +68,7 @@ func toolTable() []entry {
 		createTasks,
 		updateTask,
 		claimTask,
+		claimNextTask,
 		releaseTask,
 		pmAssignTask,
 		reportWork,
@@ -78,5 +79,14 @@ func toolTable() []entry {
 		adminReopenTask,
 		adminCloseTask,
 		adminDeleteTask,
+
+		createSession,
+		listSessions,
+		getSession,
+		closeSession,
+		reopenSession,
+		sessionHeartbeat,
+		sessionCheckinTask,
+		sessionCheckoutTask,
 	}
 }

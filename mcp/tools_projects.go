@@ -20,6 +20,7 @@ type CheckinOut struct {
 	Agent          CheckinAgent             `json:"agent"`
 	ActiveProjects map[string]ActiveProject `json:"activeProjects" jsonschema:"projects with ideas assigned to you that are not done, keyed by project uuid; at most 10"`
 	Notifications  NotificationSummary      `json:"notifications"`
+	Sessions       []SessionView            `json:"sessions" jsonschema:"your active sessions, most recently active first; at most 20"`
 }
 
 // CheckinAgent is the caller's identity in chorus_checkin.
@@ -69,6 +70,9 @@ type EntityRef struct {
 	UUID string `json:"uuid"`
 }
 
+// maxCheckinSessions bounds the sessions chorus_checkin lists (docs/rules.md §4.1).
+const maxCheckinSessions = 20
+
 // maxPersonaRunes bounds persona and systemPrompt in chorus_checkin (docs/rules.md §4.1).
 const maxPersonaRunes = 4096
 
@@ -89,8 +93,8 @@ var checkin = tool[NoInput, CheckinOut]{
 	Perm:   perm.Public,
 	Effect: writes,
 	Desc: "Start here. Returns who you are (agent, owner, roles and the permissions you hold), the " +
-		"projects where ideas assigned to you are still active, and your unread notifications (the up to " +
-		"five returned are marked read). Records that you are active.",
+		"projects where ideas assigned to you are still active, your unread notifications (the up to " +
+		"five returned are marked read) and your active sessions. Records that you are active.",
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (CheckinOut, error) {
 		res, err := d.Store.Checkin(ctx, call.Who.Caller)
 		if err != nil {
@@ -111,6 +115,22 @@ var checkin = tool[NoInput, CheckinOut]{
 		}
 		if res.Owner != nil {
 			out.Agent.Owner = &PersonRef{UUID: res.Owner.UUID, Name: res.Owner.DisplayName(), Email: res.Owner.Email}
+		}
+		sessions, err := d.Store.ActiveSessions(ctx, call.Who.Caller, maxCheckinSessions)
+		if err != nil {
+			return CheckinOut{}, err
+		}
+		ids := make([]string, len(sessions))
+		for i, ss := range sessions {
+			ids[i] = ss.UUID
+		}
+		open, err := d.Store.OpenCheckins(ctx, ids...)
+		if err != nil {
+			return CheckinOut{}, err
+		}
+		out.Sessions = []SessionView{}
+		for _, ss := range sessions {
+			out.Sessions = append(out.Sessions, sessionView(ss, open[ss.UUID], res.At))
 		}
 		for _, ap := range active {
 			out.ActiveProjects[ap.UUID] = ActiveProject{Name: ap.Name, ActiveIdeaCount: ap.ActiveIdeaCount}
@@ -142,6 +162,7 @@ type ProjectRow struct {
 	Description *string       `json:"description"`
 	GroupUUID   *string       `json:"groupUuid"`
 	Visibility  string        `json:"visibility"`
+	ClaimTTL    *int64        `json:"claimTtlSeconds" jsonschema:"task claims lapse after this many seconds without activity of their holder; null: they last until released"`
 	Count       ProjectCounts `json:"_count"`
 	CreatedAt   time.Time     `json:"createdAt"`
 	UpdatedAt   time.Time     `json:"updatedAt"`
@@ -161,7 +182,7 @@ type ProjectDetail struct {
 
 func projectRow(v store.ProjectView, withActivities bool) ProjectRow {
 	r := ProjectRow{UUID: v.UUID, Name: clip(v.Name), Description: v.Description, GroupUUID: v.GroupUUID,
-		Visibility: v.Visibility, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		Visibility: v.Visibility, ClaimTTL: v.ClaimTTLSeconds, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Count: ProjectCounts{Ideas: v.Ideas, Documents: v.Documents, Tasks: v.Tasks, Proposals: v.Proposals}}
 	if withActivities {
 		n := v.Activities
@@ -223,6 +244,7 @@ type CreateProjectIn struct {
 	Description *string `json:"description,omitempty" jsonschema:"what the project is about"`
 	GroupUUID   *UUID   `json:"groupUuid,omitempty" jsonschema:"put the project in this project group; a private group makes the project private"`
 	Visibility  string  `json:"visibility,omitempty" jsonschema:"public (default: everyone in the company can edit) or private (members only)" chorus:"enum=public|private"`
+	ClaimTTL    *int64  `json:"claimTtlSeconds,omitempty" jsonschema:"give task claims a time to live: a claim lapses, and its task is released, after this many seconds without a task command of its holder or a heartbeat of a session checked in to it (default: claims last until released)" chorus:"min=1;max=2592000"`
 }
 
 // CreatedProject is chorus_admin_create_project's result.
@@ -232,6 +254,7 @@ type CreatedProject struct {
 	Description *string   `json:"description"`
 	GroupUUID   *string   `json:"groupUuid"`
 	Visibility  string    `json:"visibility"`
+	ClaimTTL    *int64    `json:"claimTtlSeconds"`
 	CreatedAt   time.Time `json:"createdAt"`
 	UpdatedAt   time.Time `json:"updatedAt"`
 }
@@ -242,7 +265,7 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 	Perm:   perm.ProjectWrite,
 	Effect: writes,
 	Desc: "Create a project. Your owner becomes its admin. Visibility is public (default) or private; " +
-		"a project placed in a private group is always private.",
+		"a project placed in a private group is always private. claimTtlSeconds makes task claims lapse when their holder goes silent.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProjectIn) (CreatedProject, error) {
 		if strings.TrimSpace(in.Name) == "" {
 			return CreatedProject{}, invalid("name must not be blank")
@@ -252,11 +275,12 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 				"and no user would be one. Create it public, or give the agent an owner (chorus agent create --owner-email).")
 		}
 		p, err := d.Store.CreateProject(ctx, call.Who.Caller, store.NewProject{UUID: call.newID("project"),
-			Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility})
+			Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility,
+			ClaimTTLSeconds: in.ClaimTTL})
 		if err != nil {
 			return CreatedProject{}, err
 		}
 		return CreatedProject{UUID: p.UUID, Name: p.Name, Description: p.Description, GroupUUID: p.GroupUUID,
-			Visibility: p.Visibility, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
+			Visibility: p.Visibility, ClaimTTL: p.ClaimTTLSeconds, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
 	},
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -82,6 +83,8 @@ type TaskView struct {
 	CreatedAt               time.Time               `json:"createdAt"`
 	UpdatedAt               time.Time               `json:"updatedAt"`
 	References              []ReferenceView         `json:"references"`
+	ClaimTTLSeconds         *int64                  `json:"claimTtlSeconds" jsonschema:"the claim lapses after this many seconds without a command of its holder or a heartbeat of a session checked in to the task; null when it does not lapse"`
+	ClaimExpiresAt          *time.Time              `json:"claimExpiresAt" jsonschema:"when the claim lapses unless renewed; null when it does not lapse"`
 	Warnings                []string                `json:"warnings,omitempty"`
 	Hints                   []string                `json:"_hints,omitempty"`
 }
@@ -125,7 +128,8 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		Assignee:     assigneeView(ctx, n, t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID),
 		ProposalUUID: t.ProposalUUID, Project: ProjectRef{UUID: pv.UUID, Name: pv.Name},
 		CreatedBy: n.Ref(ctx, t.CreatedByType, &t.CreatedByUUID), DependsOn: links(dependsOn), DependedBy: links(dependedBy),
-		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: referenceViews(ctx, n, rel.References)}, nil
+		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: referenceViews(ctx, n, rel.References),
+		ClaimTTLSeconds: t.ClaimTTLSeconds, ClaimExpiresAt: t.ClaimExpiresAt}, nil
 }
 
 // taskHints are the _hints of claim and assign (docs/rules.md §4.9): what blocks the task and who
@@ -159,7 +163,24 @@ func taskHints(v TaskView, mine bool) []string {
 		}
 		hints = append(hints, "IMPORTANT: Downstream tasks are waiting on this one: "+strings.Join(waiting, ", ")+". "+lead)
 	}
+	if v.ClaimTTLSeconds != nil && v.ClaimExpiresAt != nil && v.Status != "open" {
+		who := "the assignee's"
+		if mine {
+			who = "your"
+		}
+		hints = append(hints, fmt.Sprintf("⏱ LEASE: this claim lapses at %s, and the task is released, unless %s next "+
+			"task command or a heartbeat of a session checked in to the task comes first (each renews it for %ds).",
+			v.ClaimExpiresAt.Format(time.RFC3339), who, *v.ClaimTTLSeconds))
+	}
 	return hints
+}
+
+// claimTTL is the time to live the task's project gives claims (docs/rules.md §5.10), 0 for none.
+func claimTTL(pv *store.ProjectView) int64 {
+	if pv == nil || pv.ClaimTTLSeconds == nil {
+		return 0
+	}
+	return *pv.ClaimTTLSeconds
 }
 
 // taskCommand gates a task (editor), sends one update and returns what view makes of it.
@@ -568,8 +589,9 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 				return TaskView{}, err
 			}
 		}
-		if in.SessionUUID != nil {
-			return TaskView{}, store.NotFound("Session") // sessions are not served yet; none can exist
+		session, err := sessionOf(ctx, d, call.Who.Caller, in.SessionUUID)
+		if err != nil {
+			return TaskView{}, err
 		}
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return TaskView{}, invalid("title must not be blank")
@@ -582,8 +604,14 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 			DescriptionSet: in.Description != nil, Priority: in.Priority, StoryPoints: in.StoryPoints,
 			SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
 			AddDependsOn: uuidStrings(in.AddDependsOn), RemoveDepends: uuidStrings(in.RemoveDependsOn), Status: in.Status}
+		if session != nil {
+			cmd.SessionUUID, cmd.SessionName = &session.UUID, &session.Name
+		}
 		res, err := workflows.Send(ctx, d.Flows, workflows.UpdateTask, string(in.TaskUUID), flowCall(call), cmd.Actor.UUID, cmd)
 		if err != nil {
+			return TaskView{}, err
+		}
+		if err := touchSession(ctx, d, session); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -599,7 +627,12 @@ var claimTask = tool[TaskIn, TaskView]{
 	Desc: "Claim an open task: you become its assignee. Refused when another agent holds it (ask an admin to " +
 		"reassign); claiming a task you already hold changes nothing. _hints say what blocks it and who waits for it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ClaimTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
+		_, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		if err != nil {
+			return TaskView{}, err
+		}
+		if _, err := workflows.Send(ctx, d.Flows, workflows.ClaimTask, string(in.TaskUUID), flowCall(call), call.Who.Caller.AgentUUID,
+			workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv)}); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -627,7 +660,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 	Name: "chorus_pm_assign_task", Title: "Assign a task", Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Assign an open or assigned task to an agent of your company that holds task:write (replacing the current assignee).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignTaskIn) (TaskView, error) {
-		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
 			return TaskView{}, err
 		}
@@ -650,7 +683,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 		}
 		a := actor(call.Who)
 		if _, err := workflows.Send(ctx, d.Flows, workflows.AssignTask, string(in.TaskUUID), flowCall(call), a.UUID,
-			workflows.AssignTaskInput{Actor: a, TargetUUID: target.UUID, TargetName: target.Name}); err != nil {
+			workflows.AssignTaskInput{Actor: a, TargetUUID: target.UUID, TargetName: target.Name, ClaimTTL: claimTTL(pv)}); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -674,11 +707,21 @@ var reportWork = tool[ReportWorkIn, textResult]{
 	Desc: "As the assignee, record progress on a task as a comment, optionally moving it to in_progress or " +
 		"to_verify. A status the task cannot move to is refused and nothing is recorded.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReportWorkIn) (textResult, error) {
-		if in.SessionUUID != nil {
-			return "", store.NotFound("Session")
+		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor); err != nil {
+			return "", err
 		}
-		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReportWork,
-			workflows.ReportWorkInput{Actor: actor(call.Who), Report: in.Report, Status: in.Status}); err != nil {
+		session, err := sessionOf(ctx, d, call.Who.Caller, in.SessionUUID)
+		if err != nil {
+			return "", err
+		}
+		cmd := workflows.ReportWorkInput{Actor: actor(call.Who), Report: in.Report, Status: in.Status}
+		if session != nil {
+			cmd.SessionUUID, cmd.SessionName = &session.UUID, &session.Name
+		}
+		if _, err := workflows.Send(ctx, d.Flows, workflows.ReportWork, string(in.TaskUUID), flowCall(call), cmd.Actor.UUID, cmd); err != nil {
+			return "", err
+		}
+		if err := touchSession(ctx, d, session); err != nil {
 			return "", err
 		}
 		return textResult("Work report recorded: " + in.Report), nil
@@ -793,8 +836,12 @@ var adminReopenTask = tool[ReopenIn, StatusOut]{
 	Name: "chorus_admin_reopen_task", Title: "Reopen a task", Perm: perm.TaskAdmin, Effect: writes,
 	Desc: "Send a task waiting in to_verify back to in_progress; all acceptance marks are reset. Refused while a dependency is unresolved unless force is true.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReopenIn) (StatusOut, error) {
-		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReopenTask,
-			workflows.ReopenInput{Actor: actor(call.Who), Force: in.Force}))
+		_, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		if err != nil {
+			return StatusOut{}, err
+		}
+		return statusOut(workflows.Send(ctx, d.Flows, workflows.ReopenTask, string(in.TaskUUID), flowCall(call), call.Who.Caller.AgentUUID,
+			workflows.ReopenInput{Actor: actor(call.Who), Force: in.Force, ClaimTTL: claimTTL(pv)}))
 	},
 }
 
@@ -815,4 +862,129 @@ var adminDeleteTask = tool[TaskIn, textResult]{
 		}
 		return textResult(fmt.Sprintf("Task %s deleted", in.TaskUUID)), nil
 	},
+}
+
+// ---- claim next ----
+
+// ClaimNextIn is chorus_claim_next_task's input.
+type ClaimNextIn struct {
+	ProjectUUID   *UUID  `json:"projectUuid,omitempty" jsonschema:"claim from this project (default: every project where you may edit tasks)"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
+}
+
+// errNoTaskAvailable: chorus_claim_next_task found no task to claim.
+var errNoTaskAvailable = errors.New("no task available")
+
+// claimNextBatch is how many candidates one read proposes.
+const claimNextBatch = 10
+
+var claimNextTask = tool[ClaimNextIn, TaskView]{
+	Name: "chorus_claim_next_task", Title: "Claim the next task", Perm: perm.TaskWrite, Effect: writes,
+	Desc: "Claim the most important task you can start now, in one step: the highest-priority open task that " +
+		"nobody holds and whose dependencies are all done or closed (oldest first among equals), in one project or " +
+		"in every project where you may edit tasks. Agents calling it at once each get a different task. Answers " +
+		"with the claimed task, or an error when none is available.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ClaimNextIn) (TaskView, error) {
+		var projects []string
+		if in.ProjectUUID != nil {
+			if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(*in.ProjectUUID), store.AccessEditor); err != nil {
+				return TaskView{}, err
+			}
+			projects = []string{string(*in.ProjectUUID)}
+		} else {
+			var err error
+			if projects, err = d.Store.EditableProjectUUIDs(ctx, call.Who.Caller); err != nil {
+				return TaskView{}, err
+			}
+		}
+		task, err := claimNext(ctx, d, call, projects, uuidStrings(in.ProposalUUIDs))
+		if errors.Is(err, errNoTaskAvailable) {
+			scope := "in the projects where you may edit tasks"
+			if in.ProjectUUID != nil {
+				scope = "in this project"
+			}
+			return TaskView{}, refuse("No task is available to claim %s: every open task is held by another agent or blocked "+
+				"by unfinished dependencies. See chorus_get_available_tasks, or try again later.", scope)
+		}
+		if err != nil {
+			return TaskView{}, err
+		}
+		v, err := taskView(ctx, d, call.Who, task)
+		v.Hints = taskHints(v, true)
+		return v, err
+	},
+}
+
+// claimNext tries the candidates in order through each task's workflow, which grants the claim
+// or refuses it (another agent was first, or a dependency appeared); a refused one is skipped.
+// With a requestId, the task about to be tried is noted first, and a retry whose first call's
+// outcome is unknown asks the last task tried before anything else: only that one can have
+// been claimed (docs/rules.md §4.14), so the request never claims two tasks.
+func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []string) (string, error) {
+	agent := call.Who.Caller.AgentUUID
+	ttls, err := d.Store.ProjectClaimTTLs(ctx, projects)
+	if err != nil {
+		return "", err
+	}
+	var tried []string
+	if call.RequestID != "" && call.Retry {
+		last, err := d.Store.LastClaimAttempt(ctx, agent, call.RequestID, call.Generation)
+		if err != nil {
+			return "", err
+		}
+		if last != "" {
+			t, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, last, store.AccessEditor)
+			if err != nil {
+				return "", err
+			}
+			_, err = workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, last, flowCall(call), agent,
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID]})
+			if claimed(err) {
+				return last, nil
+			}
+			if !skippable(err) {
+				return "", err
+			}
+			tried = append(tried, last)
+		}
+	}
+	for {
+		batch, err := d.Store.ClaimCandidates(ctx, projects, proposals, tried, claimNextBatch)
+		if err != nil {
+			return "", err
+		}
+		if len(batch) == 0 {
+			return "", errNoTaskAvailable
+		}
+		for _, t := range batch {
+			tried = append(tried, t.UUID)
+			if call.RequestID != "" {
+				if err := d.Store.NoteClaimAttempt(ctx, agent, call.RequestID, call.Generation, t.UUID); err != nil {
+					return "", err
+				}
+			}
+			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, t.UUID, flowCall(call), agent,
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID]})
+			if claimed(err) {
+				return t.UUID, nil
+			}
+			if !skippable(err) {
+				return "", err
+			}
+		}
+	}
+}
+
+// claimed: the claim was granted, now or (answered from the change journal) by an earlier call
+// with this requestId.
+func claimed(err error) bool {
+	return err == nil || workflows.IsKind(err, workflows.KindAlreadyApplied)
+}
+
+// skippable: the task's workflow refused the claim (taken, blocked, gone, or in need of repair);
+// the next candidate may be claimed instead. Anything else (an outage, a deadline) leaves the
+// claim's outcome unknown and ends the call.
+func skippable(err error) bool {
+	var wfe *workflows.Error
+	return errors.As(err, &wfe) && wfe.Kind != workflows.KindAlreadyApplied
 }

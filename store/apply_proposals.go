@@ -324,7 +324,9 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 		// writers); the version it reaches is what that workflow adopts.
 		for _, t := range tasks {
 			var version []int64
+			// A closed task's claim no longer lapses (docs/rules.md §5.10): its lease goes with it.
 			if err := tx.NewUpdate().Table("tasks").Set("status = 'closed'").Set("version = version + 1").
+				Set("claim_ttl_seconds = NULL").Set("claim_expires_at = NULL").
 				Set("change_id = ?", c.ID).Set("updated_at = ?", c.At).Where("uuid = ?", t.UUID).Where("status <> 'closed'").
 				Returning("version").Scan(ctx, &version); err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err

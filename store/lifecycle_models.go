@@ -172,13 +172,17 @@ type Task struct {
 	AssigneeUUID       *string    `bun:"assignee_uuid"`
 	AssignedAt         *time.Time `bun:"assigned_at"`
 	AssignedByUUID     *string    `bun:"assigned_by_uuid"`
-	ProposalUUID       *string    `bun:"proposal_uuid"`
-	CreatedByType      string     `bun:"created_by_type"`
-	CreatedByUUID      string     `bun:"created_by_uuid"`
-	Version            int64      `bun:"version"`
-	ChangeID           string     `bun:"change_id"`
-	CreatedAt          time.Time  `bun:"created_at"`
-	UpdatedAt          time.Time  `bun:"updated_at"`
+	// ClaimTTLSeconds and ClaimExpiresAt are the current claim's lease (docs/rules.md §5.10), nil
+	// when the claim does not lapse.
+	ClaimTTLSeconds *int64     `bun:"claim_ttl_seconds"`
+	ClaimExpiresAt  *time.Time `bun:"claim_expires_at"`
+	ProposalUUID    *string    `bun:"proposal_uuid"`
+	CreatedByType   string     `bun:"created_by_type"`
+	CreatedByUUID   string     `bun:"created_by_uuid"`
+	Version         int64      `bun:"version"`
+	ChangeID        string     `bun:"change_id"`
+	CreatedAt       time.Time  `bun:"created_at"`
+	UpdatedAt       time.Time  `bun:"updated_at"`
 }
 
 // AcceptanceCriterion is one criterion of a task, with the developer's self-check and the

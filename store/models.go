@@ -110,15 +110,18 @@ type ProjectGroupMember struct {
 type Project struct {
 	bun.BaseModel `bun:"table:projects"`
 
-	UUID          string    `bun:"uuid,pk"`
-	CompanyUUID   string    `bun:"company_uuid"`
-	Name          string    `bun:"name"`
-	Description   *string   `bun:"description"`
-	GroupUUID     *string   `bun:"group_uuid"`
-	Visibility    string    `bun:"visibility"`
-	CreatedByUUID *string   `bun:"created_by_uuid"`
-	CreatedAt     time.Time `bun:"created_at"`
-	UpdatedAt     time.Time `bun:"updated_at"`
+	UUID          string  `bun:"uuid,pk"`
+	CompanyUUID   string  `bun:"company_uuid"`
+	Name          string  `bun:"name"`
+	Description   *string `bun:"description"`
+	GroupUUID     *string `bun:"group_uuid"`
+	Visibility    string  `bun:"visibility"`
+	CreatedByUUID *string `bun:"created_by_uuid"`
+	// ClaimTTLSeconds gives task claims in the project a time to live (docs/rules.md §5.10); nil:
+	// claims last until released.
+	ClaimTTLSeconds *int64    `bun:"claim_ttl_seconds"`
+	CreatedAt       time.Time `bun:"created_at"`
+	UpdatedAt       time.Time `bun:"updated_at"`
 }
 
 // ProjectMember is a user's role on a project (docs/rules.md §1.5).

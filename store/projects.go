@@ -176,6 +176,8 @@ type NewProject struct {
 	Description *string
 	GroupUUID   *string
 	Visibility  string // "public" (default) or "private"
+	// ClaimTTLSeconds gives task claims a time to live (docs/rules.md §5.10); nil for none.
+	ClaimTTLSeconds *int64
 }
 
 // CreateProject creates a project. A group, when given, must exist and be visible to the caller
@@ -187,7 +189,7 @@ func (s *Store) CreateProject(ctx context.Context, c Caller, n NewProject) (*Pro
 		n.UUID = NewUUID()
 	}
 	p := Project{UUID: n.UUID, CompanyUUID: c.CompanyUUID, Name: strings.TrimSpace(n.Name),
-		Description: n.Description, Visibility: n.Visibility, CreatedAt: now, UpdatedAt: now}
+		Description: n.Description, Visibility: n.Visibility, ClaimTTLSeconds: n.ClaimTTLSeconds, CreatedAt: now, UpdatedAt: now}
 	if p.Visibility == "" {
 		p.Visibility = "public"
 	}
@@ -244,4 +246,33 @@ func visibleGroup(ctx context.Context, db bun.IDB, c Caller, groupUUID string) (
 		return nil, NotFound("Project group")
 	}
 	return &g, err
+}
+
+// SetProjectClaimTTL sets (nil: clears) the time to live of task claims in a project of the
+// company (docs/rules.md §5.10). Claims made before keep the lease they were made with.
+func (s *Store) SetProjectClaimTTL(ctx context.Context, companyUUID, projectUUID string, ttlSeconds *int64) error {
+	res, err := s.DB.NewUpdate().Model((*Project)(nil)).Set("claim_ttl_seconds = ?", ttlSeconds).Set("updated_at = ?", Now()).
+		Where("uuid = ?", projectUUID).Where("company_uuid = ?", companyUUID).Exec(ctx)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return NotFound("Project")
+	}
+	return nil
+}
+
+// ProjectClaimTTLs returns the claim time to live of each of the projects that has one.
+func (s *Store) ProjectClaimTTLs(ctx context.Context, projectUUIDs []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(projectUUIDs) == 0 {
+		return out, nil
+	}
+	var rows []Project
+	err := s.DB.NewSelect().Model(&rows).Column("uuid", "claim_ttl_seconds").Where("uuid IN (?)", bun.List(projectUUIDs)).
+		Where("claim_ttl_seconds IS NOT NULL").Scan(ctx)
+	for _, p := range rows {
+		out[p.UUID] = *p.ClaimTTLSeconds
+	}
+	return out, err
 }

@@ -130,6 +130,10 @@ type TaskLink struct {
 	AssigneeType *string `bun:"assignee_type"`
 	AssigneeUUID *string `bun:"assignee_uuid"`
 	AssigneeName *string `bun:"assignee_name"`
+	// SessionUUID and SessionName name the active session with an open check-in on the task, when
+	// one has (filled by Blockers only).
+	SessionUUID *string `bun:"-"`
+	SessionName *string `bun:"-"`
 }
 
 // DependsOn lists the tasks taskUUID depends on; DependedBy the tasks that depend on it.
@@ -272,11 +276,26 @@ func AddDependency(ctx context.Context, db bun.IDB, companyUUID, taskUUID, depen
 	return nil
 }
 
-// Blockers lists taskUUID's dependencies that are neither done nor closed.
+// Blockers lists taskUUID's dependencies that are neither done nor closed, each with the session
+// working on it, if any (docs/rules.md §5.3).
 func (s *Store) Blockers(ctx context.Context, taskUUID string) ([]TaskLink, error) {
 	deps, err := s.DependsOn(ctx, taskUUID)
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(deps, func(l TaskLink) bool { return l.Status == "done" || l.Status == "closed" }), nil
+	deps = slices.DeleteFunc(deps, func(l TaskLink) bool { return l.Status == "done" || l.Status == "closed" })
+	ids := make([]string, len(deps))
+	for i, d := range deps {
+		ids[i] = d.UUID
+	}
+	working, err := WorkingSessions(ctx, s.DB, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range deps {
+		if w, ok := working[deps[i].UUID]; ok {
+			deps[i].SessionUUID, deps[i].SessionName = &w.SessionUUID, &w.SessionName
+		}
+	}
+	return deps, nil
 }

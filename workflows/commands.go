@@ -35,6 +35,7 @@ var (
 	CloseProposal       = Command[ProposalCommand, ProposalResult]{UpdateCloseProposal, EntityProposal}
 	RevokeProposal      = Command[ProposalCommand, ProposalResult]{UpdateRevokeProposal, EntityProposal}
 	ClaimTask           = Command[TaskCommand, TaskResult]{UpdateClaimTask, EntityTask}
+	ClaimNextTask       = Command[TaskCommand, TaskResult]{UpdateClaimNextTask, EntityTask}
 	ReleaseTask         = Command[TaskCommand, TaskResult]{UpdateReleaseTask, EntityTask}
 	AssignTask          = Command[AssignTaskInput, TaskResult]{UpdateAssignTask, EntityTask}
 	UpdateTask          = Command[UpdateTaskInput, TaskResult]{UpdateUpdateTask, EntityTask}

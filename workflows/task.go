@@ -20,6 +20,7 @@ const TaskWorkflowName = "TaskWorkflow"
 // Update names of TaskWorkflow, one per tool (docs/rules.md §4.9, §2.4).
 const (
 	UpdateClaimTask          = "chorus_claim_task"
+	UpdateClaimNextTask      = "chorus_claim_next_task"
 	UpdateReleaseTask        = "chorus_release_task"
 	UpdateAssignTask         = "chorus_pm_assign_task"
 	UpdateUpdateTask         = "chorus_update_task"
@@ -66,8 +67,43 @@ type TaskState struct {
 	Assignee     *Holder          `json:"assignee,omitempty"`
 	CreatedBy    Party            `json:"createdBy"`
 	Criteria     []CriterionState `json:"criteria,omitempty"`
-	Row          RowMark          `json:"row"`
-	Recent       Recent           `json:"recent,omitempty"`
+	// Lease is the current claim's time to live (docs/rules.md §5.10); nil when it does not lapse.
+	Lease *Lease `json:"lease,omitempty"`
+	// Lapsed is the latest claim that lapsed, so its holder's later commands are told why they
+	// are refused.
+	Lapsed *Lapse  `json:"lapsed,omitempty"`
+	Row    RowMark `json:"row"`
+	Recent Recent  `json:"recent,omitempty"`
+}
+
+// Lease is a claim's time to live: it lapses at ExpiresAt unless the holder renews it.
+type Lease struct {
+	TTLSeconds int64     `json:"ttlSeconds"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+func (l *Lease) ttl() time.Duration { return time.Duration(l.TTLSeconds) * time.Second }
+
+// leaseFrom is a fresh lease of ttlSeconds from at, or nil for none.
+func leaseFrom(ttlSeconds int64, at time.Time) *Lease {
+	if ttlSeconds <= 0 {
+		return nil
+	}
+	return &Lease{TTLSeconds: ttlSeconds, ExpiresAt: at.Add(time.Duration(ttlSeconds) * time.Second)}
+}
+
+func sameLease(a, b *Lease) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// Lapse is a claim that lapsed: whose it was, its time to live, and when it lapsed.
+type Lapse struct {
+	UUID       string    `json:"uuid"`
+	TTLSeconds int64     `json:"ttlSeconds"`
+	At         time.Time `json:"at"`
 }
 
 // CriterionState is what the workflow keeps of an acceptance criterion.
@@ -84,6 +120,14 @@ func (s TaskState) clone() TaskState {
 		h := *s.Assignee
 		c.Assignee = &h
 	}
+	if s.Lease != nil {
+		l := *s.Lease
+		c.Lease = &l
+	}
+	if s.Lapsed != nil {
+		l := *s.Lapsed
+		c.Lapsed = &l
+	}
 	c.Criteria = slices.Clone(s.Criteria)
 	c.Recent = slices.Clone(s.Recent)
 	return c
@@ -93,6 +137,16 @@ func (s TaskState) status() TaskStatus { return TaskStatus(s.Status) }
 
 func (s TaskState) isAssignee(a Actor) bool {
 	return s.Assignee != nil && s.Assignee.UUID == a.UUID
+}
+
+// lapsedNote tells a command's actor whose claim lapsed why it is no longer the assignee
+// (docs/rules.md §5.10): the fencing of a superseded holder, in words.
+func (s TaskState) lapsedNote(a Actor) string {
+	if s.Lapsed == nil || s.Lapsed.UUID != a.UUID || s.isAssignee(a) {
+		return ""
+	}
+	return fmt.Sprintf("; your claim lapsed at %s after %ds without a task command or session heartbeat from you, "+
+		"and the task was released", s.Lapsed.At.Format(time.RFC3339), s.Lapsed.TTLSeconds)
 }
 
 // assigneeText names the assignee for refusals.
@@ -116,11 +170,19 @@ func (s TaskState) Projection() store.Task {
 		at := h.At
 		t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID = &h.Type, &h.UUID, &at, h.By
 	}
+	if l := s.Lease; l != nil {
+		ttl, until := l.TTLSeconds, l.ExpiresAt
+		t.ClaimTTLSeconds, t.ClaimExpiresAt = &ttl, &until
+	}
 	return t
 }
 
 // TaskColumns are the columns of a task row its workflow owns (TaskState.row).
-var TaskColumns = []string{"project_uuid", "title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"}
+var TaskColumns = []string{"project_uuid", "title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
+	"claim_ttl_seconds", "claim_expires_at"}
+
+// leaseColumns are the columns of a claim's lease.
+var leaseColumns = []string{"claim_ttl_seconds", "claim_expires_at"}
 
 // NewTaskState is the state a task's workflow starts from: the row as approval or
 // chorus_create_tasks inserted it (or as ops repair finds it), with its criteria.
@@ -132,6 +194,9 @@ func NewTaskState(t store.Task, criteria []store.AcceptanceCriterion) TaskState 
 		s.Assignee = &Holder{Type: deref(t.AssigneeType), UUID: *t.AssigneeUUID, By: t.AssignedByUUID}
 		if t.AssignedAt != nil {
 			s.Assignee.At = *t.AssignedAt
+		}
+		if t.ClaimTTLSeconds != nil && t.ClaimExpiresAt != nil {
+			s.Lease = &Lease{TTLSeconds: *t.ClaimTTLSeconds, ExpiresAt: *t.ClaimExpiresAt}
 		}
 	}
 	for _, c := range criteria {
@@ -148,9 +213,11 @@ type TaskRun struct {
 	State *TaskState
 }
 
-// TaskCommand is the input of commands that need only the actor.
+// TaskCommand is the input of commands that need only the actor. A claim carries the project's
+// claim time to live (docs/rules.md §5.10).
 type TaskCommand struct {
-	Actor Actor
+	Actor    Actor
+	ClaimTTL int64 `json:",omitempty"`
 }
 
 // AssignTaskInput assigns a task to another agent (chorus_pm_assign_task).
@@ -158,6 +225,7 @@ type AssignTaskInput struct {
 	Actor      Actor
 	TargetUUID string
 	TargetName string
+	ClaimTTL   int64 `json:",omitempty"`
 }
 
 // UpdateTaskInput is chorus_update_task: field edits by anyone, criteria replacement,
@@ -208,8 +276,9 @@ type SubmitInput struct {
 
 // ReopenInput is chorus_admin_reopen_task.
 type ReopenInput struct {
-	Actor Actor
-	Force bool
+	Actor    Actor
+	Force    bool
+	ClaimTTL int64 `json:",omitempty"`
 }
 
 // TaskResult is what task updates return; callers read the full view from the database.
@@ -227,6 +296,9 @@ func (w *taskWorkflow) current() TaskState { return w.state }
 type taskWorkflow struct {
 	state TaskState
 	mu    *commandLock
+	// stopping: the run is about to continue as new, so no lease expiry may start; expiring: one
+	// is under way (see watchLease).
+	stopping, expiring bool
 }
 
 // TaskWorkflow is the long-lived workflow of one task (id "task/<uuid>"), started by proposal
@@ -251,11 +323,16 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 		}
 	})
 	pendingMoves := receiveMoves(ctx, w.followMove)
+	workflow.Go(ctx, w.watchLease)
 	if w.state.Created {
 		w.publish(ctx)
 	}
 	again, err := awaitContinueAsNew(ctx, func() bool { return w.state.Deleted })
 	if err != nil || !again {
+		return err
+	}
+	w.stopping = true // the next run takes the lease over from the state it is given
+	if err := workflow.Await(ctx, func() bool { return !w.expiring }); err != nil {
 		return err
 	}
 	var sig ProposalRevoked
@@ -274,7 +351,7 @@ func (w *taskWorkflow) followRevoke(ctx workflow.Context, sig ProposalRevoked) {
 	}
 	defer w.mu.Unlock()
 	if sig.Row.Version > w.state.Row.Version {
-		w.state.Status, w.state.Row = string(TaskClosed), sig.Row
+		w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), sig.Row, nil
 		w.publish(ctx)
 	}
 }
@@ -287,7 +364,9 @@ func (w *taskWorkflow) register(ctx workflow.Context) error {
 	recent := func() *Recent { return &w.state.Recent }
 	return firstErr(
 		registerUpdate(ctx, w.mu, recent, ClaimTask, on(w.current, TaskState.checkClaim), w.claim),
+		registerUpdate(ctx, w.mu, recent, ClaimNextTask, on(w.current, TaskState.checkClaimNext), w.claimNext),
 		registerUpdate(ctx, w.mu, recent, ReleaseTask, on(w.current, TaskState.checkRelease), w.release),
+		registerUpdate(ctx, w.mu, recent, RenewClaim, on(w.current, TaskState.checkRenew), w.renew),
 		registerUpdate(ctx, w.mu, recent, AssignTask, on(w.current, TaskState.checkAssign), w.assign),
 		registerUpdate(ctx, w.mu, recent, UpdateTask, on(w.current, TaskState.checkUpdate), w.update),
 		registerUpdate(ctx, w.mu, recent, ReportWork, on(w.current, TaskState.checkReport), w.reportWork),
@@ -347,16 +426,18 @@ func taskCreator(s TaskState) store.Recipient {
 	return store.Recipient{Type: s.CreatedBy.Type, UUID: s.CreatedBy.UUID}
 }
 
-// commit persists change c (made on n by the write wr), then makes n the state, tells operators
-// and, when the task just finished, its proposal. A conflict with its proposal's revoke is
-// adopted and refused; any other conflict is a projection conflict (docs/write-path.md).
-func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write, c store.TaskChange) (store.TaskOutcome, error) {
+// commit persists change c (made on n by the write wr, for the agent by, "" for none), then makes
+// n the state, tells operators and, when the task just finished, its proposal. A conflict with
+// its proposal's revoke is adopted and refused; any other conflict is a projection conflict
+// (docs/write-path.md).
+func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write, c store.TaskChange, by string) (store.TaskOutcome, error) {
+	w.settleLease(&n, &c, by, wr.At)
 	var a *activities.Activities
 	var out store.TaskOutcome
 	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID
 	if err := persist(ctx, a.ApplyTaskChange, c).Get(ctx, &out); err != nil {
 		if conflict, ok := activities.AsProjectionConflict(err); ok && w.closedByRevoke(conflict) {
-			w.state.Status, w.state.Row = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}
+			w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}, nil
 			w.publish(ctx)
 			return out, Refuse(KindConflict, "Task is closed (its proposal was revoked); nothing was changed")
 		}
@@ -378,6 +459,29 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 			TaskFinished{TaskUUID: n.UUID, Status: string(after)}).Get(ctx, nil)
 	}
 	return out, nil
+}
+
+// settleLease applies docs/rules.md §5.10 to a change: a claim's lease lives while the task is
+// assigned or in_progress with its holder, and every command of the holder renews it; whatever
+// the change did to the lease is written with it.
+func (w *taskWorkflow) settleLease(n *TaskState, c *store.TaskChange, by string, at time.Time) {
+	holding := n.Assignee != nil && (n.status() == TaskAssigned || n.status() == TaskInProgress)
+	switch {
+	case !holding:
+		n.Lease = nil
+	case n.Lease != nil && by != "" && n.Assignee.UUID == by:
+		n.Lease.ExpiresAt = at.Add(n.Lease.ttl())
+	}
+	if sameLease(w.state.Lease, n.Lease) {
+		return
+	}
+	p := n.Projection()
+	c.Set.ClaimTTLSeconds, c.Set.ClaimExpiresAt = p.ClaimTTLSeconds, p.ClaimExpiresAt
+	for _, col := range leaseColumns {
+		if !slices.Contains(c.Columns, col) {
+			c.Columns = append(c.Columns, col)
+		}
+	}
 }
 
 // closedByRevoke: the row moved past this workflow because the task's proposal was revoked (the
@@ -407,6 +511,9 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
 	if s.Assignee != nil {
 		details += ", assigned to " + s.assigneeText()
+	}
+	if s.Lease != nil {
+		details += ", claim lapses at " + s.Lease.ExpiresAt.Format(time.RFC3339)
 	}
 	if n := len(s.Criteria); n > 0 {
 		passed := 0
@@ -438,6 +545,32 @@ func (s TaskState) checkClaim(in TaskCommand) error {
 	return nil
 }
 
+// checkClaimNext is a claim by chorus_claim_next_task: only a task nobody holds that is open
+// (docs/rules.md §4.14). The caller tries the next candidate when this one is refused.
+func (s TaskState) checkClaimNext(in TaskCommand) error {
+	if err := s.exists(); err != nil {
+		return err
+	}
+	if s.status() != TaskOpen || s.Assignee != nil {
+		return Refuse(KindConflict, "Task is no longer open to claim: it is %s%s", s.Status, heldBy(s))
+	}
+	return nil
+}
+
+// claimNext claims the task for the caller if it is still unblocked: its dependencies are read
+// under the task's lock, and an edge can only be added to it through this workflow, so the
+// answer holds until the claim is written (a resolved dependency never becomes unresolved).
+func (w *taskWorkflow) claimNext(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
+	blockers, err := w.blockers(ctx)
+	if err != nil {
+		return TaskResult{}, err
+	}
+	if len(blockers) > 0 {
+		return TaskResult{}, Refuse(KindConflict, "Task is blocked by %d unresolved dependency(ies)", len(blockers))
+	}
+	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil, in.ClaimTTL)
+}
+
 func heldBy(s TaskState) string {
 	if s.Assignee == nil {
 		return ""
@@ -447,18 +580,26 @@ func heldBy(s TaskState) string {
 
 func (w *taskWorkflow) claim(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	if w.state.isAssignee(in.Actor) {
+		if w.state.Lease != nil {
+			return w.renew(ctx, in) // a task command of the holder: it renews the claim (docs/rules.md §5.10)
+		}
 		r := w.result()
 		r.Unchanged = true
 		return r, nil
 	}
-	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil)
+	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil, in.ClaimTTL)
 }
 
-// assignTo makes agent the assignee (claim, or assign by another agent when by is set).
-func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentName string, by *string) (TaskResult, error) {
+// assignTo makes agent the assignee (claim, or assign by another agent when by is set), with a
+// fresh lease of ttl seconds when the project gives claims one.
+func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentName string, by *string, ttl int64) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	n.Status = string(TaskAssigned)
 	n.Assignee = &Holder{Type: "agent", UUID: agentUUID, Name: agentName, At: wr.At, By: by}
+	n.Lease = leaseFrom(ttl, wr.At)
+	if n.Lapsed != nil && n.Lapsed.UUID == agentUUID {
+		n.Lapsed = nil
+	}
 	value := map[string]any{"assigneeType": "agent", "assigneeUuid": agentUUID}
 	if by != nil {
 		value["agentUuid"], value["assignedBy"] = agentUUID, *by
@@ -467,7 +608,7 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	c.Activities = []store.Activity{w.activity(n, wr, a, "assigned", value)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, a, "task_assigned",
 		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Title), taskAssignee(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, a.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -478,7 +619,7 @@ func (s TaskState) checkRelease(in TaskCommand) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	if s.status() != TaskAssigned {
 		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", s.Status)
@@ -491,7 +632,7 @@ func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult
 	n.Status, n.Assignee = string(TaskOpen), nil
 	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -508,7 +649,7 @@ func (s TaskState) checkAssign(in AssignTaskInput) error {
 }
 
 func (w *taskWorkflow) assign(ctx workflow.Context, in AssignTaskInput) (TaskResult, error) {
-	return w.assignTo(ctx, in.Actor, in.TargetUUID, in.TargetName, ptr(in.Actor.UUID))
+	return w.assignTo(ctx, in.Actor, in.TargetUUID, in.TargetName, ptr(in.Actor.UUID), in.ClaimTTL)
 }
 
 // ---- status moves shared by update_task, report_work, submit, verify, reopen, close ----
@@ -535,7 +676,11 @@ func BlockedError(blockers []store.TaskLink) *Error {
 			}
 			assignee = fmt.Sprintf("%s [%s]", name, deref(x.AssigneeType))
 		}
-		msg += fmt.Sprintf("\n%d. %q (status: %s, assignee: %s, session: no active session)", i+1, x.Title, x.Status, assignee)
+		session := "no active session"
+		if x.SessionName != nil {
+			session = *x.SessionName
+		}
+		msg += fmt.Sprintf("\n%d. %q (status: %s, assignee: %s, session: %s)", i+1, x.Title, x.Status, assignee, session)
 	}
 	msg += "\n\nTip: Use chorus_get_unblocked_tasks to find tasks you can start now."
 	return Refuse(KindConflict, "%s", msg)
@@ -581,7 +726,7 @@ func (s TaskState) checkUpdate(in UpdateTaskInput) error {
 	if in.Status != nil {
 		to := TaskStatus(*in.Status)
 		if !s.isAssignee(in.Actor) {
-			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)", s.assigneeText())
+			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 		}
 		if !s.status().CanMove(to) {
 			return Refuse(KindConflict, "Invalid status transition: %s -> %s (from %s the task may go to: %s)",
@@ -651,7 +796,7 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	desc, points := c.Set.Description, c.Set.StoryPoints
 	c.Set = n.Projection()
 	c.Set.Description, c.Set.StoryPoints = desc, points
-	out, err := w.commit(ctx, n, wr, c)
+	out, err := w.commit(ctx, n, wr, c, in.Actor.UUID)
 	if err != nil {
 		return TaskResult{}, err
 	}
@@ -673,7 +818,7 @@ func (s TaskState) checkReport(in ReportWorkInput) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	if strings.TrimSpace(in.Report) == "" {
 		return Refuse(KindInvalid, "Input validation error: report must not be blank")
@@ -700,7 +845,7 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 		map[string]any{"report": in.Report, "statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "comment_added",
 		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -725,7 +870,7 @@ func (s TaskState) checkSelfCheck(in MarkCriteriaInput) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	return s.checkOwnership(in.Marks)
 }
@@ -767,7 +912,7 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 	} else {
 		c.MarkColumns = []string{"status", "evidence", "marked_by_type", "marked_by", "marked_at"}
 	}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -780,7 +925,7 @@ func (s TaskState) checkSubmit(in SubmitInput) error {
 		return err
 	}
 	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)", s.assigneeText())
+		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
 	if s.status() != TaskInProgress {
 		return Refuse(KindConflict, "Can only submit for verification from in_progress status: this task is %s%s",
@@ -811,7 +956,7 @@ func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult,
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_submitted_for_verify",
 		fmt.Sprintf("%s submitted task %q for verification", in.Actor.Name, n.Title),
 		store.Recipient{Type: "user", UUID: in.Actor.OwnerUUID}, taskCreator(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -854,7 +999,7 @@ func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult,
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "verified", nil)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_verified",
 		fmt.Sprintf("Task %q has been verified", n.Title), taskAssignee(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -883,7 +1028,14 @@ type BlockerView struct {
 	Title          string          `json:"title"`
 	Status         string          `json:"status"`
 	Assignee       *store.ActorRef `json:"assignee"`
-	SessionCheckin *struct{}       `json:"sessionCheckin"`
+	SessionCheckin *SessionRef     `json:"sessionCheckin"`
+}
+
+// SessionRef names the session working on a blocker: the active session with an open check-in
+// on it (docs/rules.md §5.3).
+type SessionRef struct {
+	SessionUUID string `json:"sessionUuid"`
+	SessionName string `json:"sessionName"`
 }
 
 func blockerViews(ls []store.TaskLink) []BlockerView {
@@ -892,6 +1044,9 @@ func blockerViews(ls []store.TaskLink) []BlockerView {
 		out[i] = BlockerView{UUID: l.UUID, Title: l.Title, Status: l.Status}
 		if l.AssigneeUUID != nil {
 			out[i].Assignee = &store.ActorRef{Type: deref(l.AssigneeType), UUID: *l.AssigneeUUID, Name: deref(l.AssigneeName)}
+		}
+		if l.SessionUUID != nil {
+			out[i].SessionCheckin = &SessionRef{SessionUUID: *l.SessionUUID, SessionName: deref(l.SessionName)}
 		}
 	}
 	return out
@@ -915,13 +1070,16 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 	n, wr := w.next(ctx)
 	c := w.change(n)
 	move(&n, &c, TaskInProgress)
+	if n.Assignee != nil {
+		n.Lease = leaseFrom(in.ClaimTTL, wr.At) // the holder is back at work: a fresh lease (docs/rules.md §5.10)
+	}
 	if in.Force {
 		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", map[string]any{"status": "in_progress", "force": true}))
 	}
 	c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "reopened", nil))
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_reopened",
 		fmt.Sprintf("Task %q has been reopened", n.Title), taskAssignee(n))}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -942,7 +1100,7 @@ func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, 
 	c := w.change(n)
 	move(&n, &c, TaskClosed)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", nil)}
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -955,7 +1113,7 @@ func (w *taskWorkflow) delete(ctx workflow.Context, in TaskCommand) (TaskResult,
 	n.Deleted = true
 	c := w.change(n)
 	c.Delete = true
-	if _, err := w.commit(ctx, n, wr, c); err != nil {
+	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return TaskResult{UUID: n.UUID, Status: "deleted"}, nil

@@ -126,6 +126,8 @@ describe('lifecycle and read tools through callTool()', () => {
     chorus_get_group_dashboard: () => ({ groupUuid: ids.group }),
     chorus_search: () => ({ query: 'dark theme', entityTypes: ['idea', 'proposal'] }),
     chorus_search_mentionables: () => ({ query: '' }),
+    chorus_list_sessions: () => ({}),
+    chorus_get_session: () => ({ sessionUuid: ids.session }),
   };
 
   test('every read-only tool answers with valid structured content', async () => {
@@ -136,6 +138,7 @@ describe('lifecycle and read tools through callTool()', () => {
     assert.deepEqual(noArgs, [], `read-only tools with no arguments in readArgs (add them): ${noArgs.join(', ')}`);
 
     ids.group = (await admin.call('chorus_admin_create_project_group', { name: 'TS client group' })).uuid;
+    ids.session = (await admin.call('chorus_create_session', { name: 'conformance' })).uuid;
     const results = {};
     for (const name of readOnly) {
       results[name] = await admin.call(name, readArgs[name]());

@@ -4,9 +4,8 @@
 //
 // Only the tools this server serves are listed (the README's tool table). The rules also name
 // tools that are not served yet and are left out on purpose: the comment tools
-// (chorus_add_comment, chorus_get_comments), the session tools (chorus_create_session, ...),
-// the notification tools and chorus_get_activity. When one of them is served, add it here; the
-// tools/list test fails until then, which is the point.
+// (chorus_add_comment, chorus_get_comments), the notification tools and chorus_get_activity. When
+// one of them is served, add it here; the tools/list test fails until then, which is the point.
 
 export const RESOURCES = ['idea', 'proposal', 'document', 'task', 'project'];
 export const ACTIONS = ['read', 'write', 'admin'];
@@ -47,6 +46,14 @@ export const TOOL_PERMISSIONS = {
   chorus_update_task: 'public',
   chorus_search: 'public',
   chorus_search_mentionables: 'public',
+  chorus_create_session: 'public',
+  chorus_list_sessions: 'public',
+  chorus_get_session: 'public',
+  chorus_close_session: 'public',
+  chorus_reopen_session: 'public',
+  chorus_session_heartbeat: 'public',
+  chorus_session_checkin_task: 'public',
+  chorus_session_checkout_task: 'public',
 
   // idea:write
   chorus_claim_idea: 'idea:write',
@@ -89,6 +96,7 @@ export const TOOL_PERMISSIONS = {
 
   // task:write
   chorus_claim_task: 'task:write',
+  chorus_claim_next_task: 'task:write',
   chorus_release_task: 'task:write',
   chorus_submit_for_verify: 'task:write',
   chorus_report_criteria_self_check: 'task:write',

@@ -1,0 +1,348 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// Session tools (docs/rules.md §2.5, §4.10). A session is a plain record, not a workflow: its
+// state machine (active <-> closed) has no timer, and "stale" is derived when it is read.
+
+// SessionIn names a session.
+type SessionIn struct {
+	SessionUUID UUID `json:"sessionUuid" jsonschema:"the session's uuid"`
+}
+
+// CheckinView is one open check-in of a session.
+type CheckinView struct {
+	TaskUUID   string     `json:"taskUuid"`
+	CheckinAt  time.Time  `json:"checkinAt"`
+	CheckoutAt *time.Time `json:"checkoutAt"`
+}
+
+// SessionView is the Session JSON.
+type SessionView struct {
+	UUID           string        `json:"uuid"`
+	AgentUUID      string        `json:"agentUuid"`
+	Name           string        `json:"name"`
+	Description    *string       `json:"description"`
+	Status         string        `json:"status" jsonschema:"active or closed"`
+	Stale          bool          `json:"stale" jsonschema:"no activity for an hour or more"`
+	LastActiveAt   time.Time     `json:"lastActiveAt"`
+	CreatedAt      time.Time     `json:"createdAt"`
+	UpdatedAt      time.Time     `json:"updatedAt"`
+	ActiveCheckins []CheckinView `json:"activeCheckins" jsonschema:"tasks this session works on now, oldest check-in first"`
+}
+
+func sessionView(s store.AgentSession, open []store.SessionCheckin, now time.Time) SessionView {
+	v := SessionView{UUID: s.UUID, AgentUUID: s.AgentUUID, Name: s.Name, Description: s.Description, Status: s.Status,
+		Stale: s.Stale(now), LastActiveAt: s.LastActiveAt, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		ActiveCheckins: []CheckinView{}}
+	for _, c := range open {
+		v.ActiveCheckins = append(v.ActiveCheckins, CheckinView{TaskUUID: c.TaskUUID, CheckinAt: c.CheckinAt})
+	}
+	return v
+}
+
+// readSession reads the caller's session with its open check-ins, as Session JSON.
+func readSession(ctx context.Context, d *Deps, c store.Caller, sessionUUID string) (SessionView, error) {
+	s, err := d.Store.Session(ctx, c, sessionUUID)
+	if err != nil {
+		return SessionView{}, sessionError(err)
+	}
+	open, err := d.Store.OpenCheckins(ctx, s.UUID)
+	if err != nil {
+		return SessionView{}, err
+	}
+	return sessionView(*s, open[s.UUID], store.Now()), nil
+}
+
+// sessionError words the store's session refusals for agents.
+func sessionError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrSessionNotYours), errors.Is(err, store.ErrSessionNotActive):
+		return refuse("%s", err.Error())
+	}
+	return err
+}
+
+// sessionGate resolves a sessionUuid argument (docs/rules.md §2.5, §6.3): the session must be the
+// caller's ("Session not found", "No permission to access this Session"), and the caller needs
+// level need on the task of every open check-in of the session.
+func sessionGate(ctx context.Context, d *Deps, c store.Caller, sessionUUID string, need store.Access) (*store.AgentSession, []store.SessionCheckin, error) {
+	s, err := d.Store.Session(ctx, c, sessionUUID)
+	if err != nil {
+		return nil, nil, sessionError(err)
+	}
+	open, err := d.Store.OpenCheckins(ctx, s.UUID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, ci := range open[s.UUID] {
+		if _, _, err := d.Store.TaskAccess(ctx, c, ci.TaskUUID, need); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s, open[s.UUID], nil
+}
+
+// sessionOf resolves the optional sessionUuid of chorus_update_task and chorus_report_work: it
+// must be the caller's; its name is recorded with the change.
+func sessionOf(ctx context.Context, d *Deps, c store.Caller, sessionUUID *UUID) (*store.AgentSession, error) {
+	if sessionUUID == nil {
+		return nil, nil
+	}
+	s, err := d.Store.Session(ctx, c, string(*sessionUUID))
+	return s, sessionError(err)
+}
+
+// touchSession is the implicit heartbeat of a change made in a session (docs/rules.md §2.5).
+func touchSession(ctx context.Context, d *Deps, s *store.AgentSession) error {
+	if s == nil {
+		return nil
+	}
+	_, err := d.Store.TouchSession(ctx, s.UUID)
+	return err
+}
+
+// ---- create / list / get ----
+
+// CreateSessionIn is chorus_create_session's input.
+type CreateSessionIn struct {
+	Name        string  `json:"name" jsonschema:"a short name others will see, e.g. the branch or the part of the work" chorus:"minLength=1;maxLength=200"`
+	Description *string `json:"description,omitempty" jsonschema:"what this session is for"`
+}
+
+var createSession = tool[CreateSessionIn, SessionView]{
+	Name: "chorus_create_session", Title: "Start a session", Perm: perm.Public, Effect: writes,
+	Desc: "Start a named work session (for example one per worktree or sub-agent). Check the tasks it works on " +
+		"in with chorus_session_checkin_task, pass its sessionUuid to chorus_update_task and chorus_report_work so " +
+		"the activity names it, and keep it alive with chorus_session_heartbeat. Returns the session.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in CreateSessionIn) (SessionView, error) {
+		name := strings.TrimSpace(in.Name)
+		if name == "" {
+			return SessionView{}, invalid("name must not be blank")
+		}
+		s, err := d.Store.CreateSession(ctx, call.Who.Caller, store.NewSession{UUID: call.newID("session"), Name: name,
+			Description: in.Description})
+		if err != nil {
+			return SessionView{}, sessionError(err)
+		}
+		return sessionView(*s, nil, store.Now()), nil
+	},
+}
+
+// ListSessionsIn is chorus_list_sessions' input.
+type ListSessionsIn struct {
+	Status string `json:"status,omitempty" jsonschema:"only sessions in this status" chorus:"enum=active|closed"`
+	PageIn
+}
+
+// SessionRow is one row of chorus_list_sessions.
+type SessionRow struct {
+	UUID         string    `json:"uuid"`
+	Name         string    `json:"name"`
+	Status       string    `json:"status"`
+	Stale        bool      `json:"stale"`
+	AgentUUID    string    `json:"agentUuid"`
+	CreatedAt    time.Time `json:"createdAt"`
+	LastActiveAt time.Time `json:"lastActiveAt"`
+}
+
+// SessionList is chorus_list_sessions' result.
+type SessionList struct {
+	Sessions []SessionRow `json:"sessions"`
+	Meta
+}
+
+var listSessions = tool[ListSessionsIn, SessionList]{
+	Name: "chorus_list_sessions", Title: "List your sessions", Perm: perm.Public, Effect: reads,
+	Desc: "List your own sessions, newest first, stale ones included (stale: no activity for an hour). Filter by status. Paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in ListSessionsIn) (SessionList, error) {
+		page, size, offset := in.window(20)
+		ss, total, err := d.Store.ListSessions(ctx, call.Who.Caller, in.Status, size, offset)
+		if err != nil {
+			return SessionList{}, err
+		}
+		now := store.Now()
+		rows := make([]SessionRow, len(ss))
+		for i, s := range ss {
+			rows[i] = SessionRow{UUID: s.UUID, Name: clip(s.Name), Status: s.Status, Stale: s.Stale(now), AgentUUID: s.AgentUUID,
+				CreatedAt: s.CreatedAt, LastActiveAt: s.LastActiveAt}
+		}
+		wrap := func(r []SessionRow) any {
+			return SessionList{Sessions: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(SessionList), nil
+	},
+}
+
+var getSession = tool[SessionIn, SessionView]{
+	Name: "chorus_get_session", Title: "Get a session", Perm: perm.Public, Effect: reads,
+	Desc: "Get one of your sessions with the tasks it is checked in to.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
+		s, open, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessViewer)
+		if err != nil {
+			return SessionView{}, err
+		}
+		return sessionView(*s, open, store.Now()), nil
+	},
+}
+
+// ---- close / reopen / heartbeat ----
+
+var closeSession = tool[SessionIn, SessionView]{
+	Name: "chorus_close_session", Title: "Close a session", Perm: perm.Public, Effect: destroys, Idempotent: true,
+	Desc: "Close one of your sessions: it is checked out of every task it works on. The tasks themselves keep their " +
+		"status and assignee. Closing a closed session changes nothing.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
+		s, _, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
+		if err != nil {
+			return SessionView{}, err
+		}
+		if err := d.Store.CloseSession(ctx, s.UUID); err != nil {
+			return SessionView{}, err
+		}
+		return readSession(ctx, d, call.Who.Caller, s.UUID)
+	},
+}
+
+var reopenSession = tool[SessionIn, SessionView]{
+	Name: "chorus_reopen_session", Title: "Reopen a session", Perm: perm.Public, Effect: writes,
+	Desc: "Make one of your closed sessions active again. Its earlier check-ins stay checked out; check tasks in again as needed.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
+		s, _, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
+		if err != nil {
+			return SessionView{}, err
+		}
+		if err := d.Store.ReopenSession(ctx, s.UUID); errors.Is(err, store.ErrSessionNotClosed) {
+			return SessionView{}, refuse("Session is %s, only closed sessions can be reopened", s.Status)
+		} else if err != nil {
+			return SessionView{}, err
+		}
+		return readSession(ctx, d, call.Who.Caller, s.UUID)
+	},
+}
+
+var sessionHeartbeat = tool[SessionIn, textResult]{
+	Name: "chorus_session_heartbeat", Title: "Session heartbeat", Perm: perm.Public, Effect: writes,
+	Desc: "Tell Chorus one of your active sessions is still working (a session is stale after an hour without " +
+		"activity). It also renews your claim on every task the session is checked in to, in projects where claims lapse.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (textResult, error) {
+		s, open, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
+		if err != nil {
+			return "", err
+		}
+		if s.Status != "active" {
+			return "", refuse("Session %s is closed: a heartbeat keeps only active sessions alive. Reopen it with "+
+				"chorus_reopen_session first.", s.UUID)
+		}
+		at, err := d.Store.TouchSession(ctx, s.UUID)
+		if err != nil {
+			return "", err
+		}
+		if err := renewClaims(ctx, d, call, open); err != nil {
+			return "", err
+		}
+		return textResult("Heartbeat successful: " + at.Format(time.RFC3339Nano)), nil
+	},
+}
+
+// renewClaims renews the caller's lapsing claims on the tasks of a session's open check-ins
+// (docs/rules.md §5.10). A task the caller no longer holds is left alone (the workflow refuses the
+// renewal: the claim lapsed or moved on); an error with an unknown outcome ends the heartbeat,
+// and its retry renews again.
+func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionCheckin) error {
+	for _, ci := range open {
+		t, err := d.Store.TaskRow(ctx, ci.TaskUUID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if t.AssigneeUUID == nil || *t.AssigneeUUID != call.Who.Caller.AgentUUID || t.ClaimExpiresAt == nil {
+			continue
+		}
+		_, err = workflows.Send(ctx, d.Flows, workflows.RenewClaim, t.UUID, flowCall(call), call.Who.Caller.AgentUUID,
+			workflows.TaskCommand{Actor: actor(call.Who)})
+		if err != nil && !refused(err) {
+			return fmt.Errorf("renew the claim on task %s: %w", t.UUID, err)
+		}
+	}
+	return nil
+}
+
+// ---- check in / check out ----
+
+// SessionTaskIn names a session and a task.
+type SessionTaskIn struct {
+	SessionUUID UUID `json:"sessionUuid" jsonschema:"your session's uuid"`
+	TaskUUID    UUID `json:"taskUuid" jsonschema:"the task's uuid"`
+}
+
+// CheckedIn is chorus_session_checkin_task's result.
+type CheckedIn struct {
+	SessionUUID string    `json:"sessionUuid"`
+	TaskUUID    string    `json:"taskUuid"`
+	CheckedInAt time.Time `json:"checkedInAt"`
+}
+
+var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
+	Name: "chorus_session_checkin_task", Title: "Check a session in to a task", Perm: perm.Public, Effect: writes, Idempotent: true,
+	Desc: "Record that one of your active sessions works on a task, so others see who is on it (blocked tasks name " +
+		"it). A task nobody holds is claimed for you first, if you may claim tasks. Checking in again refreshes the check-in.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (CheckedIn, error) {
+		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		if err != nil {
+			return CheckedIn{}, err
+		}
+		s, err := d.Store.Session(ctx, call.Who.Caller, string(in.SessionUUID))
+		if err != nil {
+			return CheckedIn{}, sessionError(err)
+		}
+		if s.Status != "active" {
+			return CheckedIn{}, refuse("%s", store.ErrSessionNotActive.Error())
+		}
+		if task.AssigneeUUID == nil && call.Who.Perms.Has(perm.TaskWrite) {
+			// docs/rules.md §2.5: an unheld task is claimed for the session's agent; a refusal (someone
+			// claimed it meanwhile, it is no longer open) leaves the check-in to go ahead.
+			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimTask, task.UUID, flowCall(call), call.Who.Caller.AgentUUID,
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv)})
+			if err != nil && !refused(err) {
+				return CheckedIn{}, fmt.Errorf("claim the task for the session: %w", err)
+			}
+		}
+		at, err := d.Store.CheckinTask(ctx, s.UUID, task.UUID)
+		if err != nil {
+			return CheckedIn{}, sessionError(err)
+		}
+		return CheckedIn{SessionUUID: s.UUID, TaskUUID: task.UUID, CheckedInAt: at}, nil
+	},
+}
+
+var sessionCheckoutTask = tool[SessionTaskIn, textResult]{
+	Name: "chorus_session_checkout_task", Title: "Check a session out of a task", Perm: perm.Public, Effect: writes, Idempotent: true,
+	Desc: "Record that one of your sessions stopped working on a task (its claim and status do not change). Without a check-in it changes nothing.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (textResult, error) {
+		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		if err != nil {
+			return "", err
+		}
+		s, err := d.Store.Session(ctx, call.Who.Caller, string(in.SessionUUID))
+		if err != nil {
+			return "", sessionError(err)
+		}
+		if err := d.Store.CheckoutTask(ctx, s.UUID, task.UUID); err != nil {
+			return "", err
+		}
+		return textResult("Successfully checked out from task " + task.UUID), nil
+	},
+}
