@@ -274,7 +274,7 @@ func TestToolRequestTwinsWaitForTheFirstCall(t *testing.T) {
 			cancelFirst, first = begin(st, "r3")
 			defer cancelFirst()
 			<-first
-			short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			short, cancelShort := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 			defer cancelShort()
 			_, err = other.BeginToolRequest(short, agent, "r3", "tool_a", "h")
 			require.ErrorIs(t, err, store.ErrRequestInProgress)
