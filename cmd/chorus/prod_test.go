@@ -144,10 +144,10 @@ func TestProductionTopology(t *testing.T) {
 	start := time.Now()
 	tp.createDatabases()
 	tp.run("temporal-schema", tp.temporalDBEnv("TEMPORAL_SCHEMA_ROOT="+schemaRoot, "SKIP_DB_CREATE=true"),
-		"sh", filepath.Join(root, "deploy", "temporal-setup-schema.sh"))
+		"sh", filepath.Join(root, deploySchemaScript))
 	tp.startTemporal()
 	tp.run("temporal-namespace", []string{"TEMPORAL_ADDRESS=" + tp.temporalAddress(), "TEMPORAL_NAMESPACE=default",
-		"TEMPORAL_NAMESPACE_RETENTION=24h"}, "sh", filepath.Join(root, "deploy", "temporal-create-namespace.sh"))
+		"TEMPORAL_NAMESPACE_RETENTION=24h"}, "sh", filepath.Join(root, deployNamespaceSetup))
 	tp.run("chorus-migrate", tp.chorusEnv(), filepath.Join(binDir, "chorus"), "migrate", "up")
 	tp.startChorus("api", portAPI, "CHORUS_BOOTSTRAP_ADMIN_KEY="+tp.adminKey)
 	tp.startChorus("worker-1", portWorker1)
@@ -265,7 +265,7 @@ func (tp *prodTopology) createDatabases() {
 		"-c", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", prodTemporalRole, tp.temporPW))
 	tp.psql("-v", "chorus_db="+prodChorusDB, "-v", "chorus_owner="+prodChorusRole,
 		"-v", "temporal_db="+prodTemporalDB, "-v", "visibility_db="+prodVisibilityDB, "-v", "temporal_owner="+prodTemporalRole,
-		"-f", filepath.Join(tp.root, "deploy", "postgres-init.sql"))
+		"-f", filepath.Join(tp.root, deployInitSQL))
 }
 
 func (tp *prodTopology) startTemporal() {
@@ -275,10 +275,11 @@ func (tp *prodTopology) startTemporal() {
 		"WORKER_GRPC_PORT="+tp.port(portWorker),
 		"FRONTEND_MEMBERSHIP_PORT="+tp.port(portFrontendMember), "HISTORY_MEMBERSHIP_PORT="+tp.port(portHistoryMember),
 		"MATCHING_MEMBERSHIP_PORT="+tp.port(portMatchingMember), "WORKER_MEMBERSHIP_PORT="+tp.port(portWorkerMember),
-		"DYNAMIC_CONFIG_FILE_PATH="+filepath.Join(tp.root, "deploy", "temporal-dynamicconfig.yaml"),
+		"DYNAMIC_CONFIG_FILE_PATH="+filepath.Join(tp.root, deployDynamicConfig),
 		"LOG_LEVEL=warn")
 	tp.start("temporal-server", tp.serverEnv, filepath.Join(tp.bin, "temporal-server"),
-		"--root", "/", "--config", filepath.Join(tp.root, "deploy"), "--env", "temporal-server", "start")
+		"--root", "/", "--config", filepath.Join(tp.root, filepath.Dir(deployServerConfig)),
+		"--env", strings.TrimSuffix(filepath.Base(deployServerConfig), ".yaml"), "start")
 }
 
 func (tp *prodTopology) startChorus(name string, port int, extra ...string) {
@@ -703,13 +704,19 @@ func (tp *prodTopology) temporalRestartDuringCalls(t *testing.T) {
 	require.Len(t, tasks, 6)
 
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	unanswered := 0 // first calls that did not get their outcome: the restart did interrupt them
 	for i, task := range tasks {
 		wg.Go(func() {
 			if i >= 3 {
 				time.Sleep(300 * time.Millisecond) // some calls land while the server is down
 			}
 			var out map[string]any
-			_ = dev.call(context.Background(), "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": fmt.Sprintf("claim-%d", i)}, &out)
+			if err := dev.call(context.Background(), "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": fmt.Sprintf("claim-%d", i)}, &out); err != nil {
+				mu.Lock()
+				unanswered++
+				mu.Unlock()
+			}
 		})
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -718,6 +725,8 @@ func (tp *prodTopology) temporalRestartDuringCalls(t *testing.T) {
 	t.Logf("temporal-server stopped (exit: %v); starting it again", server.err)
 	tp.startTemporal()
 	wg.Wait()
+	t.Logf("%d of %d claims had no outcome before the server came back", unanswered, len(tasks))
+	require.Positive(t, unanswered, "no call was in flight across the restart: the scenario tested nothing")
 	for i, task := range tasks {
 		out := eventually(t, 2*time.Minute, dev, "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": fmt.Sprintf("claim-%d", i)})
 		require.Equal(t, "assigned", str(t, out, "status"))
@@ -727,4 +736,3 @@ func (tp *prodTopology) temporalRestartDuringCalls(t *testing.T) {
 		tp.waitReady(port)
 	}
 }
-
