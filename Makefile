@@ -24,6 +24,9 @@ lint: ## vet and the Temporal workflow determinism check
 bench: temporal-cli ## load test over MCP against bare-Temporal floors, own stack on free ports (flags: make bench ARGS="--agents 100 --read-tasks-large 100000"; see go run ./cmd/chorus bench --help)
 	$(GO) run ./cmd/chorus bench $(ARGS)
 
+bench-prod: ## make bench against the test-prod topology (temporal-server on PostgreSQL, api + 2 workers; same needs as test-prod; flags: make bench-prod ARGS="--agents 100")
+	./deploy/test-prod.sh bench $(ARGS)
+
 bench-go: ## the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 

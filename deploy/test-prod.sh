@@ -11,8 +11,19 @@
 # (postgres://postgres:...@127.0.0.1:5432/postgres), or CHORUS_TEST_PG_DSN on the same server.
 # It creates and drops the roles chorus_prodtest and chorus_prodtest_temporal and the databases
 # chorus_prodtest, chorus_prodtest_temporal and chorus_prodtest_visibility.
+#
+#   deploy/test-prod.sh               the scenarios (make test-prod)
+#   deploy/test-prod.sh bench [ARGS]  `chorus bench` against the same topology instead (make
+#                                     bench-prod ARGS="..."); its JSON goes to ARGS' --json or
+#                                     bench-results.json in the repository root
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bench=""
+if [ "${1:-}" = bench ]; then
+	shift
+	# A leading "-" keeps the value non-empty when no argument is given.
+	bench="- --json $PWD/bench-results.json $*"
+fi
 
 if [ -z "${CHORUS_PROD_PG_ADMIN_DSN:-}" ] && [ -z "${CHORUS_TEST_PG_DSN:-}" ]; then
 	echo "test-prod: set CHORUS_PROD_PG_ADMIN_DSN (a PostgreSQL superuser URL) or CHORUS_TEST_PG_DSN" >&2
@@ -30,8 +41,8 @@ ln -s "$(go -C tools tool -n github.com/temporalio/cli/cmd/temporal)" "$work/bin
 schema="$(go -C tools list -m -f '{{.Dir}}' go.temporal.io/server)/schema/postgresql/v12"
 
 status=0
-CHORUS_PROD_BIN_DIR="$work/bin" CHORUS_PROD_WORK_DIR="$work" CHORUS_PROD_SCHEMA_ROOT="$schema" \
-	go test -count=1 -timeout 12m -run '^TestProductionTopology$' -v ./cmd/chorus || status=$?
+CHORUS_PROD_BIN_DIR="$work/bin" CHORUS_PROD_WORK_DIR="$work" CHORUS_PROD_SCHEMA_ROOT="$schema" CHORUS_PROD_BENCH="$bench" \
+	go test -count=1 -timeout 30m -run '^TestProductionTopology$' -v ./cmd/chorus || status=$?
 if [ "$status" = 0 ]; then
 	rm -rf "$work"
 else

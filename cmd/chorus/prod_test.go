@@ -166,6 +166,18 @@ func TestProductionTopology(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tp.st.Close() })
 
+	if args := os.Getenv("CHORUS_PROD_BENCH"); args != "" {
+		// make bench-prod: `chorus bench` against this topology instead of the scenarios. The
+		// reads phase is left out: it would seed workflow-less tasks into the live database.
+		benchArgs := append([]string{"bench", "--endpoint", tp.mcpURL(), "--key", tp.adminKey,
+			"--temporal-address", tp.temporalAddress(), "--database-url", tp.chorusURL(),
+			"--phases", "floors,single,agents,race,bulk"}, strings.Fields(strings.TrimPrefix(args, "-"))...)
+		cmd := tp.command(nil, filepath.Join(binDir, "chorus"), benchArgs...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		require.NoError(t, cmd.Run(), "chorus bench")
+		tp.logConnections()
+		return
+	}
 	t.Run("IdeaToDone", tp.ideaToDone)
 	t.Run("WorkerKilledDuringApproval", tp.workerKilledDuringApproval)
 	t.Run("TemporalRestartDuringCalls", tp.temporalRestartDuringCalls)
@@ -174,6 +186,19 @@ func TestProductionTopology(t *testing.T) {
 		require.NoError(t, err, "chorus ops check is not clean:\n%s", out)
 		require.Contains(t, out, "clean")
 	})
+	tp.logConnections()
+}
+
+// logConnections logs how many PostgreSQL connections each role holds (README, connection
+// budgets).
+func (tp *prodTopology) logConnections() {
+	out, err := tp.output(nil, "psql", tp.pgAdmin, "-X", "-tA", "-c",
+		fmt.Sprintf("SELECT usename || ': ' || count(*) FROM pg_stat_activity WHERE usename IN ('%s', '%s') GROUP BY usename",
+			prodChorusRole, prodTemporalRole))
+	if err == nil {
+		tp.t.Logf("PostgreSQL connections now (%s: api + 2 workers; %s: temporal-server): %s", prodChorusRole,
+			prodTemporalRole, strings.Join(strings.Fields(out), " "))
+	}
 }
 
 // ---- set-up ----
