@@ -1,7 +1,7 @@
 # Every target is one line and calls go. `make run` and `make test` are the two that matter.
 GO ?= go
 
-.PHONY: run test test-short build lint bench bench-go temporal-cli up down
+.PHONY: run test test-short test-prod build lint bench bench-prod bench-go temporal-cli up down
 
 run: ## the whole stack on this machine (flags: make run ARGS="--temporal-port 17233 --ui-port 18233")
 	$(GO) run ./cmd/chorus dev $(ARGS)
@@ -12,6 +12,9 @@ test: temporal-cli clients/node_modules/.package-lock.json ## every test; Postgr
 test-short: ## unit tests only (no Temporal server, no PostgreSQL)
 	$(GO) test -short ./...
 
+test-prod: ## the production topology (temporal-server on PostgreSQL, api + 2 workers) set up from deploy/ and driven through MCP; needs CHORUS_TEST_PG_DSN or CHORUS_PROD_PG_ADMIN_DSN (a superuser)
+	./deploy/test-prod.sh
+
 build: ## bin/chorus
 	$(GO) build -o bin/chorus ./cmd/chorus
 
@@ -20,6 +23,9 @@ lint: ## vet and the Temporal workflow determinism check
 
 bench: temporal-cli ## load test over MCP against bare-Temporal floors, own stack on free ports (flags: make bench ARGS="--agents 100 --read-tasks-large 100000"; see go run ./cmd/chorus bench --help)
 	$(GO) run ./cmd/chorus bench $(ARGS)
+
+bench-prod: ## make bench against the test-prod topology (temporal-server on PostgreSQL, api + 2 workers; same needs as test-prod; flags: make bench-prod ARGS="--agents 100")
+	./deploy/test-prod.sh bench $(ARGS)
 
 bench-go: ## the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,9 +1,14 @@
 #!/bin/sh
-# Waits for the Temporal frontend, then creates the namespace Chorus uses unless it exists.
-# Run by the temporal-namespace service of docker-compose.yml in the temporalio/admin-tools image
-# (which ships the `temporal` CLI). Chorus's workers register their own search attributes in the
-# namespace when they start; the namespace itself must exist first.
+# Waits for the Temporal frontend, creates the namespace Chorus uses unless it exists, and
+# registers Chorus's custom search attributes in it (those already there are left alone). Run by
+# the temporal-namespace service of docker-compose.yml in the temporalio/admin-tools image (which
+# ships the `temporal` CLI), and by deploy/test-prod.sh and README "Production without Docker"
+# with the `temporal` CLI on PATH. Chorus's workers also register any missing attribute when they
+# start (workflows.EnsureSearchAttributes); the names below must stay those of
+# workflows.SearchAttributeKeys (cmd/chorus/compose_test.go checks it).
 set -eu
+
+SEARCH_ATTRIBUTES="ChorusEntity ChorusProjectUuid ChorusStatus ChorusAssignee"
 
 ADDRESS="${TEMPORAL_ADDRESS:-temporal:7233}"
 NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
@@ -24,14 +29,8 @@ done
 
 if temporal operator namespace describe --namespace "$NAMESPACE" --address "$ADDRESS" >/dev/null 2>&1; then
 	echo "temporal-namespace: namespace $NAMESPACE already exists"
-	exit 0
-fi
-
-if out=$(temporal operator namespace create --namespace "$NAMESPACE" --retention "$RETENTION" --address "$ADDRESS" 2>&1); then
+elif out=$(temporal operator namespace create --namespace "$NAMESPACE" --retention "$RETENTION" --address "$ADDRESS" 2>&1); then
 	echo "temporal-namespace: created namespace $NAMESPACE (retention $RETENTION)"
-	# The frontend learns of new namespaces from its namespace cache, refreshed about every 10s;
-	# wait so that Chorus, started right after this job, finds the namespace on its first try.
-	sleep 15
 else
 	case "$out" in
 	*"already"*"exist"* | *"AlreadyExists"*) echo "temporal-namespace: namespace $NAMESPACE already exists" ;;
@@ -42,3 +41,30 @@ else
 		;;
 	esac
 fi
+
+# A new namespace reaches the server's namespace caches within about 10 s; until then the
+# search attributes cannot be added (nor workflows started), so retry until they are in.
+waited=0
+for name in $SEARCH_ATTRIBUTES; do
+	until out=$(temporal operator search-attribute create --namespace "$NAMESPACE" --address "$ADDRESS" \
+		--name "$name" --type Keyword 2>&1) || case "$out" in *"already"*) true ;; *) false ;; esac; do
+		if [ "$waited" -ge "$WAIT_SECONDS" ]; then
+			echo "$out" >&2
+			echo "temporal-namespace: cannot add search attribute $name to namespace $NAMESPACE" >&2
+			exit 1
+		fi
+		sleep 1
+		waited=$((waited + 1))
+	done
+done
+echo "temporal-namespace: search attributes $SEARCH_ATTRIBUTES are registered in $NAMESPACE"
+
+# Wait until the namespace answers a visibility query, i.e. it is in the caches Chorus meets.
+until temporal workflow count --namespace "$NAMESPACE" --address "$ADDRESS" >/dev/null 2>&1; do
+	if [ "$waited" -ge "$WAIT_SECONDS" ]; then
+		temporal workflow count --namespace "$NAMESPACE" --address "$ADDRESS" >&2 || true
+		exit 1
+	fi
+	sleep 1
+	waited=$((waited + 1))
+done

@@ -603,11 +603,16 @@ func TestComposeDatabaseWiring(t *testing.T) {
 
 	// PostgreSQL creates every database the stack uses, through POSTGRES_DB or an init script.
 	created := map[string]bool{pg.Environment["POSTGRES_DB"]: true}
-	createDB := regexp.MustCompile(`(?i)CREATE\s+DATABASE\s+"?([A-Za-z0-9_]+)"?`)
+	// The init script creates each database named by a psql variable, whose default it sets
+	// with \set (compose passes no variables), with a CREATE DATABASE for that variable.
+	defaultName := regexp.MustCompile(`(?m)^\\set\s+([a-z_]+_db)\s+([A-Za-z0-9_]+)\s*$`)
 	for _, m := range pg.Volumes {
 		if m.Type == "bind" && strings.HasPrefix(m.Target, "/docker-entrypoint-initdb.d") {
-			for _, sm := range createDB.FindAllStringSubmatch(composeReadFile(t, m.Source), -1) {
-				created[sm[1]] = true
+			script := composeReadFile(t, m.Source)
+			for _, sm := range defaultName.FindAllStringSubmatch(script, -1) {
+				if strings.Contains(script, "format('CREATE DATABASE %I OWNER %I', :'"+sm[1]+"'") {
+					created[sm[2]] = true
+				}
 			}
 		}
 	}

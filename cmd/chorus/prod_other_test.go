@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// prodProcAttr: only Linux can tie a child's life to its parent's; elsewhere the test's own
+// clean-up stops its processes.
+func prodProcAttr() *syscall.SysProcAttr { return nil }
