@@ -107,7 +107,11 @@ request.`,
 // until ctx is cancelled; then it stops the API, then the worker, and returns. ready, when not
 // nil, is called once everything is serving.
 func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serverConfig, ready func()) error {
-	tc, err := dialTemporal(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait)
+	metrics, err := newProcessMetrics(log, st.DB.DB, st.Dialect())
+	if err != nil {
+		return err
+	}
+	tc, err := dialTemporalMetrics(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait, metrics.temporal)
 	if err != nil {
 		return err
 	}
@@ -148,8 +152,10 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	e.Use(middleware.Recover(), middleware.RequestID(), requestLogger(log))
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", readyz(st, tc))
+	e.GET("/metrics", echo.WrapHandler(metrics.handler()))
 	if cfg.role != roleWorker {
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, "", st), Log: log}, version)
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, "", st), Log: log,
+			Metrics: metrics.tools}, version)
 		if err != nil {
 			return err
 		}
@@ -212,11 +218,18 @@ func servePprof(log *slog.Logger, addr string) (stop func(), err error) {
 
 // dialTemporal connects to Temporal, retrying until it answers or wait passes.
 func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration) (client.Client, error) {
+	return dialTemporalMetrics(ctx, log, addr, namespace, wait, nil)
+}
+
+// dialTemporalMetrics is dialTemporal with the SDK's metrics going to metrics (nil: none).
+func dialTemporalMetrics(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration,
+	metrics client.MetricsHandler) (client.Client, error) {
 	deadline := time.Now().Add(wait)
 	quiet := mcp.LevelFloor(log, slog.LevelWarn) // the SDK logs every poll at info
 	for attempt := 0; ; attempt++ {
 		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace,
-			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter()})
+			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter(),
+			MetricsHandler: metrics})
 		if err == nil {
 			return c, nil
 		}
@@ -257,7 +270,9 @@ func readyz(st *store.Store, tc client.Client) echo.HandlerFunc {
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true, LogError: true,
-		Skipper: func(c echo.Context) bool { return strings.HasPrefix(c.Path(), "/healthz") },
+		Skipper: func(c echo.Context) bool {
+			return strings.HasPrefix(c.Path(), "/healthz") || strings.HasPrefix(c.Path(), "/metrics")
+		},
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			lvl := slog.LevelDebug
 			if v.Status >= 500 {
