@@ -128,6 +128,9 @@ func TestMetricsEndpoint(t *testing.T) {
 			require.Greater(t, sum(fams, "temporal_worker_task_slots_available", map[string]string{"worker_type": "WorkflowWorker"}), 0.0)
 			require.Greater(t, histogram(t, fams, "temporal_workflow_task_schedule_to_start_latency_seconds", nil).GetSampleCount(), uint64(0))
 			require.Greater(t, histogram(t, fams, "temporal_activity_execution_latency_seconds", nil).GetSampleCount(), uint64(0))
+
+			// Everything the dashboard and the alert rules in deploy/ name is among these.
+			requireReferencedExported(t, fams)
 		})
 	}
 }
