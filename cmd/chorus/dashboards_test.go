@@ -61,13 +61,13 @@ func metricNames(expr string) []string {
 
 func TestMetricNames(t *testing.T) {
 	for expr, want := range map[string][]string{
-		`sum by (namespace, workflow_type) (increase(temporal_workflow_task_execution_failed_total[5m])) > 0`: {"temporal_workflow_task_execution_failed_total"},
+		`sum by (namespace, workflow_type) (increase(temporal_workflow_task_execution_failed_total[5m])) > 0`:                                          {"temporal_workflow_task_execution_failed_total"},
 		`sum(rate(chorus_tool_calls_total{outcome="error", tool=~"chorus_(get|list)_.*"}[5m])) / sum(rate(chorus_tool_calls_total[$__rate_interval]))`: {"chorus_tool_calls_total"},
-		`histogram_quantile(0.99, sum by (le) (rate(chorus_tool_call_duration_seconds_bucket[5m]))) > 2.5`:                                           {"chorus_tool_call_duration_seconds_bucket"},
+		`histogram_quantile(0.99, sum by (le) (rate(chorus_tool_call_duration_seconds_bucket[5m]))) > 2.5`:                                             {"chorus_tool_call_duration_seconds_bucket"},
 		`sum(increase(a_total[1h])) or vector(0)`:                        {"a_total"},
 		`x_bytes offset 5m / on (instance) group_left (job) y_info`:      {"x_bytes", "y_info"},
 		`up{job=~"chorus-.*"} == 0 and bool process_start_time_seconds`:  {"up", "process_start_time_seconds"},
-		`topk(10, sum without (tool) (rate(m:recorded[1m]))) > 1e3`:       {"m:recorded"},
+		`topk(10, sum without (tool) (rate(m:recorded[1m]))) > 1e3`:      {"m:recorded"},
 		`label_replace(go_sql_open_connections, "a", "$1", "b", "(.*)")`: {"go_sql_open_connections"},
 	} {
 		require.Equal(t, want, metricNames(expr), expr)
