@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,16 +41,19 @@ func principalFrom(ctx context.Context) (Principal, bool) {
 // and a WWW-Authenticate challenge; a database failure gets 500.
 func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		c.SetRequest(c.Request().WithContext(withRequestStart(c.Request().Context(), time.Now())))
 		headers := c.Request().Header.Values("Authorization")
 		header := strings.Join(headers, ", ")
 		key, ok := bearerKey(header)
 		if !ok || len(headers) > 1 { // two credentials are none: never guess which one was meant
+			e.deps.Metrics.refusal(KindUnauthenticated)
 			return unauthorized(c, "Missing or invalid API key", strings.TrimSpace(header) != "")
 		}
 		ctx := c.Request().Context()
 		p, err := resolvePrincipal(ctx, e.deps, key)
 		switch {
 		case errors.Is(err, store.ErrKeyUnknown), errors.Is(err, store.ErrKeyRevoked), errors.Is(err, store.ErrKeyExpired):
+			e.deps.Metrics.refusal(KindUnauthenticated)
 			return unauthorized(c, err.Error(), true)
 		case store.IsUnavailable(err):
 			// An outage is not the caller's fault and passes: say so, and when to come back.

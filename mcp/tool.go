@@ -79,6 +79,8 @@ type Deps struct {
 	Log   *slog.Logger
 	// CallTimeout bounds one tool call; zero means 60 seconds.
 	CallTimeout time.Duration
+	// Metrics records tool calls and refusals; nil records nothing.
+	Metrics *Metrics
 }
 
 // entry is a tool table row with its types erased, so rows of different types share a table.
@@ -153,7 +155,7 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 	}
 	bt := &builtTool{spec: t.spec(), tool: mt}
 	bt.handler = func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
-		start := time.Now()
+		start := requestStart(ctx)
 		res, err := t.call(ctx, d, in, req)
 		if err != nil {
 			res = &mcpsdk.CallToolResult{IsError: true,
@@ -162,6 +164,7 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 		who, _ := principalFrom(ctx)
 		d.Log.InfoContext(ctx, "tool call", "tool", t.Name, "agent", who.Caller.AgentUUID,
 			"isError", res.IsError, "ms", time.Since(start).Milliseconds())
+		d.Metrics.toolCall(t.Name, err, time.Since(start))
 		return res, nil
 	}
 	return bt, nil

@@ -159,6 +159,10 @@ func replayed[Out any](u RecentUpdate) (Out, error) {
 	return out, nil
 }
 
+// ProjectionConflictsMetric counts projection conflicts (docs/write-path.md) by entity through the
+// Temporal SDK's metrics handler; Prometheus shows it as chorus_projection_conflicts_total.
+const ProjectionConflictsMetric = "chorus_projection_conflicts"
+
 // diverged turns a projection conflict into the refusal an agent sees, after telling operators
 // (the worker log at ERROR and the workflow's current details). Other errors pass through.
 func diverged(ctx workflow.Context, entity Entity, err error) error {
@@ -167,6 +171,8 @@ func diverged(ctx workflow.Context, entity Entity, err error) error {
 		return err
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	// The SDK's handler skips metrics while replaying, so each conflict counts once.
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"entity": string(entity)}).Counter(ProjectionConflictsMetric).Inc(1)
 	workflow.GetLogger(ctx).Error("projection conflict: the row and the workflow disagree; run chorus ops repair",
 		"workflowId", id, "expectedVersion", c.Write.Expect, "changeId", c.Write.ID,
 		"foundVersion", c.Version, "foundChangeId", c.ChangeID, "rowExists", c.Found)

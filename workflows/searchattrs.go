@@ -60,9 +60,38 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return fmt.Errorf("register search attributes %s: %w", strings.Join(names, ", "), err)
+		return fmt.Errorf("register search attributes %s: %w (an operator can register them with: %s)",
+			strings.Join(names, ", "), err, strings.Join(SearchAttributeCommands(namespace), "; "))
 	}
 	return nil
+}
+
+// MissingSearchAttributes names Chorus's search attributes that namespace has not registered
+// (nil when all are). It fails when the namespace cannot be read (it does not exist, or the
+// server cannot be reached).
+func MissingSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]string, error) {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, k := range SearchAttributeKeys {
+		if _, ok := have.GetCustomAttributes()[k.GetName()]; !ok {
+			missing = append(missing, k.GetName())
+		}
+	}
+	return missing, nil
+}
+
+// SearchAttributeCommands are the Temporal CLI commands that register Chorus's search
+// attributes in namespace by hand, for an operator whose workers may not (README "Readiness").
+func SearchAttributeCommands(namespace string) []string {
+	out := make([]string, 0, len(SearchAttributeKeys))
+	for _, k := range SearchAttributeKeys {
+		out = append(out, fmt.Sprintf("temporal operator search-attribute create --namespace %s --name %s --type Keyword",
+			namespace, k.GetName()))
+	}
+	return out
 }
 
 // initialAttributes are the search attributes a workflow starts with.

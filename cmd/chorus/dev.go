@@ -26,6 +26,7 @@ type devOptions struct {
 	temporalPort int
 	uiPort       int
 	pprofAddr    string
+	taskQueue    string
 }
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -49,6 +50,7 @@ Ctrl-C stops everything, the Temporal server included.`,
 	cmd.Flags().StringVar(&o.addr, "addr", envOr("CHORUS_ADDR", "127.0.0.1:8637"), "HTTP listen address of the MCP endpoint (env CHORUS_ADDR)")
 	cmd.Flags().IntVar(&o.temporalPort, "temporal-port", envInt("CHORUS_TEMPORAL_PORT", 7233), "gRPC port of the Temporal dev server (env CHORUS_TEMPORAL_PORT)")
 	cmd.Flags().StringVar(&o.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
+	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
 	cmd.Flags().IntVar(&o.uiPort, "ui-port", envInt("CHORUS_UI_PORT", 8233), "port of the Temporal web UI (env CHORUS_UI_PORT)")
 	return cmd
 }
@@ -101,7 +103,8 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	}
 
 	cfg := serverConfig{role: roleAll, addr: o.addr, namespace: envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
-		temporalAddress: os.Getenv("TEMPORAL_ADDRESS"), temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}
+		temporalAddress: os.Getenv("TEMPORAL_ADDRESS"), temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr,
+		taskQueue: o.taskQueue}
 	uiURL := ""
 	if cfg.temporalAddress == "" {
 		bin, err := devserver.FindCLI(ctx, out)

@@ -34,6 +34,7 @@ they read each workflow's state through its "state" query. Both are safe on a li
 type opsOptions struct {
 	temporalAddress string
 	namespace       string
+	taskQueue       string
 	asJSON          bool
 	all             bool
 	dryRun          bool
@@ -44,6 +45,8 @@ func (o *opsOptions) flags(cmd *cobra.Command) {
 		"Temporal frontend (env TEMPORAL_ADDRESS)")
 	cmd.Flags().StringVar(&o.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
 		"Temporal namespace (env TEMPORAL_NAMESPACE)")
+	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue),
+		"task queue of the Chorus deployment, where repair starts new runs (env CHORUS_TASK_QUEUE)")
 }
 
 // open connects to the store and Temporal for an ops command; close releases both.
@@ -58,7 +61,7 @@ func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), er
 		_ = st.Close()
 		return nil, nil, err
 	}
-	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, "", st)}, func() { tc.Close(); _ = st.Close() }, nil
+	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, st)}, func() { tc.Close(); _ = st.Close() }, nil
 }
 
 func newOpsCheckCmd(g *globals) *cobra.Command {

@@ -10,11 +10,14 @@ import (
 	"net/http/pprof"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -38,6 +41,10 @@ type serverConfig struct {
 	addr            string
 	temporalAddress string
 	namespace       string
+	// taskQueue is the Temporal task queue of Chorus's workflows and activities: every API and
+	// worker of one deployment must use the same one, and two deployments on one namespace
+	// different ones.
+	taskQueue string
 	// temporalWait bounds how long to wait for Temporal to answer at start.
 	temporalWait time.Duration
 	// pprofAddr, when set, serves net/http/pprof on its own listener (never on addr).
@@ -97,6 +104,7 @@ request.`,
 	cmd.Flags().StringVar(&cfg.role, "role", envOr("CHORUS_ROLE", roleAll), "what this process runs: api, worker or all (env CHORUS_ROLE)")
 	cmd.Flags().StringVar(&cfg.addr, "addr", envOr("CHORUS_ADDR", "0.0.0.0:8637"), "HTTP listen address (env CHORUS_ADDR)")
 	cmd.Flags().StringVar(&cfg.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
+	cmd.Flags().StringVar(&cfg.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
 	cfg.temporalAddress = envOr("TEMPORAL_ADDRESS", "")
 	cfg.namespace = envOr("TEMPORAL_NAMESPACE", workflows.Namespace)
 	cfg.temporalWait = 2 * time.Minute
@@ -107,7 +115,11 @@ request.`,
 // until ctx is cancelled; then it stops the API, then the worker, and returns. ready, when not
 // nil, is called once everything is serving.
 func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serverConfig, ready func()) error {
-	tc, err := dialTemporal(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait)
+	metrics, err := newProcessMetrics(log, st.DB.DB, st.Dialect())
+	if err != nil {
+		return err
+	}
+	tc, err := dialTemporalMetrics(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait, metrics.temporal)
 	if err != nil {
 		return err
 	}
@@ -129,12 +141,24 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 
 	var w worker.Worker
+	// A worker that stops on a fatal error (its namespace deleted, its credentials refused) makes
+	// the process unready, then ends it with an error, so a supervisor restarts it.
+	health := &workerHealth{role: cfg.role}
+	fatal := make(chan error, 1)
 	if cfg.role != roleAPI {
-		w = workflows.NewWorker(tc, "", activities.New(st, tc), worker.Options{WorkerStopTimeout: 10 * time.Second})
+		w = workflows.NewWorker(tc, cfg.taskQueue, activities.New(st, tc), worker.Options{WorkerStopTimeout: 10 * time.Second,
+			OnFatalError: func(err error) {
+				health.stopped(err)
+				log.Error("the Temporal worker stopped on a fatal error; exiting", "err", err)
+				select {
+				case fatal <- err:
+				default:
+				}
+			}})
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start worker: %w", err)
 		}
-		log.Info("worker started", "taskQueue", workflows.TaskQueue, "namespace", cfg.namespace)
+		log.Info("worker started", "taskQueue", cfg.taskQueue, "namespace", cfg.namespace)
 	}
 
 	e := echo.New()
@@ -147,9 +171,11 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	// The MCP endpoint bounds its own bodies (mcp.MaxRequestBytes) and answers in JSON-RPC.
 	e.Use(middleware.Recover(), middleware.RequestID(), requestLogger(log))
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", readyz(st, tc))
+	e.GET("/readyz", readyz(st, tc, cfg.namespace, health))
+	e.GET("/metrics", echo.WrapHandler(metrics.handler()))
 	if cfg.role != roleWorker {
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, "", st), Log: log}, version)
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, cfg.taskQueue, st), Log: log,
+			Metrics: metrics.tools}, version)
 		if err != nil {
 			return err
 		}
@@ -172,6 +198,8 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 
 	select {
 	case <-ctx.Done():
+	case ferr := <-fatal:
+		err = fmt.Errorf("the Temporal worker stopped: %w", ferr)
 	case err = <-serveErr:
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
@@ -187,6 +215,9 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	return err
 }
+
+const taskQueueFlagHelp = "Temporal task queue of Chorus's workflows and activities; the same for every process of one " +
+	"deployment, different for deployments that share a namespace (env CHORUS_TASK_QUEUE)"
 
 const pprofFlagHelp = "serve Go profiles (net/http/pprof, /debug/pprof/) on this address, e.g. 127.0.0.1:6060; " +
 	"off when empty; keep it off public interfaces (env CHORUS_PPROF_ADDR)"
@@ -212,11 +243,18 @@ func servePprof(log *slog.Logger, addr string) (stop func(), err error) {
 
 // dialTemporal connects to Temporal, retrying until it answers or wait passes.
 func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration) (client.Client, error) {
+	return dialTemporalMetrics(ctx, log, addr, namespace, wait, nil)
+}
+
+// dialTemporalMetrics is dialTemporal with the SDK's metrics going to metrics (nil: none).
+func dialTemporalMetrics(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration,
+	metrics client.MetricsHandler) (client.Client, error) {
 	deadline := time.Now().Add(wait)
 	quiet := mcp.LevelFloor(log, slog.LevelWarn) // the SDK logs every poll at info
 	for attempt := 0; ; attempt++ {
 		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace,
-			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter()})
+			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter(),
+			MetricsHandler: metrics})
 		if err == nil {
 			return c, nil
 		}
@@ -234,30 +272,87 @@ func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string,
 	}
 }
 
-func readyz(st *store.Store, tc client.Client) echo.HandlerFunc {
+// workerHealth is the state of this process's worker that /readyz reports: none (api role),
+// running, or stopped on a fatal error.
+type workerHealth struct {
+	role string
+	err  atomic.Pointer[error]
+}
+
+func (h *workerHealth) stopped(err error) { h.err.Store(&err) }
+
+// status is "ok", "stopped: <why>", or "" when the process runs no worker.
+func (h *workerHealth) status() string {
+	if h.role == roleAPI {
+		return ""
+	}
+	if p := h.err.Load(); p != nil {
+		return "stopped: " + (*p).Error()
+	}
+	return "ok"
+}
+
+// readyz answers 200 when this process can do its work: the database answers, Temporal answers,
+// the namespace exists with every Chorus search attribute registered (without them every create
+// fails), and the worker, if the process runs one, has not stopped. Otherwise 503, with a body
+// that names what is wrong ("problems") and, for missing search attributes, the commands that
+// register them.
+func readyz(st *store.Store, tc client.Client, namespace string, w *workerHealth) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 		defer cancel()
-		status := map[string]string{"store": "ok", "temporal": "ok"}
-		code := http.StatusOK
+		body := map[string]any{"store": "ok", "temporal": "ok", "namespace": "ok", "searchAttributes": "ok"}
+		var problems []string
 		if err := st.Ping(ctx); err != nil {
-			status["store"], code = "unreachable", http.StatusServiceUnavailable
+			body["store"] = "unreachable"
+			problems = append(problems, "the database does not answer")
 		}
 		if _, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-			status["temporal"], code = "unreachable", http.StatusServiceUnavailable
+			body["temporal"], body["namespace"], body["searchAttributes"] = "unreachable", "unknown", "unknown"
+			problems = append(problems, "Temporal does not answer")
+		} else if _, err := tc.WorkflowService().DescribeNamespace(ctx,
+			&workflowservice.DescribeNamespaceRequest{Namespace: namespace}); err != nil {
+			var nf *serviceerror.NamespaceNotFound
+			if errors.As(err, &nf) {
+				body["namespace"] = "missing"
+				problems = append(problems, fmt.Sprintf("the Temporal namespace %q does not exist: create it "+
+					"(temporal operator namespace create --namespace %s)", namespace, namespace))
+			} else {
+				body["namespace"] = "unknown"
+				problems = append(problems, fmt.Sprintf("the Temporal namespace %q cannot be read: %v", namespace, err))
+			}
+			body["searchAttributes"] = "unknown"
+		} else if missing, err := workflows.MissingSearchAttributes(ctx, tc, namespace); err != nil {
+			body["searchAttributes"] = "unknown"
+			problems = append(problems, fmt.Sprintf("the search attributes of namespace %q cannot be read: %v", namespace, err))
+		} else if len(missing) > 0 {
+			body["searchAttributes"] = "missing: " + strings.Join(missing, ", ")
+			body["register"] = workflows.SearchAttributeCommands(namespace)
+			problems = append(problems, fmt.Sprintf("namespace %q lacks the search attributes %s: a worker registers "+
+				"them at start, or run the commands in \"register\"", namespace, strings.Join(missing, ", ")))
 		}
-		status["status"] = "ready"
-		if code != http.StatusOK {
-			status["status"] = "not ready"
+		if ws := w.status(); ws != "" {
+			body["worker"] = ws
+			if ws != "ok" {
+				problems = append(problems, "the Temporal worker "+ws)
+			}
 		}
-		return c.JSON(code, status)
+		code := http.StatusOK
+		body["status"] = "ready"
+		if len(problems) > 0 {
+			code = http.StatusServiceUnavailable
+			body["status"], body["problems"] = "not ready", problems
+		}
+		return c.JSON(code, body)
 	}
 }
 
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true, LogError: true,
-		Skipper: func(c echo.Context) bool { return strings.HasPrefix(c.Path(), "/healthz") },
+		Skipper: func(c echo.Context) bool {
+			return strings.HasPrefix(c.Path(), "/healthz") || strings.HasPrefix(c.Path(), "/metrics")
+		},
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			lvl := slog.LevelDebug
 			if v.Status >= 500 {

@@ -1,0 +1,142 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// Metrics are the endpoint's Prometheus figures (README "Metrics"): every tool call by tool,
+// outcome and error kind with its latency, and every refusal by kind. A nil *Metrics records
+// nothing, so an endpoint built without one (most tests) works the same.
+type Metrics struct {
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	refusals *prometheus.CounterVec
+}
+
+// Outcomes of a tool call, the "outcome" label.
+const (
+	outcomeOK = "ok"
+	// outcomeRefused: a known answer that changed nothing (bad input, not found, forbidden, an
+	// illegal transition, a workflow and its row that disagree). Agents meet these every day.
+	outcomeRefused = "refused"
+	// outcomeError: Chorus could not give an answer (the database is unreachable, the deadline
+	// passed with the outcome unknown, an internal error). These are the operators' concern.
+	outcomeError = "error"
+)
+
+// KindUnauthenticated is the refusal kind of a request without a valid API key.
+const KindUnauthenticated = "unauthenticated"
+
+// RefusalKinds are the kinds chorus_refusals_total counts (each exported from the start, at 0,
+// so an alert can compare against it before the first refusal).
+var RefusalKinds = []string{"invalid_input", "not_found", "forbidden", "precondition", "conflict", "diverged",
+	"already_applied", KindUnauthenticated}
+
+// durationBuckets span a fast read (a few milliseconds) to a call that runs into its deadline.
+var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// NewMetrics registers the endpoint's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_tool_calls_total",
+			Help: "MCP tool calls, by tool, outcome (ok, refused, error) and error kind (empty when ok)."},
+			[]string{"tool", "outcome", "error_kind"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chorus_tool_call_duration_seconds",
+			Help:    "Time from the start of an MCP request (authentication included) to its tool's answer.",
+			Buckets: durationBuckets}, []string{"tool", "outcome"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_refusals_total",
+			Help: "Requests Chorus refused, by kind: a tool's refusal, or a missing or invalid API key (unauthenticated)."},
+			[]string{"kind"}),
+	}
+	reg.MustRegister(m.calls, m.duration, m.refusals)
+	for _, k := range RefusalKinds {
+		m.refusals.WithLabelValues(k)
+	}
+	return m
+}
+
+// toolCall records one tool call that ended with err (nil for success) after d.
+func (m *Metrics) toolCall(tool string, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	outcome, kind := classify(err)
+	m.calls.WithLabelValues(tool, outcome, kind).Inc()
+	m.duration.WithLabelValues(tool, outcome).Observe(d.Seconds())
+	if outcome == outcomeRefused {
+		m.refusals.WithLabelValues(kind).Inc()
+	}
+}
+
+// refusal records a refusal outside any tool (authentication).
+func (m *Metrics) refusal(kind string) {
+	if m != nil {
+		m.refusals.WithLabelValues(kind).Inc()
+	}
+}
+
+// classify names the outcome of a tool call and, for a failure, its kind; it follows
+// agentMessage's cases (errors.go), which decide what the agent reads.
+func classify(err error) (outcome, kind string) {
+	var (
+		in  *inputError
+		ue  *userError
+		nf  *store.NotFoundError
+		wfe *workflows.Error
+	)
+	switch {
+	case err == nil:
+		return outcomeOK, ""
+	case errors.As(err, &in):
+		return outcomeRefused, "invalid_input"
+	case errors.As(err, &ue):
+		return outcomeRefused, "precondition"
+	case errors.As(err, &nf):
+		return outcomeRefused, "not_found"
+	case errors.Is(err, store.ErrForbidden):
+		return outcomeRefused, "forbidden"
+	case errors.As(err, &wfe):
+		switch wfe.Kind {
+		case workflows.KindInvalid:
+			return outcomeRefused, "invalid_input"
+		case workflows.KindNotFound:
+			return outcomeRefused, "not_found"
+		case workflows.KindForbidden:
+			return outcomeRefused, "forbidden"
+		case workflows.KindDiverged:
+			return outcomeRefused, "diverged"
+		case workflows.KindAlreadyApplied:
+			return outcomeRefused, "already_applied"
+		}
+		return outcomeRefused, "conflict"
+	case errors.Is(err, workflows.ErrStillRunning), errors.Is(err, store.ErrRequestInProgress),
+		errors.Is(err, context.DeadlineExceeded):
+		return outcomeError, "still_running"
+	case store.IsUnavailable(err):
+		return outcomeError, "unavailable"
+	}
+	return outcomeError, "internal"
+}
+
+type requestStartKey struct{}
+
+// withRequestStart marks when the request began (before authentication), so a tool call's
+// latency and its log line's ms cover the whole request.
+func withRequestStart(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, requestStartKey{}, t)
+}
+
+// requestStart is when the request began, or now when nothing marked it.
+func requestStart(ctx context.Context) time.Time {
+	if t, ok := ctx.Value(requestStartKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}
