@@ -65,5 +65,11 @@ func toolTable() []entry {
 		adminReopenTask,
 		adminCloseTask,
 		adminDeleteTask,
+
+		addComment,
+		getComments,
+		getNotifications,
+		markNotificationRead,
+		getActivity,
 	}
 }
