@@ -149,8 +149,8 @@ type NotificationList struct {
 var getNotifications = tool[GetNotificationsIn, NotificationList]{
 	Name: "chorus_get_notifications", Title: "Read your notifications", Perm: perm.Public, Effect: writes,
 	Desc: "List the notifications addressed to you, newest first: unread ones by default (status read or all for " +
-		"others). Unread ones returned are marked read unless autoMarkRead is false. unreadCount is how many were " +
-		"unread before this call. Paged with limit (1-100, default 20) and offset.",
+		"others). With the default status, the ones returned are marked read unless autoMarkRead is false. " +
+		"unreadCount is how many were unread before this call. Paged with limit (1-100, default 20) and offset.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetNotificationsIn) (NotificationList, error) {
 		limit := in.Limit
 		if limit < 1 {
