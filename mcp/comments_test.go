@@ -375,9 +375,12 @@ func decodeValue(t testing.TB, v JSONObject) map[string]any {
 }
 
 // Mentions outside comments (docs/rules.md §7.3): a work report's, and the new ones of a task
-// description or an idea's content edit (mentions the old text had are not new).
+// description or an idea's content edit (mentions the old text had are not new). Every write
+// loses its acknowledgement the first times, so each is run again: a retry records nothing twice
+// (it must not read the text it already wrote as the "old" one either).
 func TestMentionsInReportsAndEdits(t *testing.T) {
 	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		lose := func(kind string) { e.faults.FailAfterCommit(kind, 1) } // the next such write loses its acknowledgement
 		admin := e.client(e.adminKey)
 		adminUUID := e.agentID("Admin Agent")
 		pm := e.member("PM", e.owner, perm.PMAgent)
@@ -395,8 +398,10 @@ func TestMentionsInReportsAndEdits(t *testing.T) {
 		}
 
 		// Task description: the first edit mentions PM; the second keeps PM and adds Dev.
+		lose("ApplyTaskChange")
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "description": "Ask " + mention("PM", "agent", pm.uuid)}, nil)
 		require.Equal(t, 1, mentionedOn(pm.uuid, task))
+		lose("ApplyTaskChange")
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task,
 			"description": "Ask " + mention("PM", "agent", pm.uuid) + " and " + mention("Dev", "agent", dev.uuid)}, nil)
 		require.Equal(t, 1, mentionedOn(pm.uuid, task), "PM was in the old description: not new")
@@ -408,6 +413,7 @@ func TestMentionsInReportsAndEdits(t *testing.T) {
 
 		// A work report mentions like a comment, with the session-less attribution of the report.
 		ok(t, dev.s, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
+		lose("ApplyTaskChange")
 		call(t, dev.s, "chorus_report_work", map[string]any{"taskUuid": task, "report": "Done? " + mention("Admin", "agent", adminUUID), "requestId": "r1"})
 		call(t, dev.s, "chorus_report_work", map[string]any{"taskUuid": task, "report": "Done? " + mention("Admin", "agent", adminUUID), "requestId": "r1"})
 		require.Equal(t, 1, mentionedOn(adminUUID, task))
@@ -418,11 +424,15 @@ func TestMentionsInReportsAndEdits(t *testing.T) {
 		// Idea content: only new mentions.
 		idea := createIdea(t, pm.s, project, "Idea", map[string]any{"content": "cc " + mention("Dev", "agent", dev.uuid)})
 		require.Equal(t, 0, mentionedOn(dev.uuid, idea), "creating an idea does not notify its mentions")
+		lose("ApplyIdeaChange")
 		ok(t, pm.s, "chorus_edit_idea", map[string]any{"ideaUuid": idea, "content": "cc " + mention("Dev", "agent", dev.uuid) + " " + mention("Admin", "agent", adminUUID)}, nil)
 		require.Equal(t, 0, mentionedOn(dev.uuid, idea))
 		require.Equal(t, 1, mentionedOn(adminUUID, idea))
 		ok(t, pm.s, "chorus_edit_idea", map[string]any{"ideaUuid": idea, "title": "Renamed"}, nil)
 		require.Equal(t, 1, mentionedOn(adminUUID, idea))
+		require.Equal(t, 1, countRows(t, e, "mentions WHERE source_type = 'idea' AND source_uuid = ?", idea))
+		require.Equal(t, 3, e.faults.Injected("ApplyTaskChange"))
+		require.Equal(t, 1, e.faults.Injected("ApplyIdeaChange"))
 		e.requireAgreement()
 	})
 }
