@@ -1,3 +1,5 @@
+CREATE INDEX activities_project_idx ON activities (project_uuid, created_at);
+--bun:split
 CREATE INDEX activities_target_idx ON activities (target_type, target_uuid);
 --bun:split
 DROP INDEX activities_target_time_idx;

@@ -26,3 +26,5 @@ CREATE INDEX activities_project_seq_idx ON activities (project_uuid, created_at,
 CREATE INDEX activities_target_time_idx ON activities (target_type, target_uuid, created_at, seq);
 --bun:split
 DROP INDEX activities_target_idx;
+--bun:split
+DROP INDEX activities_project_idx;
