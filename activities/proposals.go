@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/chorus-dev/chorus/store"
 )
@@ -73,20 +74,31 @@ func (a *Activities) StartWorkflows(ctx context.Context, starts []WorkflowStart)
 		return errors.New("no Temporal client: the worker was built without one")
 	}
 	queue := activity.GetInfo(ctx).TaskQueue
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(startConcurrency)
 	for _, s := range starts {
-		var attrs []temporal.SearchAttributeUpdate
-		for k, v := range s.Keywords {
-			attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(k).ValueSet(v))
-		}
-		_, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.ID, TaskQueue: queue,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			StaticSummary:            s.Summary, Memo: s.Memo, TypedSearchAttributes: temporal.NewSearchAttributes(attrs...),
-		}, s.Type, s.Input)
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if err != nil && !errors.As(err, &started) {
-			return fmt.Errorf("start workflow %s: %w", s.ID, err)
-		}
+		g.Go(func() error { return a.startWorkflow(gctx, queue, s) })
+	}
+	return g.Wait()
+}
+
+// startConcurrency bounds the starts StartWorkflows has in flight at once: a batch of 100 tasks
+// makes 100 StartWorkflowExecution calls, which one after another cost 100 round trips.
+const startConcurrency = 8
+
+func (a *Activities) startWorkflow(ctx context.Context, queue string, s WorkflowStart) error {
+	var attrs []temporal.SearchAttributeUpdate
+	for k, v := range s.Keywords {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(k).ValueSet(v))
+	}
+	_, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.ID, TaskQueue: queue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		StaticSummary:            s.Summary, Memo: s.Memo, TypedSearchAttributes: temporal.NewSearchAttributes(attrs...),
+	}, s.Type, s.Input)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start workflow %s: %w", s.ID, err)
 	}
 	return nil
 }

@@ -23,3 +23,22 @@ func (a *Activities) CreateTaskBatch(ctx context.Context, b store.TaskBatch) ([]
 	out, err := a.Store.CreateTaskBatch(ctx, b)
 	return out, outcome(err)
 }
+
+// TaskBatchStart is a chorus_create_tasks batch and the starts of its tasks' workflows.
+type TaskBatchStart struct {
+	Batch  store.TaskBatch
+	Starts []WorkflowStart
+}
+
+// CreateTaskBatchAndStart writes the batch as CreateTaskBatch does, then starts its tasks'
+// workflows as StartWorkflows does, in one activity: one dispatch and one workflow task fewer
+// per chorus_create_tasks call than the two activities one after the other. A retry after the
+// write committed finds the batch applied (its change id, docs/write-path.md) and goes on to
+// the starts, which leave running workflows alone; a refused write starts nothing.
+func (a *Activities) CreateTaskBatchAndStart(ctx context.Context, in TaskBatchStart) ([]string, error) {
+	out, err := a.Store.CreateTaskBatch(ctx, in.Batch)
+	if err != nil {
+		return nil, outcome(err)
+	}
+	return out, a.StartWorkflows(ctx, in.Starts)
+}

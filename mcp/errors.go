@@ -35,6 +35,8 @@ func agentMessage(err error) (string, bool) {
 		ue  *userError
 		nf  *store.NotFoundError
 		wfe *workflows.Error
+		rf  *store.Refusal
+		gw  *store.ErrGroupHasWork
 	)
 	switch {
 	case errors.As(err, &in):
@@ -43,6 +45,10 @@ func agentMessage(err error) (string, bool) {
 		return ue.msg, true
 	case errors.As(err, &nf):
 		return nf.Error(), true
+	case errors.As(err, &rf):
+		return rf.Msg, true
+	case errors.As(err, &gw):
+		return gw.Error(), true
 	case errors.Is(err, store.ErrForbidden):
 		return store.ErrForbidden.Error(), true
 	case errors.As(err, &wfe):

@@ -2,11 +2,13 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +22,6 @@ import (
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/perm"
-	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
@@ -33,7 +34,7 @@ import (
 
 // writeKinds are the activities that write, one per kind of write.
 var writeKinds = []string{"ApplyIdeaChange", "ApplyProposalChange", "ApplyApproval", "StartWorkflows", "ApplyTaskChange",
-	"RevokeCascade", "CreateTaskBatch"}
+	"RevokeCascade", "CreateTaskBatchAndStart"}
 
 // world is what everyWrite made.
 type world struct {
@@ -336,7 +337,10 @@ func TestRequestIDBelongsToOneTool(t *testing.T) {
 // the same requestId.
 func TestFailedBatchCanBeRetried(t *testing.T) {
 	e := newFlowEnvNoWorker(t, "sqlite")
-	failing := workflowsWorkerWithFailingBatch(t, e)
+	failing := workflowsWorkerWithActivity(t, e, "CreateTaskBatchAndStart",
+		func(context.Context, activities.TaskBatchStart) ([]string, error) {
+			return nil, temporal.NewNonRetryableApplicationError("the batch cannot be written", "Broken", nil)
+		})
 	require.NoError(t, failing.Start())
 	admin := e.client(e.adminKey)
 	project := createProject(t, admin, "Apollo")
@@ -354,9 +358,9 @@ func TestFailedBatchCanBeRetried(t *testing.T) {
 	e.requireAgreement()
 }
 
-// workflowsWorkerWithFailingBatch is a worker of the env's queue whose CreateTaskBatch fails for
-// good, writing nothing, so the batch's workflow fails.
-func workflowsWorkerWithFailingBatch(t *testing.T, e *env) worker.Worker {
+// workflowsWorkerWithActivity is a worker of the env's queue with the real workflows and
+// activities, except the activity registered as name, which is fn.
+func workflowsWorkerWithActivity(t *testing.T, e *env, name string, fn any) worker.Worker {
 	t.Helper()
 	acts := activities.New(e.st, e.tc)
 	w := worker.New(e.tc, e.queue, worker.Options{})
@@ -366,14 +370,53 @@ func workflowsWorkerWithFailingBatch(t *testing.T, e *env) worker.Worker {
 	w.RegisterWorkflowWithOptions(workflows.CreateTasksWorkflow, workflow.RegisterOptions{Name: workflows.CreateTasksWorkflowName})
 	v := reflect.ValueOf(acts)
 	for i := range v.NumMethod() {
-		if name := v.Type().Method(i).Name; name != "CreateTaskBatch" {
-			w.RegisterActivityWithOptions(v.Method(i).Interface(), activity.RegisterOptions{Name: name})
+		if n := v.Type().Method(i).Name; n != name {
+			w.RegisterActivityWithOptions(v.Method(i).Interface(), activity.RegisterOptions{Name: n})
 		}
 	}
-	w.RegisterActivityWithOptions(func(context.Context, store.TaskBatch) ([]string, error) {
-		return nil, temporal.NewNonRetryableApplicationError("the batch cannot be written", "Broken", nil)
-	}, activity.RegisterOptions{Name: "CreateTaskBatch"})
+	w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	return w
+}
+
+// A chorus_create_tasks batch whose write commits but whose workflow starts then fail (Temporal
+// refuses them, say) is retried: the retry finds the batch written, writes nothing, and starts
+// the workflows. The call answers once, with each task created once and running its workflow.
+func TestBatchStartsFailAfterItsWriteCommitted(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) { batchStartsFailAfterItsWriteCommitted(t, newFlowEnvNoWorker(t, dialect)) })
+	}
+}
+
+func batchStartsFailAfterItsWriteCommitted(t *testing.T, e *env) {
+	acts := activities.New(e.st, e.tc)
+	var attempts atomic.Int32
+	w := workflowsWorkerWithActivity(t, e, "CreateTaskBatchAndStart",
+		func(ctx context.Context, in activities.TaskBatchStart) ([]string, error) {
+			if attempts.Add(1) == 1 {
+				if _, err := e.st.CreateTaskBatch(ctx, in.Batch); err != nil {
+					return nil, err
+				}
+				return nil, errors.New("start workflow: the Temporal server is unavailable")
+			}
+			return acts.CreateTaskBatchAndStart(ctx, in)
+		})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	admin := e.client(e.adminKey)
+	dev := e.client(e.agent("Dev", perm.DeveloperAgent))
+	project := createProject(t, admin, "Apollo")
+	var created CreatedTasks
+	ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "requestId": "batch", "tasks": []map[string]any{
+		{"title": "A", "draftUuid": "a", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+		{"title": "B", "dependsOnDraftUuids": []string{"a"}, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+	require.Len(t, created.Tasks, 2)
+	require.GreaterOrEqual(t, attempts.Load(), int32(2), "the first attempt failed after its write")
+	var list TaskList
+	ok(t, admin, "chorus_list_tasks", map[string]any{"projectUuid": project}, &list)
+	require.Equal(t, 2, list.Total, "the retry wrote nothing more")
+	require.Equal(t, 1, activityCount(t, e.st, created.Tasks[0].UUID, "created"))
+	ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil) // its workflow runs
+	e.requireAgreement()
 }
 
 // requireEventually2 polls cond until it holds or within passes.

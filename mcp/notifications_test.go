@@ -122,7 +122,7 @@ func TestLifecycleNotificationsArriveExactlyOnce(t *testing.T) {
 	}
 }
 
-// chorus_get_notifications and chorus_mark_notification_read (docs/rules.md §4.12), and the
+// chorus_get_notifications and chorus_mark_notification_read (docs/rules.md §4.14), and the
 // notification part of chorus_checkin (§4.1).
 func TestReadingNotifications(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *env) {
@@ -261,7 +261,7 @@ func TestFirstCheckinNotifiesTheOwnerOnce(t *testing.T) {
 	})
 }
 
-// chorus_get_activity (docs/rules.md §4.13): per project and per entity, newest first (rows of
+// chorus_get_activity (docs/rules.md §4.15): per project and per entity, newest first (rows of
 // one change in the order they were written), 50 to a page by default, with actor names and
 // session fields.
 func TestActivityStream(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,11 +28,13 @@ import (
 // TestRecordWorkflowHistories drives an idea to done and writes each workflow's history to
 // ../workflows/testdata/histories, which the replay tests replay so that a change to workflow
 // code that alters its commands fails `make test`. Histories are append-only: it writes new
-// files named after today's date, refuses to overwrite one, and adds each to SHA256SUMS, which
-// the replay test holds every file to. It is built only with the "record" tag; run it after a
-// deliberate workflow change (versioned with workflow.GetVersion), to record the new shapes:
+// files named after today's date (with -2, -3, ... when that name is taken), never overwrites one,
+// and adds each to SHA256SUMS, which the replay test holds every file to. It is built only with
+// the "record" tag; run it after a deliberate workflow change (versioned with
+// workflow.GetVersion), to record the new shapes; CHORUS_RECORD names the histories to write
+// (comma-separated, e.g. "task-batch"; all of them when unset):
 //
-//	go test -tags record ./mcp -run TestRecordWorkflowHistories
+//	CHORUS_RECORD=task-batch go test -tags record ./mcp -run TestRecordWorkflowHistories
 func TestRecordWorkflowHistories(t *testing.T) {
 	e := newFlowEnv(t, "sqlite")
 	admin := e.client(e.adminKey)
@@ -75,7 +79,22 @@ func TestRecordWorkflowHistories(t *testing.T) {
 		{"task-claimed-released", workflows.TaskID(quick.Tasks[0].UUID)},
 		{"task-batch", batch},
 	} {
-		writeHistory(t, h.id, filepath.Join("..", "workflows", "testdata", "histories", day+"-"+h.name+".json"))
+		if only := os.Getenv("CHORUS_RECORD"); only != "" && !slices.Contains(strings.Split(only, ","), h.name) {
+			continue
+		}
+		writeHistory(t, h.id, freeName(t, filepath.Join("..", "workflows", "testdata", "histories"), day+"-"+h.name))
+	}
+}
+
+// freeName is dir/base.json, or dir/base-N.json with the first N from 2 whose file does not exist.
+func freeName(t *testing.T, dir, base string) string {
+	path := filepath.Join(dir, base+".json")
+	for n := 2; ; n++ {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return path
+		}
+		path = filepath.Join(dir, fmt.Sprintf("%s-%d.json", base, n))
+		require.Less(t, n, 1000)
 	}
 }
 

@@ -213,6 +213,14 @@ func TestScopingHeadersOnMyAssignments(t *testing.T) {
 	require.Empty(t, tracker(map[string]string{"X-Chorus-Project": store.NewUUID()}))
 	require.Empty(t, tracker(map[string]string{"X-Chorus-Project-Group": store.NewUUID()}), "an unknown group scopes to nothing (docs/rules.md §8.8)")
 	require.Empty(t, tracker(map[string]string{"X-Chorus-Project-Group": store.NewUUID(), "X-Chorus-Project": a}), "the group wins")
+
+	// A real group: its projects, and only those.
+	var g GroupView
+	ok(t, admin, "chorus_admin_create_project_group", map[string]any{"name": "G"}, &g)
+	ok(t, admin, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": b, "groupUuid": g.UUID}, nil)
+	scoped := tracker(map[string]string{"X-Chorus-Project-Group": strings.ToUpper(g.UUID), "X-Chorus-Project": a})
+	require.Len(t, scoped, 1)
+	require.Contains(t, scoped, b)
 }
 
 func TestMalformedBodiesGetJSONRPCErrors(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 //
 //	Priority string `json:"priority,omitempty" jsonschema:"..." chorus:"enum=low|medium|high"`
 //
-// Keys: enum=a|b|c, min=N, max=N (numbers), minLength=N, maxLength=N (strings, in characters),
+// Keys: enum=a|b|c (on an array: its items), min=N, max=N (numbers), minLength=N, maxLength=N (strings, in characters),
 // minItems=N, maxItems=N (arrays), nullable (an explicit null is meaningful for this field and
 // reaches the handler instead of meaning "absent"). Fields of type UUID get format "uuid".
 //
@@ -145,7 +145,7 @@ func tighten(t reflect.Type, s *jsonschema.Schema) error {
 			if ps == nil {
 				continue
 			}
-			nullable := f.Type == reflect.TypeFor[NullableUUID]()
+			nullable := f.Type == reflect.TypeFor[NullableUUID]() || f.Type == reflect.TypeFor[NullableString]()
 			for kv := range strings.SplitSeq(f.Tag.Get("chorus"), ";") {
 				k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
 				if err := applyConstraint(ps, k, v); err != nil {
@@ -216,6 +216,9 @@ func applyConstraint(s *jsonschema.Schema, key, val string) error {
 	switch key {
 	case "", "nullable":
 	case "enum":
+		if t, _ := schemaType(s); t == "array" && s.Items != nil {
+			s = s.Items // an array's enum constrains its items
+		}
 		for v := range strings.SplitSeq(val, "|") {
 			s.Enum = append(s.Enum, v)
 		}

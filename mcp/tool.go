@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -47,8 +50,11 @@ type tool[In, Out any] struct {
 	Effect effect
 	// Idempotent marks a write that changes nothing when repeated with the same arguments.
 	Idempotent bool
-	Desc       string
-	Run        func(ctx context.Context, d *Deps, call *Call, in In) (Out, error)
+	// Strict refuses unknown argument keys instead of ignoring them (docs/rules.md §3.5), for a
+	// tool where a misspelt key would silently change what the call does.
+	Strict bool
+	Desc   string
+	Run    func(ctx context.Context, d *Deps, call *Call, in In) (Out, error)
 }
 
 // Call is what a handler knows about the request beyond its arguments.
@@ -195,6 +201,11 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	if req.Params != nil {
 		raw = req.Params.Arguments
 	}
+	if t.Strict {
+		if err := knownKeysOnly(schema, raw); err != nil {
+			return nil, err
+		}
+	}
 	args, err := normalizeArgs(schema, raw)
 	if err != nil {
 		return nil, err
@@ -272,6 +283,21 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		text += "\n" + note
 	}
 	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
+}
+
+// knownKeysOnly refuses an argument key the schema does not have (a Strict tool).
+func knownKeysOnly(schema *jsonschema.Schema, raw json.RawMessage) error {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return nil // normalizeArgs says what is wrong with it
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if _, ok := schema.Properties[k]; !ok {
+			return invalid("%s is not an argument of this tool, which accepts only %s; nothing was changed",
+				k, strings.Join(propertyOrder(schema), ", "))
+		}
+	}
+	return nil
 }
 
 // canonicalizer is an input with a canonical form beyond what its schema's normalization gives

@@ -2,21 +2,17 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
-	"reflect"
 	"strings"
 	"time"
-
-	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
 
-// Comments, notifications and the activity stream (docs/rules.md §4.11-§4.13, §7). Comments
+// Comments, notifications and the activity stream (docs/rules.md §4.13-§4.15, §7). Comments
 // are records: plain store transactions, no workflow.
 
-// ---- comments (docs/rules.md §4.11) ----
+// ---- comments (docs/rules.md §4.13) ----
 
 // CommentTargetIn names what a comment is on.
 type CommentTargetIn struct {
@@ -57,7 +53,7 @@ var addComment = tool[AddCommentIn, CommentView]{
 		if strings.TrimSpace(in.Content) == "" {
 			return CommentView{}, invalid("content must not be blank: write the comment's text")
 		}
-		t, _, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
+		t, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
 		if err != nil {
 			return CommentView{}, err
 		}
@@ -87,7 +83,7 @@ var getComments = tool[GetCommentsIn, CommentList]{
 	Desc: "List the comments on an idea, proposal, task or document, newest first, with their authors " +
 		"(work reports made with chorus_report_work are comments on their task). Paged: page (default 1), pageSize (1-100, default 20).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetCommentsIn) (CommentList, error) {
-		if _, _, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
+		if _, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
 			return CommentList{}, err
 		}
 		page, size, offset := in.window(20)
@@ -112,7 +108,7 @@ var getComments = tool[GetCommentsIn, CommentList]{
 	},
 }
 
-// ---- notifications (docs/rules.md §4.12) ----
+// ---- notifications (docs/rules.md §4.14) ----
 
 // GetNotificationsIn is chorus_get_notifications' input.
 type GetNotificationsIn struct {
@@ -209,7 +205,7 @@ var markNotificationRead = tool[MarkNotificationReadIn, MarkedRead]{
 	},
 }
 
-// ---- activity stream (docs/rules.md §4.13) ----
+// ---- activity stream (docs/rules.md §4.15) ----
 
 // GetActivityIn is chorus_get_activity's input.
 type GetActivityIn struct {
@@ -218,31 +214,6 @@ type GetActivityIn struct {
 	TargetUUID  *UUID  `json:"targetUuid,omitempty" jsonschema:"with targetType: the entity (of this project) whose activity to list"`
 	Page        int    `json:"page,omitempty" jsonschema:"1-based page number; default 1" chorus:"min=1;max=1000000"`
 	PageSize    int    `json:"pageSize,omitempty" jsonschema:"rows per page, 1 to 100; default 50" chorus:"min=1;max=100"`
-}
-
-// JSONObject is a JSON object passed through as stored (an activity's value), or null.
-type JSONObject json.RawMessage
-
-// MarshalJSON writes the object, or null when there is none.
-func (j JSONObject) MarshalJSON() ([]byte, error) {
-	if len(j) == 0 {
-		return []byte("null"), nil
-	}
-	return j, nil
-}
-
-// UnmarshalJSON keeps the raw JSON.
-func (j *JSONObject) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*j = nil
-		return nil
-	}
-	*j = append((*j)[:0], b...)
-	return nil
-}
-
-func init() {
-	schemaTypeOverrides[reflect.TypeFor[JSONObject]()] = &jsonschema.Schema{Types: []string{"null", "object"}}
 }
 
 // ActivityRow is one activity.
@@ -280,12 +251,12 @@ var getActivity = tool[GetActivityIn, ActivityList]{
 		}
 		var target string
 		if in.TargetUUID != nil {
-			t, _, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(*in.TargetUUID), store.AccessViewer)
+			t, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(*in.TargetUUID), store.AccessViewer)
 			if err != nil {
 				return ActivityList{}, err
 			}
 			if t.ProjectUUID != string(in.ProjectUUID) {
-				return ActivityList{}, store.NotFound(store.TargetEntity(in.TargetType))
+				return ActivityList{}, store.NotFound(store.EntityName(in.TargetType))
 			}
 			target = t.UUID
 		}
@@ -304,7 +275,7 @@ var getActivity = tool[GetActivityIn, ActivityList]{
 		for i, a := range acts {
 			rows[i] = ActivityRow{UUID: a.UUID, TargetType: a.TargetType, TargetUUID: a.TargetUUID, ActorType: a.ActorType,
 				ActorUUID: a.ActorUUID, ActorName: nm.Name(ctx, a.ActorType, a.ActorUUID), Action: a.Action,
-				Value: JSONObject(a.Value), SessionUUID: a.SessionUUID, SessionName: a.SessionName, CreatedAt: a.CreatedAt}
+				Value: jsonValue(a.Value), SessionUUID: a.SessionUUID, SessionName: a.SessionName, CreatedAt: a.CreatedAt}
 		}
 		wrap := func(r []ActivityRow) any {
 			return ActivityList{Activities: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}

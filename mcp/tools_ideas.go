@@ -167,11 +167,12 @@ var getElaboration = tool[IdeaIn, ElaborationView]{
 
 // CreateIdeaIn is chorus_pm_create_idea's input.
 type CreateIdeaIn struct {
-	ProjectUUID UUID    `json:"projectUuid" jsonschema:"the project to create the idea in"`
-	Title       string  `json:"title" jsonschema:"a short title" chorus:"minLength=1"`
-	Content     *string `json:"content,omitempty" jsonschema:"the idea in markdown"`
-	ParentUUID  *UUID   `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
-	IsContainer bool    `json:"isContainer,omitempty" jsonschema:"true for a theme: it groups child ideas and cannot be a proposal input"`
+	ProjectUUID UUID          `json:"projectUuid" jsonschema:"the project to create the idea in"`
+	Title       string        `json:"title" jsonschema:"a short title" chorus:"minLength=1"`
+	Content     *string       `json:"content,omitempty" jsonschema:"the idea in markdown"`
+	ParentUUID  *UUID         `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
+	IsContainer bool          `json:"isContainer,omitempty" jsonschema:"true for a theme: it groups child ideas and cannot be a proposal input"`
+	References  []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach (fail-soft: one that is invalid is reported in referenceErrors, and the rest are still added)" chorus:"maxItems=50"`
 }
 
 // CreatedIdea is chorus_pm_create_idea's result.
@@ -180,6 +181,8 @@ type CreatedIdea struct {
 	Title      string  `json:"title"`
 	ParentUUID *string `json:"parentUuid"`
 	Status     string  `json:"status"`
+	// ReferenceErrors lists the inline references that were not added (only when there are any).
+	ReferenceErrors []ReferenceError `json:"referenceErrors,omitempty"`
 }
 
 var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
@@ -208,7 +211,12 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 		if err != nil {
 			return CreatedIdea{}, err
 		}
-		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: (*string)(in.ParentUUID), Status: res.Status}, nil
+		refErrs, err := addInlineReferences(ctx, d, call, store.Target{Type: "idea", UUID: res.UUID, ProjectUUID: string(in.ProjectUUID)}, in.References, nil)
+		if err != nil {
+			return CreatedIdea{}, err
+		}
+		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: (*string)(in.ParentUUID), Status: res.Status,
+			ReferenceErrors: refErrs}, nil
 	},
 }
 
@@ -432,5 +440,54 @@ var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
 			return SkippedElaboration{}, err
 		}
 		return SkippedElaboration{IdeaUUID: string(in.IdeaUUID), Action: "elaboration_skipped", Reason: in.Reason}, nil
+	},
+}
+
+// ---- move (docs/rules.md §4.4, §5.9) ----
+
+// MoveIdeaIn is chorus_move_idea's input.
+type MoveIdeaIn struct {
+	IdeaUUID          UUID `json:"ideaUuid" jsonschema:"the idea to move, with its descendants"`
+	TargetProjectUUID UUID `json:"targetProjectUuid" jsonschema:"the project to move it to"`
+}
+
+// MovedIdea is chorus_move_idea's result.
+type MovedIdea struct {
+	UUID    string           `json:"uuid"`
+	Project ProjectRef       `json:"project" jsonschema:"the project the idea is in now"`
+	Moved   store.MoveCounts `json:"moved" jsonschema:"rows moved: the idea and its descendants, the proposals built on them, their documents and tasks, and the activities about all of these"`
+}
+
+var moveIdea = tool[MoveIdeaIn, MovedIdea]{
+	Name: "chorus_move_idea", Title: "Move an idea to another project", Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Move an idea to another project, with everything that follows from it: its descendant ideas, the proposals " +
+		"that take any of them as input, those proposals' documents and tasks, and the activities about all of these. " +
+		"The idea leaves its parent; comments, dependencies, criteria and assignees stay as they are. Needs editor on " +
+		"both projects.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in MoveIdeaIn) (MovedIdea, error) {
+		wrap := func(err error) error {
+			if m, ok := agentMessage(err); ok && !strings.HasPrefix(m, "Failed to move Idea: ") {
+				return refuse("Failed to move Idea: %s", m)
+			}
+			return err
+		}
+		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor); err != nil {
+			return MovedIdea{}, wrap(err)
+		}
+		target, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.TargetProjectUUID), store.AccessEditor)
+		if err != nil {
+			return MovedIdea{}, wrap(err)
+		}
+		a := actor(call.Who)
+		res, err := workflows.Send(ctx, d.Flows, workflows.MoveIdea, string(in.IdeaUUID), flowCall(call), a.UUID,
+			workflows.MoveIdeaInput{Actor: a, TargetProjectUUID: target.UUID})
+		if err != nil {
+			return MovedIdea{}, err
+		}
+		out := MovedIdea{UUID: res.UUID, Project: ProjectRef{UUID: target.UUID, Name: target.Name}}
+		if res.Moved != nil {
+			out.Moved = *res.Moved
+		}
+		return out, nil
 	},
 }

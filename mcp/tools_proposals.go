@@ -206,7 +206,12 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 		if section == "" {
 			section = "basic"
 		}
-		return proposalView(ctx, d.Store.NewNamer(), p, pv.Name, section), nil
+		n := d.Store.NewNamer()
+		v := proposalView(ctx, n, p, pv.Name, section)
+		if v.References, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
+			return ProposalView{}, err
+		}
+		return v, nil
 	},
 }
 
@@ -214,11 +219,12 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 
 // CreateProposalIn is chorus_pm_create_proposal's input.
 type CreateProposalIn struct {
-	ProjectUUID UUID    `json:"projectUuid" jsonschema:"the project the proposal belongs to"`
-	Title       string  `json:"title" jsonschema:"the proposal's title" chorus:"minLength=1"`
-	Description *string `json:"description,omitempty" jsonschema:"what the proposal delivers and why"`
-	InputType   string  `json:"inputType" jsonschema:"what the proposal is based on: ideas you hold, or documents" chorus:"enum=idea|document"`
-	InputUUIDs  []UUID  `json:"inputUuids" jsonschema:"the input ideas (or documents)"`
+	ProjectUUID UUID          `json:"projectUuid" jsonschema:"the project the proposal belongs to"`
+	Title       string        `json:"title" jsonschema:"the proposal's title" chorus:"minLength=1"`
+	Description *string       `json:"description,omitempty" jsonschema:"what the proposal delivers and why"`
+	InputType   string        `json:"inputType" jsonschema:"what the proposal is based on: ideas you hold, or documents" chorus:"enum=idea|document"`
+	InputUUIDs  []UUID        `json:"inputUuids" jsonschema:"the input ideas (or documents)"`
+	References  []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach (fail-soft: one that is invalid is reported in referenceErrors, and the rest are still added)" chorus:"maxItems=50"`
 }
 
 // CreatedProposal is chorus_pm_create_proposal's result.
@@ -226,7 +232,9 @@ type CreatedProposal struct {
 	UUID   string `json:"uuid"`
 	Title  string `json:"title"`
 	Status string `json:"status"`
-	note   string
+	// ReferenceErrors lists the inline references that were not added (only when there are any).
+	ReferenceErrors []ReferenceError `json:"referenceErrors,omitempty"`
+	note            string
 }
 
 // Note is text appended after the JSON result (docs/rules.md §8.11).
@@ -281,6 +289,10 @@ var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 			return CreatedProposal{}, err
 		}
 		out := CreatedProposal{UUID: res.UUID, Title: strings.TrimSpace(in.Title), Status: res.Status}
+		out.ReferenceErrors, err = addInlineReferences(ctx, d, call, store.Target{Type: "proposal", UUID: res.UUID, ProjectUUID: string(in.ProjectUUID)}, in.References, nil)
+		if err != nil {
+			return CreatedProposal{}, err
+		}
 		if in.InputType == "idea" && len(in.InputUUIDs) > 0 {
 			titles, err := d.Store.ProposalsUsingIdeas(ctx, call.Who.Caller, uuidStrings(in.InputUUIDs), res.UUID)
 			if err != nil {
@@ -569,7 +581,11 @@ var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
 		if err != nil {
 			return ProposalView{}, err
 		}
-		v := proposalView(ctx, d.Store.NewNamer(), p, pv.Name, "basic")
+		n := d.Store.NewNamer()
+		v := proposalView(ctx, n, p, pv.Name, "basic")
+		if v.References, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
+			return ProposalView{}, err
+		}
 		if m := res.Materialized; m != nil {
 			for _, t := range m.Tasks {
 				v.MaterializedTasks = append(v.MaterializedTasks, MaterializedTask{DraftUUID: t.DraftUUID, TaskUUID: t.UUID, Title: t.Title})

@@ -117,6 +117,7 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		return TaskView{}, err
 	}
 	cs, dependsOn, dependedBy, comments := rel.Criteria, rel.DependsOn, rel.DependedBy, rel.CommentCount
+	n.Prefetch(ctx, referenceAuthors(rel.References)...)
 	summary, status := store.Summarize(cs)
 	return TaskView{UUID: t.UUID, Title: t.Title, Description: t.Description, Status: t.Status, Priority: t.Priority,
 		StoryPoints: t.StoryPoints, AcceptanceCriteria: t.AcceptanceCriteria, AcceptanceCriteriaItems: criterionViews(cs),
@@ -124,7 +125,7 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		Assignee:     assigneeView(ctx, n, t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID),
 		ProposalUUID: t.ProposalUUID, Project: ProjectRef{UUID: pv.UUID, Name: pv.Name},
 		CreatedBy: n.Ref(ctx, t.CreatedByType, &t.CreatedByUUID), DependsOn: links(dependsOn), DependedBy: links(dependedBy),
-		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: []ReferenceView{}}, nil
+		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: referenceViews(ctx, n, rel.References)}, nil
 }
 
 // taskHints are the _hints of claim and assign (docs/rules.md §4.9): what blocks the task and who
@@ -408,6 +409,7 @@ type NewTaskIn struct {
 	DraftUUID               *string       `json:"draftUuid,omitempty" jsonschema:"your own id for this task, for dependsOnDraftUuids of other tasks in the same call"`
 	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"draftUuids of tasks in this call that must be done first"`
 	DependsOnTaskUUIDs      []UUID        `json:"dependsOnTaskUuids,omitempty" jsonschema:"existing tasks that must be done first"`
+	References              []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach (fail-soft: one that is invalid is reported in referenceErrors, and the rest are still added)" chorus:"maxItems=50"`
 }
 
 // CreateTasksIn is chorus_create_tasks' input.
@@ -421,6 +423,8 @@ type CreateTasksIn struct {
 type CreatedTasks struct {
 	Tasks    []NamedRef `json:"tasks"`
 	Warnings []string   `json:"warnings,omitempty"`
+	// ReferenceErrors lists the inline references that were not added (only when there are any).
+	ReferenceErrors []ReferenceError `json:"referenceErrors,omitempty"`
 }
 
 var createTasks = tool[CreateTasksIn, CreatedTasks]{
@@ -473,8 +477,18 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 			return CreatedTasks{}, err
 		}
 		out := CreatedTasks{Tasks: []NamedRef{}, Warnings: res.Warnings}
-		for _, t := range res.Tasks {
+		for i, t := range res.Tasks {
 			out.Tasks = append(out.Tasks, NamedRef{UUID: t.UUID, Title: t.Title})
+			if i >= len(in.Tasks) || len(in.Tasks[i].References) == 0 { // tasks come back in input order
+				continue
+			}
+			title := in.Tasks[i].Title
+			refErrs, err := addInlineReferences(ctx, d, call, store.Target{Type: "task", UUID: t.UUID, ProjectUUID: string(in.ProjectUUID)},
+				in.Tasks[i].References, &title)
+			if err != nil {
+				return CreatedTasks{}, err
+			}
+			out.ReferenceErrors = append(out.ReferenceErrors, refErrs...)
 		}
 		return out, nil
 	},

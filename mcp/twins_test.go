@@ -153,9 +153,21 @@ func TestConcurrentTwinsGetTheFirstResult(t *testing.T) {
 
 		results := twinCalls("chorus_admin_delete_document", map[string]any{"documentUuid": doc.UUID, "requestId": "x1"})
 		require.Equal(t, fmt.Sprintf("Document %s deleted", doc.UUID), text(results[0]))
+		deleted := results[0]
+
+		results = twinCalls("chorus_add_reference", map[string]any{"targetType": "idea", "targetUuid": idea, "type": "docs",
+			"url": "https://twins.dev", "title": "Twin ref", "requestId": "ref1"})
+		require.EqualValues(t, 1, count((*store.Reference)(nil), "title = ?", "Twin ref"))
+		require.EqualValues(t, 1, count((*store.Activity)(nil), "target_uuid = ? AND action = 'reference_added'", idea))
+		ref := decode[ReferenceView](t, results[0])
+		results = twinCalls("chorus_remove_reference", map[string]any{"uuid": ref.UUID, "requestId": "ref1-removed"})
+		require.Contains(t, text(results[0]), `"action":"reference_removed"`)
+		require.EqualValues(t, 0, count((*store.Reference)(nil), "title = ?", "Twin ref"))
 
 		// Later retries, from either process, return the stored results.
 		res := call(t, first, "chorus_admin_delete_document", map[string]any{"documentUuid": doc.UUID, "requestId": "x1"})
+		require.Equal(t, text(deleted), text(res))
+		res = call(t, other, "chorus_remove_reference", map[string]any{"uuid": ref.UUID, "requestId": "ref1-removed"})
 		require.Equal(t, text(results[0]), text(res))
 		e.requireAgreement()
 	})

@@ -101,7 +101,7 @@ func ideaView(ctx context.Context, n *store.Namer, d *store.IdeaDetail) IdeaView
 		Project:  ProjectRef{UUID: d.Project.UUID, Name: d.Project.Name}, ElaborationStatus: i.ElaborationStatus,
 		ElaborationDepth: i.ElaborationDepth, CreatedBy: n.Ref(ctx, i.CreatedByType, &i.CreatedByUUID),
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ParentUUID: i.ParentUUID, Children: []IdeaChildView{},
-		DescendantUUIDs: d.DescendantUUIDs, Reports: []DocumentView{}, References: []ReferenceView{}}
+		DescendantUUIDs: d.DescendantUUIDs, Reports: []DocumentView{}, References: referenceViews(ctx, n, d.References)}
 	if len(i.Attachments) > 0 {
 		// Written only by operators; a value of another shape is shown as no attachments.
 		_ = json.Unmarshal(i.Attachments, &v.Attachments)

@@ -300,6 +300,23 @@ type observation struct {
 	proposalID string
 	// moving is why this observation is not a consistent pair ("" when it is).
 	moving string
+	// moveInFlight: the row holds a move of an idea (movedRow) that is still being delivered: the
+	// moving idea's workflow has work pending, or this workflow is taking in an event.
+	moveInFlight bool
+}
+
+// movedRow reports whether the row holds a move of an idea that its workflow has not adopted:
+// one version or more ahead of the state, marked with another idea workflow's change
+// (docs/write-path.md, "Who writes what"). It returns that idea's workflow id.
+func (ob observation) movedRow() (string, bool) {
+	if !ob.row.exists || !ob.wf.exists || ob.row.version <= ob.wf.version {
+		return "", false
+	}
+	id, _, ok := strings.Cut(ob.row.changeID, "#")
+	if !ok || !strings.HasPrefix(id, string(workflows.EntityIdea)+"/") || id == ob.id {
+		return "", false
+	}
+	return id, true
 }
 
 func (o *Ops) observe(ctx context.Context, entity workflows.Entity, uuid string) (observation, error) {
@@ -318,6 +335,13 @@ func (o *Ops) observe(ctx context.Context, entity workflows.Entity, uuid string)
 	}
 	if ob.row, err = o.readRows(ctx, entity, uuid, &ob); err != nil {
 		return ob, err
+	}
+	if mover, ok := ob.movedRow(); ok && ob.run.status == "running" {
+		m, err := o.describe(ctx, mover)
+		if err != nil {
+			return ob, err
+		}
+		ob.moveInFlight = len(m.pending) > 0 || m.pendingTask || ob.run.pendingTask
 	}
 	switch {
 	case !before.same(ob.row):
@@ -585,6 +609,9 @@ func (ob observation) midChange() (string, bool) {
 		ob.row.version > ob.wf.version && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#") {
 		return "its proposal's revoke closed the row, and the workflow is adopting it", true
 	}
+	if mover, ok := ob.movedRow(); ok && ob.moveInFlight {
+		return "a move of " + mover + " moved the row, and the workflow is adopting it", true
+	}
 	return "", false
 }
 
@@ -749,6 +776,11 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 		return "nothing to do: the row agrees with its workflow now", nil
 	case len(ob.run.pending) > 0:
 		return "", skipped("%s has %s pending: it is applying a change", v.id, ob.run.pending[0].Type)
+	}
+	if mover, ok := ob.movedRow(); ok {
+		return o.adoptMove(ctx, ob, mover)
+	}
+	switch {
 	case ownNextChange(ob) && ob.run.pendingTask:
 		return "", skipped("the row holds %s's own next change (%s), which the workflow may still record; if it stays so, "+
 			"terminate the workflow and run chorus ops repair %s to restart it from its rows", v.id, ob.row.changeID, v.id)
@@ -835,6 +867,19 @@ func missingDrafts(row string, held []string) int {
 		}
 	}
 	return n
+}
+
+// adoptMove tells a workflow about the move of an idea its row holds and its state lacks (the
+// signal of the move never arrived): the row is the truth here, since the move committed and
+// rewriting the row would undo it for this entity alone.
+func (o *Ops) adoptMove(ctx context.Context, ob observation, mover string) (string, error) {
+	sig := workflows.EntityMoved{ProjectUUID: ob.row.values["project_uuid"], Version: ob.row.version, ChangeID: ob.row.changeID,
+		Status: ob.row.status}
+	if err := o.Flows.Temporal.SignalWorkflow(ctx, ob.id, "", workflows.SignalEntityMoved, sig); err != nil {
+		return "", fmt.Errorf("signal %s: %w", ob.id, err)
+	}
+	return fmt.Sprintf("the row holds a move by %s that the workflow had not taken in: told the workflow, which adopts "+
+		"it (project %s, version %d)", mover, sig.ProjectUUID, sig.Version), nil
 }
 
 func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {

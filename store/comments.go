@@ -9,12 +9,12 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Comments are records (docs/rules.md §4.11): plain transactions, no workflow. A comment is
+// Comments are records (docs/rules.md §4.13): plain transactions, no workflow. A comment is
 // written with its "comment_added" activity, its notifications and its mentions in one
 // transaction, all with ids derived from the comment's, so a retried write inserts nothing twice.
 
-// Target is an entity comments and activities can be about, with what notifications need.
-type Target struct {
+// Entity is an entity comments and activities can be about, with what notifications need.
+type Entity struct {
 	Type        string // idea, proposal, task or document
 	UUID        string
 	Title       string
@@ -24,8 +24,8 @@ type Target struct {
 	Assignee    Recipient // empty when nobody holds it (and always for proposals and documents)
 }
 
-// TargetEntity is the name a target type's refusals use ("Task not found").
-func TargetEntity(typ string) string {
+// EntityName is the name a target type's refusals use ("Task not found").
+func EntityName(typ string) string {
 	switch typ {
 	case "idea":
 		return "Idea"
@@ -39,9 +39,9 @@ func TargetEntity(typ string) string {
 	return "Target"
 }
 
-// TargetAccess is the project-access gate (docs/rules.md §6.3) for an entity named by type and
+// EntityAccess is the project-access gate (docs/rules.md §6.3) for an entity named by type and
 // uuid: a missing or hidden one is "<Entity> not found", a visible one below need ErrForbidden.
-func (s *Store) TargetAccess(ctx context.Context, c Caller, typ, uuid string, need Access) (*Target, *ProjectView, error) {
+func (s *Store) EntityAccess(ctx context.Context, c Caller, typ, uuid string, need Access) (*Entity, *ProjectView, error) {
 	assignee := func(typ, uuid *string) Recipient {
 		if typ == nil || uuid == nil {
 			return Recipient{}
@@ -52,7 +52,7 @@ func (s *Store) TargetAccess(ctx context.Context, c Caller, typ, uuid string, ne
 		}
 		return Recipient{Type: t, UUID: *uuid}
 	}
-	var t Target
+	var t Entity
 	var pv *ProjectView
 	switch typ {
 	case "idea":
@@ -61,7 +61,7 @@ func (s *Store) TargetAccess(ctx context.Context, c Caller, typ, uuid string, ne
 			return nil, nil, err
 		}
 		pv = p
-		t = Target{Title: i.Title, ProjectUUID: i.ProjectUUID, Creator: Recipient{Type: i.CreatedByType, UUID: i.CreatedByUUID},
+		t = Entity{Title: i.Title, ProjectUUID: i.ProjectUUID, Creator: Recipient{Type: i.CreatedByType, UUID: i.CreatedByUUID},
 			Assignee: assignee(i.AssigneeType, i.AssigneeUUID)}
 	case "proposal":
 		x, p, err := s.ProposalAccess(ctx, c, uuid, need)
@@ -69,14 +69,14 @@ func (s *Store) TargetAccess(ctx context.Context, c Caller, typ, uuid string, ne
 			return nil, nil, err
 		}
 		pv = p
-		t = Target{Title: x.Title, ProjectUUID: x.ProjectUUID, Creator: Recipient{Type: x.CreatedByType, UUID: x.CreatedByUUID}}
+		t = Entity{Title: x.Title, ProjectUUID: x.ProjectUUID, Creator: Recipient{Type: x.CreatedByType, UUID: x.CreatedByUUID}}
 	case "task":
 		x, p, err := s.TaskAccess(ctx, c, uuid, need)
 		if err != nil {
 			return nil, nil, err
 		}
 		pv = p
-		t = Target{Title: x.Title, ProjectUUID: x.ProjectUUID, Creator: Recipient{Type: x.CreatedByType, UUID: x.CreatedByUUID},
+		t = Entity{Title: x.Title, ProjectUUID: x.ProjectUUID, Creator: Recipient{Type: x.CreatedByType, UUID: x.CreatedByUUID},
 			Assignee: assignee(x.AssigneeType, x.AssigneeUUID)}
 	case "document":
 		x, p, err := s.DocumentAccess(ctx, c, uuid, need)
@@ -84,9 +84,9 @@ func (s *Store) TargetAccess(ctx context.Context, c Caller, typ, uuid string, ne
 			return nil, nil, err
 		}
 		pv = p
-		t = Target{Title: x.Title, ProjectUUID: x.ProjectUUID, Creator: Recipient{Type: x.CreatedByType, UUID: x.CreatedByUUID}}
+		t = Entity{Title: x.Title, ProjectUUID: x.ProjectUUID, Creator: Recipient{Type: x.CreatedByType, UUID: x.CreatedByUUID}}
 	default:
-		return nil, nil, NotFound(TargetEntity(typ))
+		return nil, nil, NotFound(EntityName(typ))
 	}
 	t.Type, t.UUID, t.ProjectName = typ, uuid, pv.Name
 	return &t, pv, nil
@@ -97,7 +97,7 @@ type NewComment struct {
 	// UUID is the comment's id: derived from the requestId when the call has one, so a retry
 	// finds the comment its first attempt wrote.
 	UUID    string
-	Target  Target
+	Target  Entity
 	Content string
 	Caller  Caller
 }

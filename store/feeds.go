@@ -6,7 +6,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// The caller's notifications and a project's activity stream (docs/rules.md §4.12, §4.13).
+// The caller's notifications and a project's activity stream (docs/rules.md §4.14, §4.15).
 
 // NotificationFilter is one chorus_get_notifications call.
 type NotificationFilter struct {

@@ -138,10 +138,12 @@ type IdeaDetail struct {
 	Children        []IdeaChild
 	DescendantUUIDs []string
 	Reports         []Document
+	References      []Reference
 	Derived         Derived
 }
 
-// GetIdeaDetail reads an idea with its lineage (docs/rules.md §5.5), derived statuses (§5.1) and reports.
+// GetIdeaDetail reads an idea with its lineage (docs/rules.md §5.5), derived statuses (§5.1), reports
+// and references (§1.16).
 // The caller has passed the access gate.
 func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*IdeaDetail, error) {
 	d := &IdeaDetail{Idea: *i, Project: p.Project, DescendantUUIDs: []string{}, Children: []IdeaChild{}, Reports: []Document{}}
@@ -198,6 +200,9 @@ func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*Id
 		if err != nil {
 			return nil, err
 		}
+	}
+	if d.References, err = s.References(ctx, "idea", i.UUID); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -160,23 +160,25 @@ type TaskRelations struct {
 	DependsOn    []TaskLink
 	DependedBy   []TaskLink
 	CommentCount int
+	References   []Reference
 }
 
-// Relations reads a task's criteria, both directions of its dependencies and its comment count.
-// On PostgreSQL, where each read is a round trip to the server, the four independent reads run
+// Relations reads a task's criteria, both directions of its dependencies, its comment count and
+// its references. On PostgreSQL, where each read is a round trip to the server, the independent reads run
 // concurrently on pooled connections, so a call waits for the slowest instead of their sum; on
 // SQLite, in process, they run one after another, which measured faster (docs/bench-results.md,
 // "Reads").
 func (s *Store) Relations(ctx context.Context, taskUUID string) (*TaskRelations, error) {
 	var (
 		r    TaskRelations
-		errs [4]error
+		errs [5]error
 	)
 	reads := []func(){
 		func() { r.Criteria, errs[0] = s.Criteria(ctx, taskUUID) },
 		func() { r.DependsOn, errs[1] = s.DependsOn(ctx, taskUUID) },
 		func() { r.DependedBy, errs[2] = s.DependedBy(ctx, taskUUID) },
 		func() { r.CommentCount, errs[3] = s.CommentCount(ctx, "task", taskUUID) },
+		func() { r.References, errs[4] = s.References(ctx, "task", taskUUID) },
 	}
 	if s.Dialect() == "pg" {
 		var wg sync.WaitGroup

@@ -49,6 +49,8 @@ type ProjectionConflict struct {
 	ChangeID string
 	// Status is the row's status column, where it has one.
 	Status string
+	// ProjectUUID is the row's project: a move of its idea may have changed it (docs/rules.md §5.9).
+	ProjectUUID string `json:",omitempty"`
 }
 
 func (e *ProjectionConflict) Error() string {
@@ -118,14 +120,15 @@ func claimDelete(ctx context.Context, tx bun.Tx, table, uuid string, w Write) (b
 }
 
 type mark struct {
-	Version  int64  `bun:"version"`
-	ChangeID string `bun:"change_id"`
-	Status   string `bun:"status"`
+	Version     int64  `bun:"version"`
+	ChangeID    string `bun:"change_id"`
+	Status      string `bun:"status"`
+	ProjectUUID string `bun:"project_uuid"`
 }
 
 func rowMark(ctx context.Context, db bun.IDB, table, uuid string) (mark, error) {
 	var m mark
-	cols := []string{"version", "change_id"}
+	cols := []string{"version", "change_id", "project_uuid"}
 	if table != "documents" {
 		cols = append(cols, "status")
 	}
@@ -208,7 +211,7 @@ func UpdateKey(workflowID, updateID string) string {
 
 func conflict(table, uuid string, w Write, cur mark) *ProjectionConflict {
 	return &ProjectionConflict{Table: table, UUID: uuid, Write: w, Found: true, Version: cur.Version, ChangeID: cur.ChangeID,
-		Status: cur.Status}
+		Status: cur.Status, ProjectUUID: cur.ProjectUUID}
 }
 
 // writeAudit inserts activity rows and notifications in tx. Their uuids derive from the change

@@ -139,7 +139,7 @@ func (s IdeaState) Projection() store.Idea {
 }
 
 // IdeaColumns are the columns of an idea row its workflow owns (IdeaState.row).
-var IdeaColumns = []string{"title", "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
+var IdeaColumns = []string{"project_uuid", "title", "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
 	"is_container", "elaboration_depth", "elaboration_status"}
 
 func nilIfBlank(s string) *string {
@@ -225,6 +225,8 @@ type IdeaResult struct {
 	Status      string
 	RoundUUID   string `json:",omitempty"`
 	RoundNumber int    `json:",omitempty"`
+	// Moved counts what chorus_move_idea moved.
+	Moved *store.MoveCounts `json:",omitempty"`
 }
 
 // ---- the workflow ----
@@ -255,6 +257,7 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 	if err := w.register(ctx); err != nil {
 		return err
 	}
+	pendingMoves := receiveMoves(ctx, w.followMove)
 	if w.state.Created {
 		w.publish(ctx)
 	} else if created, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !created {
@@ -264,6 +267,7 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 	if err != nil || !again {
 		return err
 	}
+	pendingMoves(ctx) // do not lose a move that arrived just now
 	return workflow.NewContinueAsNewError(ctx, IdeaWorkflowName, IdeaRun{State: &w.state})
 }
 
@@ -283,6 +287,7 @@ func (w *ideaWorkflow) register(ctx workflow.Context) error {
 		registerUpdate(ctx, w.mu, recent, ValidateElaboration, on(w.current, IdeaState.checkValidate), w.validateElaboration),
 		registerUpdate(ctx, w.mu, recent, SkipElaboration, on(w.current, IdeaState.checkSkip), w.skip),
 		registerUpdate(ctx, w.mu, recent, DeleteIdea, on(w.current, IdeaState.checkDelete), w.delete),
+		registerUpdate(ctx, w.mu, recent, MoveIdea, on(w.current, IdeaState.checkMove), w.move),
 	)
 }
 
@@ -325,6 +330,9 @@ func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write,
 			if change.Insert == nil {
 				refusal = Refuse(refusal.Kind, "Failed to edit Idea: %s", refusal.Message)
 			}
+			return refusal
+		}
+		if refusal := w.adoptMove(ctx, err); refusal != nil {
 			return refusal
 		}
 		if err = diverged(ctx, EntityIdea, err); isChorusError(err) {

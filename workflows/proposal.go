@@ -83,7 +83,7 @@ func (s ProposalState) Projection() store.Proposal {
 }
 
 // ProposalColumns are the columns of a proposal row its workflow owns (ProposalState.row).
-var ProposalColumns = []string{"title", "status", "input_type", "input_uuids", "reviewed_by_uuid", "reviewed_at"}
+var ProposalColumns = []string{"project_uuid", "title", "status", "input_type", "input_uuids", "reviewed_by_uuid", "reviewed_at"}
 
 // Draft limits (docs/write-path.md): the drafts' text is bounded by store.MaxDraftBytes.
 const (
@@ -201,6 +201,7 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 			w.taskFinished(ctx, sig)
 		}
 	})
+	pendingMoves := receiveMoves(ctx, w.followMove)
 	if w.state.Created {
 		w.publish(ctx)
 	} else if ok, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !ok {
@@ -210,6 +211,7 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 	if err != nil || !again {
 		return err
 	}
+	pendingMoves(ctx)
 	var sig TaskFinished
 	for finished.ReceiveAsync(&sig) {
 		w.taskFinished(ctx, sig)
@@ -292,6 +294,9 @@ func (w *proposalWorkflow) adopt(ctx workflow.Context, n ProposalState, wr store
 
 // failed words an activity failure: refusals pass, conflicts become the divergence refusal.
 func (w *proposalWorkflow) failed(ctx workflow.Context, what string, err error) error {
+	if refusal := w.adoptMove(ctx, err); refusal != nil {
+		return refusal
+	}
 	if err = diverged(ctx, EntityProposal, err); isChorusError(err) {
 		return err
 	}
@@ -791,16 +796,20 @@ func ensureTaskWorkflows(ctx workflow.Context, tasks []store.Task, criteria []st
 	if len(tasks) == 0 {
 		return nil
 	}
-	starts := make([]activities.WorkflowStart, 0, len(tasks))
-	for _, t := range tasks {
-		st := NewTaskState(t, criteria)
-		starts = append(starts, taskStart(st))
-	}
 	var a *activities.Activities
-	if err := persist(ctx, a.StartWorkflows, starts).Get(ctx, nil); err != nil {
+	if err := persist(ctx, a.StartWorkflows, taskStarts(tasks, criteria)).Get(ctx, nil); err != nil {
 		return fmt.Errorf("could not start the tasks' workflows: %w", err)
 	}
 	return nil
+}
+
+// taskStarts are the starts of the tasks' workflows, each from the task's first state.
+func taskStarts(tasks []store.Task, criteria []store.AcceptanceCriterion) []activities.WorkflowStart {
+	starts := make([]activities.WorkflowStart, 0, len(tasks))
+	for _, t := range tasks {
+		starts = append(starts, taskStart(NewTaskState(t, criteria)))
+	}
+	return starts
 }
 
 // taskStart is the start of a task's workflow from its state.

@@ -120,7 +120,7 @@ func (s TaskState) Projection() store.Task {
 }
 
 // TaskColumns are the columns of a task row its workflow owns (TaskState.row).
-var TaskColumns = []string{"title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"}
+var TaskColumns = []string{"project_uuid", "title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"}
 
 // NewTaskState is the state a task's workflow starts from: the row as approval or
 // chorus_create_tasks inserted it (or as ops repair finds it), with its criteria.
@@ -250,6 +250,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 			w.followRevoke(ctx, sig)
 		}
 	})
+	pendingMoves := receiveMoves(ctx, w.followMove)
 	if w.state.Created {
 		w.publish(ctx)
 	}
@@ -261,6 +262,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 	for revoked.ReceiveAsync(&sig) { // do not lose a revoke that arrived just now
 		w.followRevoke(ctx, sig)
 	}
+	pendingMoves(ctx)
 	return workflow.NewContinueAsNewError(ctx, TaskWorkflowName, TaskRun{State: &w.state})
 }
 
@@ -367,6 +369,9 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 			w.state.Status, w.state.Row = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}
 			w.publish(ctx)
 			return out, Refuse(KindConflict, "Task is closed (its proposal was revoked); nothing was changed")
+		}
+		if refusal := w.adoptMove(ctx, err); refusal != nil {
+			return out, refusal
 		}
 		if err = diverged(ctx, EntityTask, err); isChorusError(err) {
 			return out, err

@@ -46,6 +46,11 @@ type CreateTasksResult struct {
 	Warnings []string
 }
 
+// oneActivityBatch is the workflow.GetVersion change id of CreateTasksWorkflow writing its batch
+// and starting its tasks' workflows in one activity (CreateTaskBatchAndStart) instead of two
+// (CreateTaskBatch, then StartWorkflows). Histories recorded before it replay the two.
+const oneActivityBatch = "create-tasks-one-activity"
+
 // CreateTasksWorkflow creates a batch of tasks in one transaction (all or nothing), then makes
 // sure a TaskWorkflow runs for each, and returns. Its id derives from the batch, so a retried
 // call cannot create the batch twice; the tasks' ids derive from this run's write, so a batch
@@ -103,6 +108,17 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 	}
 	var a *activities.Activities
 	var warnings []string
+	if workflow.GetVersion(ctx, oneActivityBatch, workflow.DefaultVersion, 1) == 1 {
+		for i := range batch.Tasks {
+			batch.Tasks[i].Version, batch.Tasks[i].ChangeID = wr.Version(), wr.ID
+		}
+		in := activities.TaskBatchStart{Batch: batch, Starts: taskStarts(batch.Tasks, batch.Criteria)}
+		if err := persist(ctx, a.CreateTaskBatchAndStart, in).Get(ctx, &warnings); err != nil {
+			return CreateTasksResult{}, fmt.Errorf("could not create the tasks: %w", err)
+		}
+		out.Warnings = append(out.Warnings, warnings...)
+		return out, nil
+	}
 	if err := persist(ctx, a.CreateTaskBatch, batch).Get(ctx, &warnings); err != nil {
 		return CreateTasksResult{}, fmt.Errorf("could not create the tasks: %w", err)
 	}

@@ -126,6 +126,11 @@ describe('lifecycle and read tools through callTool()', () => {
     chorus_get_my_assignments: () => ({}),
     chorus_get_comments: () => ({ targetType: 'task', targetUuid: ids.tasks[1] }),
     chorus_get_activity: () => ({ projectUuid: ids.project }),
+    chorus_get_project_groups: () => ({}),
+    chorus_get_project_group: () => ({ groupUuid: ids.group }),
+    chorus_get_group_dashboard: () => ({ groupUuid: ids.group }),
+    chorus_search: () => ({ query: 'dark theme', entityTypes: ['idea', 'proposal'] }),
+    chorus_search_mentionables: () => ({ query: '' }),
   };
 
   test('every read-only tool answers with valid structured content', async () => {
@@ -135,6 +140,7 @@ describe('lifecycle and read tools through callTool()', () => {
     const noArgs = readOnly.filter((n) => !(n in readArgs));
     assert.deepEqual(noArgs, [], `read-only tools with no arguments in readArgs (add them): ${noArgs.join(', ')}`);
 
+    ids.group = (await admin.call('chorus_admin_create_project_group', { name: 'TS client group' })).uuid;
     const results = {};
     for (const name of readOnly) {
       results[name] = await admin.call(name, readArgs[name]());
@@ -154,6 +160,9 @@ describe('lifecycle and read tools through callTool()', () => {
     assert.equal(results.chorus_get_task.status, 'done');
     assert.ok(results.chorus_get_comments.total >= 1, 'the developer commented on the task');
     assert.ok(results.chorus_get_activity.activities.some((a) => a.action === 'verified'), 'the verification is in the activity stream');
+    assert.deepEqual(results.chorus_search.results.map((r) => r.uuid).sort(), [ids.idea, ids.proposal].sort(),
+      'search finds the idea and the proposal by words of their text');
+    assert.ok(results.chorus_search_mentionables.results.some((r) => r.type === 'user'), 'the company owner can be mentioned');
 
     const uncalled = readOnly.filter((n) => !admin.called.has(n));
     assert.deepEqual(uncalled, [], `read-only tools never called successfully: ${uncalled.join(', ')}`);

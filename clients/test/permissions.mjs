@@ -4,10 +4,8 @@
 //
 // Only the tools this server serves are listed (the README's tool table). The rules also name
 // tools that are not served yet and are left out on purpose: the session tools
-// (chorus_create_session, ...), the reference tools (chorus_add_reference, ...), the
-// project-group tools (chorus_get_project_groups, chorus_admin_create_project_group, ...),
-// chorus_search, chorus_search_mentionables and chorus_move_idea. When one of them is served,
-// add it here; the tools/list test fails until then, which is the point.
+// (chorus_create_session, ...). When one of them is served, add it here; the tools/list test
+// fails until then, which is the point.
 
 export const RESOURCES = ['idea', 'proposal', 'document', 'task', 'project'];
 export const ACTIONS = ['read', 'write', 'admin'];
@@ -27,6 +25,9 @@ export const TOOL_PERMISSIONS = {
   chorus_checkin: 'public',
   chorus_list_projects: 'public',
   chorus_get_project: 'public',
+  chorus_get_project_groups: 'public',
+  chorus_get_project_group: 'public',
+  chorus_get_group_dashboard: 'public',
   chorus_get_my_assignments: 'public',
   chorus_get_ideas: 'public',
   chorus_get_idea: 'public',
@@ -48,6 +49,8 @@ export const TOOL_PERMISSIONS = {
   chorus_get_notifications: 'public',
   chorus_mark_notification_read: 'public',
   chorus_get_activity: 'public',
+  chorus_search: 'public',
+  chorus_search_mentionables: 'public',
 
   // idea:write
   chorus_claim_idea: 'idea:write',
@@ -59,6 +62,7 @@ export const TOOL_PERMISSIONS = {
   // idea:admin
   chorus_pm_validate_elaboration: 'idea:admin',
   chorus_admin_delete_idea: 'idea:admin',
+  chorus_move_idea: 'idea:write',
 
   // proposal:write
   chorus_pm_create_proposal: 'proposal:write',
@@ -81,6 +85,9 @@ export const TOOL_PERMISSIONS = {
   chorus_pm_create_document: 'document:write',
   chorus_pm_update_document: 'document:write',
   chorus_create_report: 'document:write',
+  chorus_add_reference: 'document:write',
+  chorus_update_reference: 'document:write',
+  chorus_remove_reference: 'document:write',
   // document:admin
   chorus_admin_delete_document: 'document:admin',
 
@@ -99,6 +106,10 @@ export const TOOL_PERMISSIONS = {
 
   // project:write
   chorus_admin_create_project: 'project:write',
+  chorus_admin_create_project_group: 'project:write',
+  chorus_admin_update_project_group: 'project:write',
+  chorus_admin_delete_project_group: 'project:write',
+  chorus_admin_move_project_to_group: 'project:write',
 };
 
 /**

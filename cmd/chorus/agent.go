@@ -18,8 +18,8 @@ import (
 )
 
 func newAgentCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "agent", Short: "Create and list agents (works while chorus dev is running)"}
-	cmd.AddCommand(newAgentCreateCmd(g), newAgentListCmd(g))
+	cmd := &cobra.Command{Use: "agent", Short: "Create, list and update agents (works while chorus dev is running)"}
+	cmd.AddCommand(newAgentCreateCmd(g), newAgentListCmd(g), newAgentUpdateCmd(g))
 	return cmd
 }
 

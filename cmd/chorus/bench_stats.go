@@ -141,6 +141,12 @@ type phaseResult struct {
 	Skipped string   `json:"skipped,omitempty"`
 }
 
+// comparable says whether the phase's rows are meant to be compared with the floors: all but
+// the floors themselves and the reads.
+func (p *phaseResult) comparable() bool {
+	return !strings.HasPrefix(p.Name, "Floors") && !strings.HasPrefix(p.Name, "Reads")
+}
+
 // writeTable prints a phase as a Markdown table.
 func (p *phaseResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\n### %s\n\n", p.Name)
@@ -150,11 +156,13 @@ func (p *phaseResult) writeTable(w io.Writer) {
 	}
 	fmt.Fprintln(w, "| operation | conc | n | errors | p50 ms | p99 ms | per s | vs floor |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
+	compared := false
 	for _, r := range p.Rows {
 		var vs []string
 		for _, c := range r.VsFloor {
 			if c.Ratio > 0 {
 				vs = append(vs, fmt.Sprintf("%.1fx %s", c.Ratio, c.Floor))
+				compared = true
 			}
 		}
 		name := r.Name
@@ -166,6 +174,9 @@ func (p *phaseResult) writeTable(w io.Writer) {
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "\n%s\n", n)
+	}
+	if !compared && p.comparable() {
+		fmt.Fprintf(w, "\nNo floor was measured in this run (the floors phase was not selected), so nothing is compared with one.\n")
 	}
 	for _, r := range p.Rows {
 		if r.Errors > 0 && r.Error != "" {

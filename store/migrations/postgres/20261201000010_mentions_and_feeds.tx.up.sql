@@ -20,7 +20,7 @@ CREATE INDEX mentions_mentioned_idx ON mentions (mentioned_type, mentioned_uuid,
 -- lists them newest first in the order they were written (store/feeds.go).
 ALTER TABLE activities ADD COLUMN seq BIGSERIAL;
 --bun:split
--- chorus_get_activity per project and per entity, newest first (docs/rules.md §4.13).
+-- chorus_get_activity per project and per entity, newest first (docs/rules.md §4.15).
 CREATE INDEX activities_project_seq_idx ON activities (project_uuid, created_at, seq);
 --bun:split
 CREATE INDEX activities_target_time_idx ON activities (target_type, target_uuid, created_at, seq);

@@ -16,7 +16,7 @@ CREATE INDEX mentions_source_idx ON mentions (source_type, source_uuid);
 --bun:split
 CREATE INDEX mentions_mentioned_idx ON mentions (mentioned_type, mentioned_uuid, created_at);
 --bun:split
--- chorus_get_activity on one entity, newest first (docs/rules.md §4.13). Rows of one change
+-- chorus_get_activity on one entity, newest first (docs/rules.md §4.15). Rows of one change
 -- share a time; SQLite's rowid keeps their insertion order (store/feeds.go).
 CREATE INDEX activities_target_time_idx ON activities (target_type, target_uuid, created_at);
 --bun:split

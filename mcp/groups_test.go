@@ -1,0 +1,163 @@
+package mcp
+
+import (
+	"context"
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Project groups (docs/rules.md §4.11, §6.5).
+
+// userAgent makes a user of the company and an agent it owns with the given presets, and
+// returns the user's uuid and the agent's session.
+func (e *env) userAgent(email string, presets ...string) (string, *mcpsdk.ClientSession) {
+	e.t.Helper()
+	ctx := context.Background()
+	u, err := e.st.EnsureUser(ctx, e.company, email, "")
+	require.NoError(e.t, err)
+	_, key, err := e.st.CreateAgent(ctx, store.NewAgent{CompanyUUID: e.company, Name: email, Roles: presets, OwnerUUID: &u.UUID})
+	require.NoError(e.t, err)
+	return u.UUID, e.client(key)
+}
+
+func TestProjectGroups(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		bob, bobS := e.userAgent("bob@example.com", perm.AdminAgent)
+
+		var g GroupView
+		ok(t, admin, "chorus_admin_create_project_group", map[string]any{"name": "Platform", "requestId": "g1"}, &g)
+		require.Equal(t, "public", g.Visibility)
+		require.Equal(t, "", g.Description)
+		require.Zero(t, g.ProjectCount)
+		var again GroupView
+		ok(t, admin, "chorus_admin_create_project_group", map[string]any{"name": "Platform", "requestId": "g1"}, &again)
+		require.Equal(t, g.UUID, again.UUID, "a retry makes no second group")
+		var h GroupView
+		ok(t, admin, "chorus_admin_create_project_group", map[string]any{"name": "Secret", "visibility": "private"}, &h)
+
+		var p1, p2 CreatedProject
+		ok(t, admin, "chorus_admin_create_project", map[string]any{"name": "P1", "groupUuid": g.UUID}, &p1)
+		ok(t, admin, "chorus_admin_create_project", map[string]any{"name": "P2"}, &p2)
+		var created CreatedTasks
+		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": p1.UUID, "tasks": []map[string]any{
+			{"title": "T1", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+			{"title": "T2", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+		ok(t, admin, "chorus_admin_close_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil)
+
+		// Reads: lists, one group, the dashboard.
+		var list GroupList
+		ok(t, admin, "chorus_get_project_groups", map[string]any{}, &list)
+		require.Equal(t, 2, list.Total)
+		require.Equal(t, []string{g.UUID, h.UUID}, []string{list.Groups[0].UUID, list.Groups[1].UUID}, "oldest first")
+		require.Equal(t, 1, list.Groups[0].ProjectCount)
+		require.Equal(t, 1, list.UngroupedCount)
+		ok(t, bobS, "chorus_get_project_groups", map[string]any{}, &list)
+		require.Equal(t, 1, list.Total, "bob does not see the private group")
+		require.Equal(t, "Project group not found", fails(t, bobS, "chorus_get_project_group", map[string]any{"groupUuid": h.UUID}))
+		require.Equal(t, "Project group not found", fails(t, bobS, "chorus_get_group_dashboard", map[string]any{"groupUuid": h.UUID}))
+		var det GroupDetail
+		ok(t, bobS, "chorus_get_project_group", map[string]any{"groupUuid": g.UUID}, &det)
+		require.Len(t, det.Projects, 1)
+		require.Equal(t, p1.UUID, det.Projects[0].UUID)
+		var dash DashboardOut
+		ok(t, admin, "chorus_get_group_dashboard", map[string]any{"groupUuid": g.UUID}, &dash)
+		require.Equal(t, DashboardStats{ProjectCount: 1, TotalTasks: 2, CompletedTasks: 1, CompletionRate: 50}, dash.Stats)
+		require.Equal(t, []DashboardProject{{UUID: p1.UUID, Name: "P1", Visibility: "public", TaskCount: 2, CompletionRate: 50}}, dash.Projects)
+		require.NotEmpty(t, dash.RecentActivity)
+		require.Equal(t, "P1", dash.RecentActivity[0].ProjectName)
+
+		// Renaming a public group needs editor only; a private group's members need admin.
+		var upd UpdatedGroup
+		ok(t, bobS, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "description": "shared"}, &upd)
+		require.Equal(t, "shared", *upd.Description)
+		require.Equal(t, "Project group not found",
+			fails(t, bobS, "chorus_admin_update_project_group", map[string]any{"groupUuid": h.UUID, "name": "Mine"}))
+		ok(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": h.UUID, "memberAction": "add",
+			"userUuid": bob, "role": "viewer"}, nil)
+		require.Equal(t, "Only group admins can manage this group",
+			fails(t, bobS, "chorus_admin_update_project_group", map[string]any{"groupUuid": h.UUID, "name": "Mine"}))
+		ok(t, bobS, "chorus_get_project_group", map[string]any{"groupUuid": h.UUID}, &det)
+
+		// One kind of change per call, and no unknown keys: refused, nothing changed.
+		msg := fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "name": "X",
+			"memberAction": "remove", "userUuid": bob})
+		require.Contains(t, msg, "Input validation error: memberAction cannot be combined")
+		msg = fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "visiblity": "private"})
+		require.Contains(t, msg, "Input validation error: visiblity is not an argument of this tool")
+		require.Contains(t, fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID,
+			"memberAction": "add", "userUuid": bob}), "role is required")
+		require.Contains(t, fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID,
+			"name": "Y", "preview": true}), "preview and confirmationToken go with a visibility change")
+		ok(t, admin, "chorus_get_project_group", map[string]any{"groupUuid": g.UUID}, &det)
+		require.Equal(t, "Platform", det.Name)
+
+		// A visibility change: confirmation required, preview, a token that goes stale when access
+		// changes, then applied with a fresh one.
+		require.Contains(t, fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID,
+			"visibility": "private"}), "Confirmation required")
+		var prev UpdatedGroup
+		ok(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "visibility": "private", "preview": true}, &prev)
+		require.Equal(t, "closed", prev.CompanyAccess)
+		require.Equal(t, "public", prev.FromVisibility)
+		require.Equal(t, []ProjectImpact{{UUID: p1.UUID, Name: "P1", FromVisibility: "public", Visibility: "private"}}, prev.Projects)
+		require.NotEmpty(t, prev.ConfirmationToken)
+		var prev2 UpdatedGroup
+		ok(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "visibility": "private", "preview": true}, &prev2)
+		require.Equal(t, prev.ConfirmationToken, prev2.ConfirmationToken, "the token is derived from the state, not stored")
+		ok(t, admin, "chorus_get_project_group", map[string]any{"groupUuid": g.UUID}, &det)
+		require.Equal(t, "public", det.Visibility, "a preview changes nothing")
+		ok(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "memberAction": "add",
+			"userUuid": bob, "role": "editor"}, nil)
+		require.Contains(t, fails(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID,
+			"visibility": "private", "confirmationToken": prev.ConfirmationToken}), "Confirmation token is stale")
+		ok(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "visibility": "private", "preview": true}, &prev)
+		ok(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": g.UUID, "visibility": "private",
+			"confirmationToken": prev.ConfirmationToken}, &upd)
+		require.Equal(t, "private", upd.Visibility)
+		var pd ProjectDetail
+		ok(t, bobS, "chorus_get_project", map[string]any{"projectUuid": p1.UUID}, &pd)
+		require.Equal(t, "private", pd.Visibility)
+		require.Equal(t, "editor", pd.AccessLevel, "bob keeps access through his group role")
+
+		// Moving a project into a private group: preview, confirmation, private.
+		require.Contains(t, fails(t, admin, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p2.UUID,
+			"groupUuid": h.UUID}), "Confirmation required")
+		var mv MovedProject
+		ok(t, admin, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p2.UUID, "groupUuid": h.UUID, "preview": true}, &mv)
+		require.True(t, *mv.RequiresConfirmation)
+		require.Equal(t, "private", mv.Visibility)
+		require.Equal(t, "closed", mv.CompanyAccess)
+		require.Contains(t, mv.Changes, RoleChange{UserUUID: bob, UserName: "bob@example.com", BeforeRole: "editor", AfterRole: "viewer"})
+		ok(t, admin, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p2.UUID, "groupUuid": h.UUID,
+			"confirmationToken": mv.ConfirmationToken}, &mv)
+		require.Equal(t, h.UUID, *mv.GroupUUID)
+		ok(t, bobS, "chorus_get_project", map[string]any{"projectUuid": p2.UUID}, &pd)
+		require.Equal(t, "viewer", pd.AccessLevel)
+		require.Equal(t, "Only project admins can manage this project",
+			fails(t, bobS, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p2.UUID, "groupUuid": nil}))
+		require.Equal(t, "Project or project group not found",
+			fails(t, bobS, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": store.NewUUID(), "groupUuid": nil}))
+
+		// Deleting: bob is no admin of the private group; deleting projects that hold tasks is
+		// refused; without deleteProjects the projects stay, ungrouped.
+		require.Equal(t, "Only group admins can manage this group",
+			fails(t, bobS, "chorus_admin_delete_project_group", map[string]any{"groupUuid": g.UUID}))
+		require.Contains(t, fails(t, admin, "chorus_admin_delete_project_group", map[string]any{"groupUuid": g.UUID,
+			"deleteProjects": true}), "still hold 0 idea(s), 0 proposal(s) and 2 task(s)")
+		res := call(t, admin, "chorus_admin_delete_project_group", map[string]any{"groupUuid": h.UUID, "deleteProjects": true})
+		require.False(t, res.IsError, text(res))
+		require.Equal(t, "Project group "+h.UUID+" deleted", text(res))
+		require.Equal(t, "Project not found", fails(t, admin, "chorus_get_project", map[string]any{"projectUuid": p2.UUID}))
+		ok(t, admin, "chorus_admin_delete_project_group", map[string]any{"groupUuid": g.UUID}, nil)
+		ok(t, admin, "chorus_get_project", map[string]any{"projectUuid": p1.UUID}, &pd)
+		require.Nil(t, pd.GroupUUID)
+		require.Equal(t, "Project not found", fails(t, bobS, "chorus_get_project", map[string]any{"projectUuid": p1.UUID}),
+			"bob's access came from the deleted group")
+	})
+}

@@ -1,0 +1,396 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Project groups (docs/rules.md §4.11, §6.5): plain records; visibility changes and moves that
+// change anyone's access go through a preview and its confirmation token.
+
+// GroupView is a project group as chorus_admin_create_project_group, chorus_admin_update_project_group
+// and chorus_get_project_groups show it.
+type GroupView struct {
+	UUID         string    `json:"uuid"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Visibility   string    `json:"visibility"`
+	ProjectCount int       `json:"projectCount" jsonschema:"projects of the group you can see"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+func groupView(v store.GroupView) GroupView {
+	return GroupView{UUID: v.UUID, Name: v.Name, Description: v.Description, Visibility: v.Visibility,
+		ProjectCount: v.ProjectCount, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
+}
+
+// GroupIn names a group.
+type GroupIn struct {
+	GroupUUID UUID `json:"groupUuid" jsonschema:"the project group's uuid"`
+}
+
+// ---- reads ----
+
+// GroupList is chorus_get_project_groups' result.
+type GroupList struct {
+	Groups []GroupView `json:"groups"`
+	Meta
+	UngroupedCount int `json:"ungroupedCount" jsonschema:"projects you can see that are in no group"`
+}
+
+var getProjectGroups = tool[PageIn, GroupList]{
+	Name: "chorus_get_project_groups", Title: "List project groups", Perm: perm.Public, Effect: reads,
+	Desc: "List the project groups you can see, oldest first, each with the number of its projects you can see, and " +
+		"how many of your projects are in no group. Paged: page (default 1), pageSize (1-100, default 20).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (GroupList, error) {
+		page, size, offset := in.window(20)
+		rows, total, ungrouped, err := d.Store.ListGroups(ctx, call.Who.Caller, size, offset)
+		if err != nil {
+			return GroupList{}, err
+		}
+		out := make([]GroupView, len(rows))
+		for i, r := range rows {
+			out[i] = groupView(r)
+			out[i].Name = clip(r.Name)
+		}
+		wrap := func(r []GroupView) any {
+			return GroupList{Groups: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}, UngroupedCount: ungrouped}
+		}
+		out = fit(out, wrap)
+		return wrap(out).(GroupList), nil
+	},
+}
+
+// GroupProject is one project of chorus_get_project_group.
+type GroupProject struct {
+	UUID        string  `json:"uuid"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+}
+
+// GroupDetail is chorus_get_project_group's result.
+type GroupDetail struct {
+	GroupView
+	Projects []GroupProject `json:"projects" jsonschema:"the group's projects you can see, most recently updated first"`
+}
+
+var getProjectGroup = tool[GroupIn, GroupDetail]{
+	Name: "chorus_get_project_group", Title: "Get a project group", Perm: perm.Public, Effect: reads,
+	Desc: "Get a project group you can see, with the projects in it that you can see (most recently updated first).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (GroupDetail, error) {
+		g, err := d.Store.GetGroup(ctx, call.Who.Caller, string(in.GroupUUID))
+		if err != nil {
+			return GroupDetail{}, err
+		}
+		ps, err := d.Store.GroupProjects(ctx, call.Who.Caller, g.UUID)
+		if err != nil {
+			return GroupDetail{}, err
+		}
+		out := GroupDetail{GroupView: groupView(*g), Projects: make([]GroupProject, len(ps))}
+		for i, p := range ps {
+			out.Projects[i] = GroupProject{UUID: p.UUID, Name: p.Name, Description: p.Description}
+		}
+		return out, nil
+	},
+}
+
+// DashboardOut is chorus_get_group_dashboard's result.
+type DashboardOut struct {
+	Group          DashboardGroup      `json:"group"`
+	Stats          DashboardStats      `json:"stats"`
+	Projects       []DashboardProject  `json:"projects"`
+	RecentActivity []DashboardActivity `json:"recentActivity" jsonschema:"the 20 newest activities of the group's projects you can see"`
+}
+
+// DashboardGroup names the group.
+type DashboardGroup struct {
+	UUID        string `json:"uuid"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// DashboardStats are the group's totals over the projects you can see.
+type DashboardStats struct {
+	ProjectCount    int `json:"projectCount"`
+	TotalTasks      int `json:"totalTasks"`
+	CompletedTasks  int `json:"completedTasks" jsonschema:"tasks done or closed"`
+	CompletionRate  int `json:"completionRate" jsonschema:"percentage of tasks completed, rounded; 0 without tasks"`
+	OpenIdeas       int `json:"openIdeas" jsonschema:"ideas open or elaborating"`
+	ActiveProposals int `json:"activeProposals" jsonschema:"proposals in draft or pending"`
+}
+
+// DashboardProject is one project's line.
+type DashboardProject struct {
+	UUID           string `json:"uuid"`
+	Name           string `json:"name"`
+	Visibility     string `json:"visibility"`
+	TaskCount      int    `json:"taskCount"`
+	CompletionRate int    `json:"completionRate"`
+}
+
+// DashboardActivity is one recent activity.
+type DashboardActivity struct {
+	UUID        string     `json:"uuid"`
+	ProjectUUID string     `json:"projectUuid"`
+	ProjectName string     `json:"projectName"`
+	TargetType  string     `json:"targetType"`
+	TargetUUID  string     `json:"targetUuid"`
+	Action      string     `json:"action"`
+	Value       JSONObject `json:"value" jsonschema:"what the activity records (null when nothing)"`
+	ActorType   string     `json:"actorType"`
+	ActorUUID   string     `json:"actorUuid"`
+	CreatedAt   time.Time  `json:"createdAt"`
+}
+
+var getGroupDashboard = tool[GroupIn, DashboardOut]{
+	Name: "chorus_get_group_dashboard", Title: "Get a group's dashboard", Perm: perm.Public, Effect: reads,
+	Desc: "Progress of a project group across the projects of it you can see: task totals and completion rate, open " +
+		"ideas, active proposals, a line per project, and the 20 newest activities.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (DashboardOut, error) {
+		g, dash, err := d.Store.Dashboard(ctx, call.Who.Caller, string(in.GroupUUID))
+		if err != nil {
+			return DashboardOut{}, err
+		}
+		out := DashboardOut{Group: DashboardGroup{UUID: g.UUID, Name: g.Name, Description: g.Description},
+			Stats: DashboardStats{ProjectCount: len(dash.Projects), TotalTasks: dash.TotalTasks, CompletedTasks: dash.CompletedTasks,
+				CompletionRate: store.CompletionRate(dash.CompletedTasks, dash.TotalTasks), OpenIdeas: dash.OpenIdeas,
+				ActiveProposals: dash.ActiveProposals},
+			Projects: make([]DashboardProject, len(dash.Projects)), RecentActivity: make([]DashboardActivity, len(dash.Recent))}
+		for i, p := range dash.Projects {
+			out.Projects[i] = DashboardProject{UUID: p.UUID, Name: p.Name, Visibility: p.Visibility, TaskCount: p.Tasks,
+				CompletionRate: store.CompletionRate(p.Completed, p.Tasks)}
+		}
+		for i, a := range dash.Recent {
+			out.RecentActivity[i] = DashboardActivity{UUID: a.UUID, ProjectUUID: a.ProjectUUID, ProjectName: a.ProjectName,
+				TargetType: a.TargetType, TargetUUID: a.TargetUUID, Action: a.Action, Value: jsonValue(a.Value),
+				ActorType: a.ActorType, ActorUUID: a.ActorUUID, CreatedAt: a.CreatedAt}
+		}
+		return out, nil
+	},
+}
+
+// ---- writes ----
+
+// CreateGroupIn is chorus_admin_create_project_group's input.
+type CreateGroupIn struct {
+	Name        string  `json:"name" jsonschema:"group name" chorus:"minLength=1;maxLength=200"`
+	Description *string `json:"description,omitempty" jsonschema:"what the group gathers; default empty"`
+	Visibility  string  `json:"visibility,omitempty" jsonschema:"public (default: everyone in the company sees it) or private (members only)" chorus:"enum=public|private"`
+}
+
+var adminCreateProjectGroup = tool[CreateGroupIn, GroupView]{
+	Name: "chorus_admin_create_project_group", Title: "Create a project group", Perm: perm.ProjectWrite, Effect: writes,
+	Desc: "Create a project group. Your owner becomes its admin. Visibility is public (default) or private; " +
+		"projects later put in a private group become private.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in CreateGroupIn) (GroupView, error) {
+		if strings.TrimSpace(in.Name) == "" {
+			return GroupView{}, invalid("name must not be blank")
+		}
+		if in.Visibility == "private" && call.Who.Caller.OwnerUUID == "" {
+			return GroupView{}, refuse("An agent without an owner cannot create a private group: its members are users, " +
+				"and no user would be one. Create it public, or give the agent an owner.")
+		}
+		desc := ""
+		if in.Description != nil {
+			desc = *in.Description
+		}
+		g, err := d.Store.CreateGroup(ctx, call.Who.Caller, store.NewGroup{UUID: call.newID("project-group"), Name: in.Name,
+			Description: desc, Visibility: in.Visibility})
+		if err != nil {
+			return GroupView{}, err
+		}
+		return groupView(*g), nil
+	},
+}
+
+// UpdateGroupIn is chorus_admin_update_project_group's input.
+type UpdateGroupIn struct {
+	GroupUUID         UUID    `json:"groupUuid" jsonschema:"the project group's uuid"`
+	Name              *string `json:"name,omitempty" jsonschema:"new name" chorus:"minLength=1;maxLength=200"`
+	Description       *string `json:"description,omitempty" jsonschema:"new description"`
+	Visibility        string  `json:"visibility,omitempty" jsonschema:"new visibility; a change needs preview=true first, then the returned confirmationToken" chorus:"enum=public|private"`
+	Preview           bool    `json:"preview,omitempty" jsonschema:"with visibility: show what the change would do and return its confirmationToken, changing nothing"`
+	ConfirmationToken string  `json:"confirmationToken,omitempty" jsonschema:"the token a preview returned, to apply that visibility change" chorus:"maxLength=100"`
+	MemberAction      string  `json:"memberAction,omitempty" jsonschema:"add, update or remove a group member (userUuid; role for add and update); not together with other changes" chorus:"enum=add|update|remove"`
+	UserUUID          *UUID   `json:"userUuid,omitempty" jsonschema:"the user a memberAction is about"`
+	Role              string  `json:"role,omitempty" jsonschema:"the member's role: viewer, editor or admin" chorus:"enum=viewer|editor|admin"`
+}
+
+// UpdatedGroup is chorus_admin_update_project_group's result: the group after the change, or
+// (preview) what a visibility change would do, with its confirmation token.
+type UpdatedGroup struct {
+	UUID              string          `json:"uuid,omitempty"`
+	Name              string          `json:"name,omitempty"`
+	Description       *string         `json:"description,omitempty"`
+	Visibility        string          `json:"visibility" jsonschema:"the group's visibility (preview: the one asked)"`
+	ProjectCount      *int            `json:"projectCount,omitempty"`
+	CreatedAt         *time.Time      `json:"createdAt,omitempty"`
+	UpdatedAt         *time.Time      `json:"updatedAt,omitempty"`
+	GroupUUID         string          `json:"groupUuid,omitempty" jsonschema:"preview: the group"`
+	FromVisibility    string          `json:"fromVisibility,omitempty" jsonschema:"preview: the visibility now"`
+	CompanyAccess     string          `json:"companyAccess,omitempty" jsonschema:"preview: opened, closed or unchanged"`
+	Projects          []ProjectImpact `json:"projects,omitempty" jsonschema:"preview: each project's visibility before and after"`
+	Summary           string          `json:"summary,omitempty" jsonschema:"preview: what the change does, in a sentence"`
+	ConfirmationToken string          `json:"confirmationToken,omitempty" jsonschema:"preview: pass it back to apply this very change"`
+}
+
+// ProjectImpact is one project's visibility before and after a change.
+type ProjectImpact struct {
+	UUID           string `json:"uuid"`
+	Name           string `json:"name"`
+	FromVisibility string `json:"fromVisibility"`
+	Visibility     string `json:"visibility"`
+}
+
+var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
+	Name: "chorus_admin_update_project_group", Title: "Update a project group", Perm: perm.ProjectWrite, Effect: writes,
+	Strict: true,
+	Desc: "Rename a project group or change its description, change its visibility, or add, update or remove one of its " +
+		"members (memberAction with userUuid and role) - one kind of change per call. A visibility change is shown first " +
+		"with preview=true, which returns a confirmationToken; call again with it to apply (the token is refused once " +
+		"anyone's access changed meanwhile). Making a group private makes its projects private. Members and visibility " +
+		"need a group admin; renaming a public group needs editor. Unknown argument keys are refused.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateGroupIn) (UpdatedGroup, error) {
+		u := store.GroupUpdate{GroupUUID: string(in.GroupUUID), Name: in.Name, Description: in.Description,
+			Preview: in.Preview, Token: in.ConfirmationToken}
+		if in.Visibility != "" {
+			u.Visibility = &in.Visibility
+		}
+		edits := in.Name != nil || in.Description != nil || in.Visibility != ""
+		if in.MemberAction != "" {
+			if edits {
+				return UpdatedGroup{}, invalid("memberAction cannot be combined with name, description or visibility; " +
+					"send them in separate calls (nothing was changed)")
+			}
+			if in.UserUUID == nil {
+				return UpdatedGroup{}, invalid("userUuid is required with memberAction")
+			}
+			if in.Role == "" && in.MemberAction != "remove" {
+				return UpdatedGroup{}, invalid("role is required to %s a member: viewer, editor or admin", in.MemberAction)
+			}
+			u.Member = &store.MemberAction{Action: in.MemberAction, UserUUID: string(*in.UserUUID), Role: in.Role}
+		} else if !edits {
+			return UpdatedGroup{}, invalid("provide name, description, visibility or memberAction")
+		}
+		if in.Name != nil && strings.TrimSpace(*in.Name) == "" {
+			return UpdatedGroup{}, invalid("name must not be blank")
+		}
+		if (in.Preview || in.ConfirmationToken != "") && in.Visibility == "" {
+			return UpdatedGroup{}, invalid("preview and confirmationToken go with a visibility change; give visibility " +
+				"(renames and member changes apply directly)")
+		}
+		g, p, err := d.Store.UpdateGroup(ctx, call.Who.Caller, u)
+		if err != nil {
+			return UpdatedGroup{}, err
+		}
+		if p != nil {
+			out := UpdatedGroup{GroupUUID: p.GroupUUID, FromVisibility: p.FromVisibility, Visibility: p.Visibility,
+				CompanyAccess: p.CompanyAccess, Summary: p.Summary, ConfirmationToken: p.Token, Projects: []ProjectImpact{}}
+			for _, pi := range p.Projects {
+				out.Projects = append(out.Projects, ProjectImpact(pi))
+			}
+			return out, nil
+		}
+		if g == nil {
+			return UpdatedGroup{}, refuse("The member was removed; you no longer have access to this private group")
+		}
+		return UpdatedGroup{UUID: g.UUID, Name: g.Name, Description: &g.Description, Visibility: g.Visibility,
+			ProjectCount: &g.ProjectCount, CreatedAt: &g.CreatedAt, UpdatedAt: &g.UpdatedAt}, nil
+	},
+}
+
+// DeleteGroupIn is chorus_admin_delete_project_group's input.
+type DeleteGroupIn struct {
+	GroupUUID      UUID `json:"groupUuid" jsonschema:"the project group's uuid"`
+	DeleteProjects bool `json:"deleteProjects,omitempty" jsonschema:"also delete the group's projects (only projects without ideas, proposals or tasks); default false: they become ungrouped"`
+}
+
+var adminDeleteProjectGroup = tool[DeleteGroupIn, textResult]{
+	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Perm: perm.ProjectWrite, Effect: destroys,
+	Desc: "Delete a project group. Its projects become ungrouped, or with deleteProjects=true are deleted too (refused " +
+		"while they hold ideas, proposals or tasks). Needs the right to manage the group and every project in it.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (textResult, error) {
+		if err := d.Store.DeleteGroup(ctx, call.Who.Caller, string(in.GroupUUID), in.DeleteProjects); err != nil {
+			return "", err
+		}
+		return textResult(fmt.Sprintf("Project group %s deleted", in.GroupUUID)), nil
+	},
+}
+
+// MoveProjectIn is chorus_admin_move_project_to_group's input.
+type MoveProjectIn struct {
+	ProjectUUID       UUID         `json:"projectUuid" jsonschema:"the project to move"`
+	GroupUUID         NullableUUID `json:"groupUuid" jsonschema:"the target group, or null to take the project out of its group"`
+	Preview           bool         `json:"preview,omitempty" jsonschema:"show what the move would do to everyone's access, with its confirmationToken, changing nothing"`
+	ConfirmationToken string       `json:"confirmationToken,omitempty" jsonschema:"the token a preview returned; needed when the move changes anyone's access" chorus:"maxLength=100"`
+}
+
+// MovedProject is chorus_admin_move_project_to_group's result: the project after the move, or
+// (preview) what the move would do to everyone's access, with its confirmation token.
+type MovedProject struct {
+	UUID                 string       `json:"uuid,omitempty"`
+	ProjectUUID          string       `json:"projectUuid,omitempty" jsonschema:"preview: the project"`
+	Name                 string       `json:"name"`
+	SourceGroupUUID      *string      `json:"sourceGroupUuid,omitempty" jsonschema:"preview: its group now"`
+	GroupUUID            *string      `json:"groupUuid" jsonschema:"its group after the move (null: none)"`
+	FromVisibility       string       `json:"fromVisibility,omitempty" jsonschema:"preview: its visibility now"`
+	Visibility           string       `json:"visibility,omitempty" jsonschema:"preview: its visibility after the move"`
+	CompanyAccess        string       `json:"companyAccess,omitempty" jsonschema:"preview: closed when the project becomes private, else unchanged"`
+	Changes              []RoleChange `json:"changes,omitempty" jsonschema:"preview: users whose level on the project changes"`
+	Summary              string       `json:"summary,omitempty"`
+	RequiresConfirmation *bool        `json:"requiresConfirmation,omitempty" jsonschema:"preview: whether applying needs the confirmationToken"`
+	ConfirmationToken    string       `json:"confirmationToken,omitempty"`
+}
+
+// RoleChange is one user's level on the project before and after a move (none, viewer, editor, admin).
+type RoleChange struct {
+	UserUUID   string `json:"userUuid"`
+	UserName   string `json:"userName"`
+	BeforeRole string `json:"beforeRole"`
+	AfterRole  string `json:"afterRole"`
+}
+
+var adminMoveProjectToGroup = tool[MoveProjectIn, MovedProject]{
+	Name: "chorus_admin_move_project_to_group", Title: "Move a project to a group", Perm: perm.ProjectWrite, Effect: writes,
+	Desc: "Move a project into a project group, or out of its group (groupUuid null). Call with preview=true to see whose " +
+		"access changes; when requiresConfirmation is true, call again with the returned confirmationToken. A private " +
+		"target group makes the project private. Needs editor on a public project and admin on a private one, or when " +
+		"the move crosses a private group or widens anyone's access.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in MoveProjectIn) (MovedProject, error) {
+		p, prev, err := d.Store.MoveProject(ctx, call.Who.Caller, store.ProjectMove{ProjectUUID: string(in.ProjectUUID),
+			GroupUUID: in.GroupUUID.Ptr(), Preview: in.Preview, Token: in.ConfirmationToken})
+		if err != nil {
+			return MovedProject{}, err
+		}
+		if prev != nil {
+			out := MovedProject{ProjectUUID: prev.ProjectUUID, Name: prev.Name, SourceGroupUUID: prev.SourceGroupUUID,
+				GroupUUID: prev.GroupUUID, FromVisibility: prev.FromVisibility, Visibility: prev.Visibility,
+				CompanyAccess: prev.CompanyAccess, Changes: []RoleChange{}, Summary: prev.Summary,
+				RequiresConfirmation: &prev.RequiresConfirmation, ConfirmationToken: prev.Token}
+			for _, c := range prev.Changes {
+				out.Changes = append(out.Changes, RoleChange(c))
+			}
+			return out, nil
+		}
+		return MovedProject{UUID: p.UUID, Name: p.Name, GroupUUID: p.GroupUUID}, nil
+	},
+}
+
+// jsonValue decodes an activity's stored JSON value for output (nil when absent or unreadable).
+func jsonValue(raw []byte) JSONObject {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v JSONObject
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,255 @@
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Search tools (docs/rules.md §4.12): full-text search with the database's own engine
+// (store/search.go), and the people an agent can mention.
+
+// SearchIn is chorus_search's input.
+type SearchIn struct {
+	Query       string   `json:"query" jsonschema:"words to find (all of them, each as a word or the start of one, in any case), or an entity's uuid" chorus:"minLength=1;maxLength=500"`
+	Scope       string   `json:"scope,omitempty" jsonschema:"global (default: every project you can see), group or project" chorus:"enum=global|group|project"`
+	ScopeUUID   *UUID    `json:"scopeUuid,omitempty" jsonschema:"the project group or project to search in, for scope group or project"`
+	EntityTypes []string `json:"entityTypes,omitempty" jsonschema:"only these kinds of entity; all when absent or empty" chorus:"enum=task|idea|proposal|document|project|project_group"`
+}
+
+// SearchRow is one entity chorus_search found.
+type SearchRow struct {
+	EntityType  string    `json:"entityType" jsonschema:"task, idea, proposal, document, project or project_group"`
+	UUID        string    `json:"uuid"`
+	Title       string    `json:"title"`
+	Snippet     string    `json:"snippet" jsonschema:"text around the first match, with ... where it was cut"`
+	Status      string    `json:"status" jsonschema:"the entity's status; a document's type; active for projects and groups"`
+	ProjectUUID *string   `json:"projectUuid" jsonschema:"null for projects and groups"`
+	ProjectName *string   `json:"projectName"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// SearchCounts are the full match counts per kind (0 for kinds not asked for).
+type SearchCounts struct {
+	Tasks         int `json:"tasks"`
+	Ideas         int `json:"ideas"`
+	Proposals     int `json:"proposals"`
+	Documents     int `json:"documents"`
+	Projects      int `json:"projects"`
+	ProjectGroups int `json:"projectGroups"`
+}
+
+// SearchOut is chorus_search's result.
+type SearchOut struct {
+	Results []SearchRow `json:"results"`
+	Meta
+	Counts SearchCounts `json:"counts"`
+}
+
+// searchLimit is how many results chorus_search returns, and how many it takes of each kind.
+const searchLimit = 50
+
+var search = tool[SearchIn, SearchOut]{
+	Name: "chorus_search", Title: "Search", Perm: perm.Public, Effect: reads,
+	Desc: "Find tasks, ideas, proposals, documents, projects and project groups by the words in their titles and text " +
+		"(every word given must appear, as a word or the start of one, in any case), or by uuid. Searches every " +
+		"project you can see, or one group or project (scope and scopeUuid); entityTypes narrows the kinds. Returns " +
+		"the 50 most recently updated matches with a snippet, and the full count per kind.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in SearchIn) (SearchOut, error) {
+		q := strings.TrimSpace(in.Query)
+		if q == "" {
+			return SearchOut{}, invalid("query must not be blank: give words to find, or an entity's uuid")
+		}
+		req := store.SearchRequest{Text: q, Entities: in.EntityTypes, PerKind: searchLimit}
+		switch in.Scope {
+		case "group", "project":
+			if in.ScopeUUID == nil {
+				return SearchOut{}, refuse("scopeUuid is required for scope %q", in.Scope)
+			}
+			if in.Scope == "group" {
+				req.GroupUUID = string(*in.ScopeUUID)
+			} else {
+				req.ProjectUUID = string(*in.ScopeUUID)
+			}
+		}
+		terms := store.SearchTerms(q)
+		var hits []store.SearchHit
+		counts := map[string]int{}
+		if id, err := uuid.Parse(q); err == nil && len(q) == 36 { // docs/rules.md §4.12: a uuid is looked up first
+			hit, err := d.Store.SearchUUID(ctx, call.Who.Caller, req, id.String())
+			if err != nil {
+				return SearchOut{}, err
+			}
+			if hit != nil {
+				hits, counts[hit.EntityType] = []store.SearchHit{*hit}, 1
+				terms = nil
+			}
+		}
+		if hits == nil {
+			res, err := d.Store.Search(ctx, call.Who.Caller, req)
+			if err != nil {
+				return SearchOut{}, err
+			}
+			hits, counts = res.Hits, res.Counts
+		}
+		slices.SortStableFunc(hits, func(a, b store.SearchHit) int {
+			return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(b.UUID, a.UUID))
+		})
+		if len(hits) > searchLimit {
+			hits = hits[:searchLimit]
+		}
+		rows := make([]SearchRow, len(hits))
+		for i, h := range hits {
+			rows[i] = SearchRow{EntityType: h.EntityType, UUID: h.UUID, Title: clip(h.Title), Snippet: snippet(h.Title, h.Body, terms),
+				Status: h.Status, ProjectUUID: h.ProjectUUID, ProjectName: h.ProjectName, UpdatedAt: h.UpdatedAt}
+		}
+		c := SearchCounts{Tasks: counts["task"], Ideas: counts["idea"], Proposals: counts["proposal"], Documents: counts["document"],
+			Projects: counts["project"], ProjectGroups: counts["project_group"]}
+		total := c.Tasks + c.Ideas + c.Proposals + c.Documents + c.Projects + c.ProjectGroups
+		wrap := func(r []SearchRow) any {
+			return SearchOut{Results: r, Meta: Meta{Returned: len(r), Page: 1, PageSize: searchLimit, Total: total}, Counts: c}
+		}
+		return wrap(fit(rows, wrap)).(SearchOut), nil
+	},
+}
+
+// snippetRunes is about how much text a snippet shows around the first match.
+const snippetRunes = 100
+
+// snippet is about 100 characters of an entity's text (its body, else its title) around the first
+// word that starts with one of terms, with "..." where the text was cut and whitespace runs shown
+// as one space. Without terms, or when the match is in the title only, the text's start.
+func snippet(title string, body *string, terms []string) string {
+	text := title
+	if body != nil && strings.TrimSpace(*body) != "" {
+		text = *body
+	}
+	runes := []rune(strings.Join(strings.Fields(text), " "))
+	lower := make([]rune, len(runes)) // rune for rune, so positions line up
+	for i, r := range runes {
+		lower[i] = unicode.ToLower(r)
+	}
+	at := -1
+	for _, t := range terms {
+		tr := []rune(t)
+		for i := 0; i+len(tr) <= len(lower); i++ {
+			if (i == 0 || !isWordRune(lower[i-1])) && slices.Equal(lower[i:i+len(tr)], tr) {
+				if at < 0 || i < at {
+					at = i
+				}
+				break
+			}
+		}
+	}
+	start := 0
+	if at > snippetRunes/2 {
+		start = at - snippetRunes/2
+	}
+	end := min(len(runes), start+snippetRunes)
+	if end-start < snippetRunes {
+		start = max(0, end-snippetRunes)
+	}
+	out := string(runes[start:end])
+	if start > 0 {
+		out = "..." + out
+	}
+	if end < len(runes) {
+		out += "..."
+	}
+	return out
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r) }
+
+// MentionablesIn is chorus_search_mentionables' input.
+type MentionablesIn struct {
+	Query      string `json:"query" jsonschema:"part of a name (or of a user's email), in any case; empty lists everyone" chorus:"maxLength=200"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"at most this many, 1 to 100; default 10" chorus:"min=1;max=100"`
+	EntityType string `json:"entityType,omitempty" jsonschema:"with entityUuid: only people who can see this entity" chorus:"enum=idea|proposal|task|document"`
+	EntityUUID *UUID  `json:"entityUuid,omitempty" jsonschema:"with entityType: the entity"`
+}
+
+// MentionableRow is one person chorus_search_mentionables offers.
+type MentionableRow struct {
+	Type      string  `json:"type" jsonschema:"user or agent"`
+	UUID      string  `json:"uuid"`
+	Name      string  `json:"name"`
+	Email     *string `json:"email,omitempty"`
+	AvatarURL *string `json:"avatarUrl,omitempty"`
+	// Agents only.
+	Roles       *[]string `json:"roles,omitempty" jsonschema:"agents: their role presets"`
+	Online      *bool     `json:"online,omitempty" jsonschema:"agents: active within the last hour"`
+	ActiveCount *int      `json:"activeCount,omitempty" jsonschema:"agents: their assigned and in-progress tasks you can see; 0 when offline"`
+}
+
+// Mentionables is chorus_search_mentionables' result.
+type Mentionables struct {
+	Results []MentionableRow `json:"results"`
+	Meta
+}
+
+var searchMentionables = tool[MentionablesIn, Mentionables]{
+	Name: "chorus_search_mentionables", Title: "Find people to mention", Perm: perm.Public, Effect: reads,
+	Desc: "Find the users and agents you can @-mention, by part of their name (or a user's email): every user of " +
+		"your company and the agents that share your owner. Agents show whether they are online and how many tasks " +
+		"they have in hand; online agents come first, least busy first. With entityType and entityUuid, only people " +
+		"who can see that entity. Write a mention as @[Name](user:<uuid>) or @[Name](agent:<uuid>).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in MentionablesIn) (Mentionables, error) {
+		if (in.EntityType == "") != (in.EntityUUID == nil) {
+			return Mentionables{}, invalid("entityType and entityUuid go together: give both to see who can access an entity, or neither")
+		}
+		var project *store.ProjectView
+		if in.EntityUUID != nil {
+			projectUUID, err := entityProject(ctx, d, call, in.EntityType, string(*in.EntityUUID))
+			if err != nil {
+				return Mentionables{}, err
+			}
+			if project, err = d.Store.RequireProject(ctx, call.Who.Caller, projectUUID, store.AccessViewer); err != nil {
+				return Mentionables{}, err
+			}
+		}
+		people, err := d.Store.Mentionables(ctx, call.Who.Caller, in.Query, project)
+		if err != nil {
+			return Mentionables{}, err
+		}
+		limit := cmp.Or(in.Limit, 10)
+		total := len(people)
+		people = people[:min(limit, len(people))]
+		rows := make([]MentionableRow, len(people))
+		for i, p := range people {
+			rows[i] = MentionableRow{Type: p.Type, UUID: p.UUID, Name: clip(p.Name), Email: p.Email, AvatarURL: p.AvatarURL}
+			if p.Type == "agent" {
+				roles, online, active := p.Roles, p.Online, p.ActiveCount
+				rows[i].Roles, rows[i].Online, rows[i].ActiveCount = &roles, &online, &active
+			}
+		}
+		wrap := func(r []MentionableRow) any {
+			return Mentionables{Results: r, Meta: Meta{Returned: len(r), Page: 1, PageSize: limit, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(Mentionables), nil
+	},
+}
+
+// entityProject gates an idea, proposal, task or document for reading and returns its project.
+func entityProject(ctx context.Context, d *Deps, call *Call, typ, id string) (string, error) {
+	if typ == "document" {
+		doc, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, id, store.AccessViewer)
+		if err != nil {
+			return "", err
+		}
+		return doc.ProjectUUID, nil
+	}
+	t, err := d.Store.TargetAccess(ctx, call.Who.Caller, typ, id, store.AccessViewer)
+	if err != nil {
+		return "", err
+	}
+	return t.ProjectUUID, nil
+}

@@ -1,0 +1,219 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Moving an idea to another project (docs/rules.md §5.9, docs/write-path.md "Who writes what").
+// The idea's workflow writes the whole cascade in one transaction: its own row by the write
+// protocol, every other idea, proposal and task row it moves one version on, marked with the
+// move's change id and journaled. Then an activity signals each of those rows' workflows,
+// retried until every signal is delivered; each adopts the row (its project and version) when
+// the row is ahead of its state. A workflow whose own write meets a moved row first adopts the
+// move there and refuses the command (nothing was written), so the caller retries it in the new
+// project. A crash anywhere leaves either nothing written or the committed cascade, whose signals
+// the idea's workflow sends when it resumes; chorus ops repair adopts a move whose signal never
+// came (ops.Repair).
+
+// UpdateMoveIdea is chorus_move_idea's update.
+const UpdateMoveIdea = "chorus_move_idea"
+
+// SignalEntityMoved tells a workflow that a move of an idea moved its row (EntityMoved).
+const SignalEntityMoved = activities.SignalEntityMoved
+
+// EntityMoved is the payload of SignalEntityMoved.
+type EntityMoved = activities.EntityMoved
+
+// MoveIdeaInput moves an idea with its cascade to another project.
+type MoveIdeaInput struct {
+	Actor             Actor
+	TargetProjectUUID string
+}
+
+// MoveIdea is chorus_move_idea.
+var MoveIdea = Command[MoveIdeaInput, IdeaResult]{UpdateMoveIdea, EntityIdea}
+
+const moveErrPrefix = "Failed to move Idea: "
+
+func (s IdeaState) checkMove(in MoveIdeaInput) error {
+	if err := s.exists(); err != nil {
+		return Refuse(KindNotFound, moveErrPrefix+"Idea not found")
+	}
+	if in.TargetProjectUUID == s.ProjectUUID {
+		return Refuse(KindConflict, moveErrPrefix+"Idea is already in the target project")
+	}
+	return nil
+}
+
+func (w *ideaWorkflow) move(ctx workflow.Context, in MoveIdeaInput) (IdeaResult, error) {
+	n, wr := w.next(ctx)
+	from := n.ProjectUUID
+	n.ProjectUUID = in.TargetProjectUUID
+	m := store.IdeaMove{Write: wr, UUID: n.UUID, CompanyUUID: n.CompanyUUID, FromProject: from, ToProject: in.TargetProjectUUID,
+		Activity: w.activity(n, wr, in.Actor, "moved", nil)}
+	var a *activities.Activities
+	var out store.MoveOutcome
+	if err := persist(ctx, a.MoveIdeaCascade, m).Get(ctx, &out); err != nil {
+		if refusal := w.adoptMove(ctx, err); refusal != nil {
+			return IdeaResult{}, refusal
+		}
+		if err = diverged(ctx, EntityIdea, err); isChorusError(err) {
+			if e, ok := FromTemporal(err).(*Error); ok && e.Kind == KindNotFound {
+				return IdeaResult{}, Refuse(e.Kind, moveErrPrefix+"%s", e.Message)
+			}
+			return IdeaResult{}, err
+		}
+		return IdeaResult{}, fmt.Errorf("could not move the idea: %w", err)
+	}
+	n.Row = mark(wr)
+	w.state = n
+	w.publish(ctx)
+	if err := followMove(ctx, out.Rows, in.TargetProjectUUID); err != nil {
+		return IdeaResult{}, err
+	}
+	res := result(w.state)
+	res.Moved = &out.Counts
+	return res, nil
+}
+
+// followMove tells every row's workflow where the move left its row, through an activity
+// retried until all the signals are delivered.
+func followMove(ctx workflow.Context, rows []store.MovedRow, project string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	signals := make([]activities.MovedSignal, 0, len(rows))
+	for _, r := range rows {
+		var id string
+		switch r.Table {
+		case "ideas":
+			id = IdeaID(r.UUID)
+		case "proposals":
+			id = ProposalID(r.UUID)
+		default:
+			id = TaskID(r.UUID)
+		}
+		signals = append(signals, activities.MovedSignal{WorkflowID: id,
+			Moved: EntityMoved{ProjectUUID: project, Version: r.Version, ChangeID: r.ChangeID, Status: r.Status}})
+	}
+	var a *activities.Activities
+	if err := persist(ctx, a.FollowMove, signals).Get(ctx, nil); err != nil {
+		return fmt.Errorf("could not tell the moved entities' workflows: %w", err)
+	}
+	return nil
+}
+
+// movedBy reports whether a conflict is a move of an idea (a change of another idea's workflow)
+// that moved this entity's row ahead of row, the state's.
+func movedBy(ctx workflow.Context, c *store.ProjectionConflict, row RowMark) bool {
+	own := workflow.GetInfo(ctx).WorkflowExecution.ID + "#"
+	return c.Found && c.Version > row.Version && c.ProjectUUID != "" &&
+		strings.HasPrefix(c.ChangeID, string(EntityIdea)+"/") && !strings.HasPrefix(c.ChangeID, own)
+}
+
+// movedRefusal answers a command whose write met its entity's move.
+func movedRefusal(entity Entity) *Error {
+	return Refuse(KindConflict, "This %s was moved to another project, with its idea, while your call ran; nothing was "+
+		"changed. Retry the call.", entity)
+}
+
+// receiveMoves runs follow for every SignalEntityMoved, in its own coroutine, and returns a
+// function that handles the signals still buffered (call it before continuing as new).
+func receiveMoves(ctx workflow.Context, follow func(workflow.Context, EntityMoved)) func(workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, SignalEntityMoved)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var sig EntityMoved
+			ch.Receive(ctx, &sig)
+			follow(ctx, sig)
+		}
+	})
+	return func(ctx workflow.Context) {
+		var sig EntityMoved
+		for ch.ReceiveAsync(&sig) {
+			follow(ctx, sig)
+		}
+	}
+}
+
+// ---- each workflow adopts a move ----
+
+func (w *ideaWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
+	if err := w.mu.Lock(ctx); err != nil {
+		return
+	}
+	defer w.mu.Unlock()
+	if sig.Version > w.state.Row.Version {
+		w.state.ProjectUUID, w.state.Row = sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}
+		w.publish(ctx)
+	}
+}
+
+// adoptMove adopts the move a failed write met, and returns the refusal; nil when err is not
+// such a conflict.
+func (w *ideaWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
+	c, ok := activities.AsProjectionConflict(err)
+	if !ok || !movedBy(ctx, c, w.state.Row) {
+		return nil
+	}
+	w.state.ProjectUUID, w.state.Row = c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}
+	w.publish(ctx)
+	return movedRefusal(EntityIdea)
+}
+
+func (w *proposalWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
+	if err := w.mu.Lock(ctx); err != nil {
+		return
+	}
+	defer w.mu.Unlock()
+	if sig.Version > w.state.Row.Version {
+		w.state.ProjectUUID, w.state.Row = sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}
+		w.publish(ctx)
+	}
+}
+
+func (w *proposalWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
+	c, ok := activities.AsProjectionConflict(err)
+	if !ok || !movedBy(ctx, c, w.state.Row) {
+		return nil
+	}
+	w.state.ProjectUUID, w.state.Row = c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}
+	w.publish(ctx)
+	return movedRefusal(EntityProposal)
+}
+
+func (w *taskWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
+	if err := w.mu.Lock(ctx); err != nil {
+		return
+	}
+	defer w.mu.Unlock()
+	if sig.Version > w.state.Row.Version {
+		w.adoptTaskRow(sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}, sig.Status)
+		w.publish(ctx)
+	}
+}
+
+// adoptTaskRow takes on a row a move left: its project and mark, and the close of a revoke that
+// came just before the move (a task's only other foreign change; closed is final).
+func (w *taskWorkflow) adoptTaskRow(project string, row RowMark, status string) {
+	w.state.ProjectUUID, w.state.Row = project, row
+	if status == string(TaskClosed) {
+		w.state.Status = status
+	}
+}
+
+func (w *taskWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
+	c, ok := activities.AsProjectionConflict(err)
+	if !ok || !movedBy(ctx, c, w.state.Row) {
+		return nil
+	}
+	w.adoptTaskRow(c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}, c.Status)
+	w.publish(ctx)
+	return movedRefusal(EntityTask)
+}
