@@ -7,3 +7,6 @@
 // go to package workflows as updates; mcp never writes lifecycle rows itself and never builds
 // JSON by hand. It must not know SQL or Temporal internals beyond the workflows client.
 package mcp
+
+// docs/tools.md is generated from the tool table (toolsdoc.go); regenerate it after changing a tool.
+//go:generate go test -run TestToolsReferenceIsCurrent -update .

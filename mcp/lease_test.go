@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/perm"
-	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
 )
 
@@ -34,13 +32,6 @@ func waitReleased(t *testing.T, s *mcpsdk.ClientSession, task string) TaskView {
 		return v.Status == "open"
 	}, "the lapsed claim is released")
 	return v
-}
-
-func countRows(t *testing.T, st *store.Store, q string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, st.DB.NewRaw("SELECT count(*) FROM "+q, args...).Scan(context.Background(), &n))
-	return n
 }
 
 // The lease test of the claim-lease contract (docs/rules.md §5.10): the holder goes silent, the
@@ -69,7 +60,7 @@ func TestClaimLeaseLapses(t *testing.T) {
 		require.Nil(t, v.ClaimExpiresAt)
 		require.Equal(t, "pending", v.AcceptanceCriteriaItems[0].DevStatus)
 		require.Equal(t, 1, activityCount(t, e.st, task, "claim_expired"))
-		require.Equal(t, 2, countRows(t, e.st, "notifications WHERE entity_uuid = ? AND action = 'task_claim_expired'", task),
+		require.Equal(t, 2, countRows(t, e, "notifications WHERE entity_uuid = ? AND action = 'task_claim_expired'", task),
 			"one each for the holder and the task's creator")
 
 		// Another agent claims it; the first agent's later commands are refused, saying why.
@@ -183,7 +174,7 @@ func TestClaimLeaseExpiryFaults(t *testing.T) {
 				// Wait for the workflow to take in the completion, then check exactly once.
 				e.requireAgreement()
 				require.Equal(t, 1, activityCount(t, e.st, task, "claim_expired"))
-				require.Equal(t, 2, countRows(t, e.st, "notifications WHERE entity_uuid = ? AND action = 'task_claim_expired'", task),
+				require.Equal(t, 2, countRows(t, e, "notifications WHERE entity_uuid = ? AND action = 'task_claim_expired'", task),
 					"the holder and the creator, once each")
 				var v TaskView
 				ok(t, a, "chorus_claim_task", map[string]any{"taskUuid": task}, &v)

@@ -140,6 +140,12 @@ func roleCases(f roleFixture) map[string]struct {
 		"chorus_admin_reopen_task":          {editorGate, map[string]any{"taskUuid": f.task}},
 		"chorus_admin_close_task":           {editorGate, map[string]any{"taskUuid": f.task}},
 		"chorus_admin_delete_task":          {editorGate, map[string]any{"taskUuid": f.doomedTask}},
+
+		"chorus_add_comment":            {editorGate, map[string]any{"targetType": "task", "targetUuid": f.task, "content": "hi"}},
+		"chorus_get_comments":           {viewerGate, map[string]any{"targetType": "document", "targetUuid": f.doc}},
+		"chorus_get_activity":           {viewerGate, map[string]any{"projectUuid": f.p, "targetType": "idea", "targetUuid": f.idea}},
+		"chorus_get_notifications":      {company, nil},
+		"chorus_mark_notification_read": {company, map[string]any{"all": true}},
 	}
 }
 

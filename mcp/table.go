@@ -88,5 +88,11 @@ func toolTable() []entry {
 		sessionHeartbeat,
 		sessionCheckinTask,
 		sessionCheckoutTask,
+
+		addComment,
+		getComments,
+		getNotifications,
+		markNotificationRead,
+		getActivity,
 	}
 }

@@ -35,6 +35,8 @@ type IdeaChange struct {
 	RoundStatus map[string]string
 	// Delete orphans the idea's children and deletes it with its rounds.
 	Delete bool
+	// Mentions are the new mentions of a content edit (docs/rules.md §7.3), recorded with it.
+	Mentions *MentionText
 
 	Activities    []Activity
 	Notifications []NotifySpec
@@ -76,6 +78,9 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 					Where("parent_uuid = ?", c.UUID).Exec(ctx)
 			}
 		default:
+			if err := c.Mentions.readPrevious(ctx, tx, "ideas"); err != nil {
+				return err
+			}
 			var q *bun.UpdateQuery
 			if len(c.Columns) > 0 {
 				row := c.Set
@@ -111,7 +116,10 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 				return err
 			}
 		}
-		return writeAudit(ctx, tx, c.CompanyUUID, c.Activities, c.Notifications)
+		if err := writeAudit(ctx, tx, c.CompanyUUID, c.Activities, c.Notifications); err != nil {
+			return err
+		}
+		return writeMentions(ctx, tx, c.CompanyUUID, c.Mentions)
 	})
 }
 

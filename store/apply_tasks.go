@@ -36,6 +36,9 @@ type TaskChange struct {
 	CountAddedDepsIn string
 	// Comment is a comment to add (chorus_report_work).
 	Comment *Comment
+	// Mentions are recorded with the change (docs/rules.md §7.3): a work report's, or the new
+	// ones of a description edit.
+	Mentions *MentionText
 	// Delete removes the task with its criteria and dependency edges.
 	Delete bool
 
@@ -69,6 +72,9 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 				}
 			}
 			return nil
+		}
+		if err := c.Mentions.readPrevious(ctx, tx, "tasks"); err != nil {
+			return err
 		}
 		var q *bun.UpdateQuery
 		if len(c.Columns) > 0 {
@@ -151,7 +157,10 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 				return err
 			}
 		}
-		return writeAudit(ctx, tx, c.CompanyUUID, acts, c.Notifications)
+		if err := writeAudit(ctx, tx, c.CompanyUUID, acts, c.Notifications); err != nil {
+			return err
+		}
+		return writeMentions(ctx, tx, c.CompanyUUID, c.Mentions)
 	})
 	return out, err
 }

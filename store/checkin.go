@@ -41,13 +41,15 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 			}
 		}
 		if first && res.Owner != nil {
-			n := Notification{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, RecipientType: "user",
+			// One per agent, ever: its id derives from the agent, so two first check-ins racing
+			// on PostgreSQL still leave one.
+			n := Notification{UUID: derivedID("agent_checkin", res.Agent.UUID), CompanyUUID: c.CompanyUUID, RecipientType: "user",
 				RecipientUUID: res.Owner.UUID, EntityType: "agent", EntityUUID: res.Agent.UUID,
 				EntityTitle: res.Agent.Name, Action: "agent_checkin",
 				Message:   res.Agent.Name + " checked in for the first time",
 				ActorType: "agent", ActorUUID: res.Agent.UUID, ActorName: res.Agent.Name,
 				CreatedAt: res.At, UpdatedAt: res.At}
-			if _, err := tx.NewInsert().Model(&n).Exec(ctx); err != nil {
+			if _, err := tx.NewInsert().Model(&n).On("CONFLICT (uuid) DO NOTHING").Exec(ctx); err != nil {
 				return err
 			}
 		}

@@ -886,7 +886,10 @@ func (s *Store) Dashboard(ctx context.Context, c Caller, groupUUID string) (*Gro
 		return nil, nil, err
 	}
 	d.ActiveProposals = int(n)
-	err = s.DB.NewSelect().TableExpr("activities AS a").ColumnExpr("a.*").ColumnExpr("p.name AS project_name").
+	// The Activity columns by name: on PostgreSQL the table also has seq (migration 20261201000010).
+	err = s.DB.NewSelect().TableExpr("activities AS a").
+		ColumnExpr("a.uuid, a.company_uuid, a.project_uuid, a.target_type, a.target_uuid, a.actor_type, a.actor_uuid").
+		ColumnExpr("a.action, a.value, a.session_uuid, a.session_name, a.created_at").ColumnExpr("p.name AS project_name").
 		Join("JOIN projects AS p ON p.uuid = a.project_uuid").Where("a.project_uuid IN (?)", bun.List(ids)).
 		Order("a.created_at DESC", "a.uuid DESC").Limit(20).Scan(ctx, &d.Recent)
 	return g, d, err

@@ -229,7 +229,7 @@ func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string,
 			return nil // the idea is gone: there is nothing to attach the activity to
 		}
 		now := Now()
-		act := Activity{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, ProjectUUID: idea.ProjectUUID, TargetType: "idea",
+		act := Activity{UUID: derivedID(doc.UUID, "report_created"), CompanyUUID: c.CompanyUUID, ProjectUUID: idea.ProjectUUID, TargetType: "idea",
 			TargetUUID: idea.UUID, ActorType: "agent", ActorUUID: c.AgentUUID, Action: "report_created", CreatedAt: now,
 			Value: jsonValue(map[string]string{"reportUuid": doc.UUID, "proposalUuid": p.UUID, "reportTitle": doc.Title})}
 		if _, err := tx.NewInsert().Model(&act).Exec(ctx); err != nil {

@@ -605,8 +605,13 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 		n.Title = strings.TrimSpace(*in.Title)
 		cols, changed = append(cols, "title"), append(changed, "title")
 	}
+	var mentions *store.MentionText
 	if in.Content != nil {
 		cols, changed = append(cols, "content"), append(changed, "content")
+		// Only mentions the old content did not have are new (docs/rules.md §7.3).
+		mentions = &store.MentionText{Seed: wr.ID + "/mentions", Text: *in.Content, PreviousColumn: "content",
+			SourceType: "idea", SourceUUID: n.UUID, TargetType: "idea", TargetUUID: n.UUID, TargetTitle: n.Title,
+			ProjectUUID: n.ProjectUUID, ActorType: in.Actor.Type, ActorUUID: in.Actor.UUID, ActorName: in.Actor.Name, At: wr.At}
 	}
 	if in.IsContainer != nil {
 		n.IsContainer = *in.IsContainer
@@ -618,6 +623,7 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 		change.Parent = in.ParentUUID
 	}
 	change.Activities = acts
+	change.Mentions = mentions
 	if len(changed) > 0 {
 		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", map[string][]string{"changedFields": changed}))
 	}

@@ -415,6 +415,16 @@ func (w *taskWorkflow) notify(n TaskState, wr store.Write, a Actor, action, mess
 		ActorName: a.Name, Recipients: to}
 }
 
+// mentions is the text of this change whose mentions the store records on the task
+// (docs/rules.md §7.3); previousColumn names the column holding the text before an edit.
+func (w *taskWorkflow) mentions(n TaskState, wr store.Write, a Actor, sourceType, sourceUUID, text, previousColumn string,
+	sessionUUID, sessionName *string) *store.MentionText {
+	return &store.MentionText{Seed: wr.ID + "/mentions", Text: text, PreviousColumn: previousColumn,
+		SourceType: sourceType, SourceUUID: sourceUUID, TargetType: "task", TargetUUID: n.UUID, TargetTitle: n.Title,
+		ProjectUUID: n.ProjectUUID, ActorType: a.Type, ActorUUID: a.UUID, ActorName: a.Name,
+		SessionUUID: sessionUUID, SessionName: sessionName, At: wr.At}
+}
+
 func taskAssignee(s TaskState) store.Recipient {
 	if s.Assignee == nil {
 		return store.Recipient{}
@@ -756,6 +766,8 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	if in.DescriptionSet {
 		c.Set.Description = emptyToNil(in.Description)
 		c.Columns, value["descriptionUpdated"] = append(c.Columns, "description"), true
+		// Only mentions the old description did not have are new (docs/rules.md §7.3).
+		c.Mentions = w.mentions(n, wr, in.Actor, "task", n.UUID, deref(in.Description), "description", in.SessionUUID, in.SessionName)
 	}
 	if in.Priority != nil {
 		n.Priority = *in.Priority
@@ -845,6 +857,7 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 		map[string]any{"report": in.Report, "statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "comment_added",
 		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
+	c.Mentions = w.mentions(n, wr, in.Actor, "comment", c.Comment.UUID, in.Report, "", in.SessionUUID, in.SessionName)
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}

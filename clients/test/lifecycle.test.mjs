@@ -95,6 +95,9 @@ describe('lifecycle and read tools through callTool()', () => {
       assert.equal((await admin.call('chorus_admin_verify_task', { taskUuid: t })).status, 'done', `verify ${t}`);
     }
 
+    const comment = await dev.call('chorus_add_comment', { targetType: 'task', targetUuid: t2, content: 'Shipped behind the settings toggle.' });
+    assert.equal(comment.author?.type, 'agent', 'add_comment returns the comment with its author');
+
     const report = await pm.call('chorus_create_report', { proposalUuid: proposal.uuid, title: 'Dark mode shipped', content: 'Both tasks verified.' });
     ids.report = report.documentUuid;
     const finished = await pm.call('chorus_get_idea', { ideaUuid: idea.uuid });
@@ -121,6 +124,8 @@ describe('lifecycle and read tools through callTool()', () => {
     chorus_get_available_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_unblocked_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_my_assignments: () => ({}),
+    chorus_get_comments: () => ({ targetType: 'task', targetUuid: ids.tasks[1] }),
+    chorus_get_activity: () => ({ projectUuid: ids.project }),
     chorus_get_project_groups: () => ({}),
     chorus_get_project_group: () => ({ groupUuid: ids.group }),
     chorus_get_group_dashboard: () => ({ groupUuid: ids.group }),
@@ -156,6 +161,8 @@ describe('lifecycle and read tools through callTool()', () => {
     assert.equal(results.chorus_get_document.uuid, ids.document);
     assert.equal(results.chorus_get_elaboration.status, 'resolved');
     assert.equal(results.chorus_get_task.status, 'done');
+    assert.ok(results.chorus_get_comments.total >= 1, 'the developer commented on the task');
+    assert.ok(results.chorus_get_activity.activities.some((a) => a.action === 'verified'), 'the verification is in the activity stream');
     assert.deepEqual(results.chorus_search.results.map((r) => r.uuid).sort(), [ids.idea, ids.proposal].sort(),
       'search finds the idea and the proposal by words of their text');
     assert.ok(results.chorus_search_mentionables.results.some((r) => r.type === 'user'), 'the company owner can be mentioned');

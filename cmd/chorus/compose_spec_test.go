@@ -51,7 +51,8 @@ func loadComposeSpec(t *testing.T, env ...string) (*types.Project, error) {
 func TestComposeSpecLoads(t *testing.T) {
 	p, err := loadComposeSpec(t, "CHORUS_BOOTSTRAP_ADMIN_KEY="+composeTestKey)
 	require.NoError(t, err, "docker compose would refuse %s", composeFile)
-	require.ElementsMatch(t, composeRequiredServices, p.ServiceNames())
+	require.ElementsMatch(t, append(slices.Clone(composeRequiredServices), composeMonitoringServices...), p.ServiceNames(),
+		"the services are Chorus's stack and its monitoring (Prometheus, Grafana)")
 
 	// Without the admin key, compose stops with the file's message rather than starting an API
 	// with no key or an empty one.

@@ -45,6 +45,9 @@ const (
 var composeRequiredServices = []string{svcPostgres, svcTemporalSchema, svcTemporal, svcTemporalNamespace,
 	svcTemporalUI, svcChorusMigrate, svcChorusAPI, svcChorusWorker}
 
+// composeMonitoringServices scrape and chart the stack (deploy/prometheus.yml, deploy/grafana).
+var composeMonitoringServices = []string{"prometheus", "grafana"}
+
 // ---- compose model ----
 
 type composeProject struct {

@@ -1,0 +1,285 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// Comments, notifications and the activity stream (docs/rules.md §4.15-§4.17, §7). Comments
+// are records: plain store transactions, no workflow.
+
+// ---- comments (docs/rules.md §4.15) ----
+
+// CommentTargetIn names what a comment is on.
+type CommentTargetIn struct {
+	TargetType string `json:"targetType" jsonschema:"what the comment is on" chorus:"enum=idea|proposal|task|document"`
+	TargetUUID UUID   `json:"targetUuid" jsonschema:"the uuid of that idea, proposal, task or document"`
+}
+
+// AddCommentIn is chorus_add_comment's input.
+type AddCommentIn struct {
+	CommentTargetIn
+	Content string `json:"content" jsonschema:"the comment, in markdown; @[Name](agent:<uuid>) or @[Name](user:<uuid>) mentions and notifies that agent or user" chorus:"minLength=1"`
+}
+
+// CommentView is a comment as tools show it.
+type CommentView struct {
+	UUID       string         `json:"uuid"`
+	TargetType string         `json:"targetType"`
+	TargetUUID string         `json:"targetUuid"`
+	Content    string         `json:"content"`
+	Author     store.ActorRef `json:"author"`
+	CreatedAt  time.Time      `json:"createdAt"`
+	UpdatedAt  time.Time      `json:"updatedAt"`
+}
+
+func commentView(ctx context.Context, nm *store.Namer, c store.Comment) CommentView {
+	return CommentView{UUID: c.UUID, TargetType: c.TargetType, TargetUUID: c.TargetUUID, Content: c.Content,
+		Author:    store.ActorRef{Type: c.AuthorType, UUID: c.AuthorUUID, Name: nm.Name(ctx, c.AuthorType, c.AuthorUUID)},
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+}
+
+var addComment = tool[AddCommentIn, CommentView]{
+	Name: "chorus_add_comment", Title: "Comment on an idea, proposal, task or document", Perm: perm.Public, Effect: writes,
+	Desc: "Add a comment to an idea, proposal, task or document of a project you can edit. The people it concerns " +
+		"are notified (a task's assignee and creator, an idea's assignee and creator, a proposal's or document's " +
+		"creator), and so is everyone the comment mentions with @[Name](agent:<uuid>) or @[Name](user:<uuid>) " +
+		"(chorus_search_mentionables finds them). Returns the comment.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in AddCommentIn) (CommentView, error) {
+		if strings.TrimSpace(in.Content) == "" {
+			return CommentView{}, invalid("content must not be blank: write the comment's text")
+		}
+		t, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
+		if err != nil {
+			return CommentView{}, err
+		}
+		c, err := d.Store.AddComment(ctx, store.NewComment{UUID: call.newID("comment"), Target: *t, Content: in.Content,
+			Caller: call.Who.Caller})
+		if err != nil {
+			return CommentView{}, err
+		}
+		return commentView(ctx, d.Store.NewNamer(), *c), nil
+	},
+}
+
+// GetCommentsIn is chorus_get_comments' input.
+type GetCommentsIn struct {
+	CommentTargetIn
+	PageIn
+}
+
+// CommentList is chorus_get_comments' result.
+type CommentList struct {
+	Comments []CommentView `json:"comments"`
+	Meta
+}
+
+var getComments = tool[GetCommentsIn, CommentList]{
+	Name: "chorus_get_comments", Title: "List comments", Perm: perm.Public, Effect: reads,
+	Desc: "List the comments on an idea, proposal, task or document, newest first, with their authors " +
+		"(work reports made with chorus_report_work are comments on their task). Paged: page (default 1), pageSize (1-100, default 20).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetCommentsIn) (CommentList, error) {
+		if _, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
+			return CommentList{}, err
+		}
+		page, size, offset := in.window(20)
+		cs, total, err := d.Store.ListComments(ctx, call.Who.Caller.CompanyUUID, in.TargetType, string(in.TargetUUID), size, offset)
+		if err != nil {
+			return CommentList{}, err
+		}
+		nm := d.Store.NewNamer()
+		refs := make([]store.ActorRef, len(cs))
+		for i, c := range cs {
+			refs[i] = store.ActorRef{Type: c.AuthorType, UUID: c.AuthorUUID}
+		}
+		nm.Prefetch(ctx, refs...)
+		rows := make([]CommentView, len(cs))
+		for i, c := range cs {
+			rows[i] = commentView(ctx, nm, c)
+		}
+		wrap := func(r []CommentView) any {
+			return CommentList{Comments: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(CommentList), nil
+	},
+}
+
+// ---- notifications (docs/rules.md §4.16) ----
+
+// GetNotificationsIn is chorus_get_notifications' input.
+type GetNotificationsIn struct {
+	Status       string `json:"status,omitempty" jsonschema:"unread (default), read or all" chorus:"enum=unread|read|all"`
+	Limit        int    `json:"limit,omitempty" jsonschema:"how many to return, 1 to 100; default 20" chorus:"min=1;max=100"`
+	Offset       int    `json:"offset,omitempty" jsonschema:"how many to skip, newest first; default 0" chorus:"min=0;max=1000000"`
+	AutoMarkRead *bool  `json:"autoMarkRead,omitempty" jsonschema:"with status unread, mark the notifications returned as read; default true"`
+}
+
+// NotificationRow is one notification.
+type NotificationRow struct {
+	UUID        string     `json:"uuid"`
+	ProjectUUID *string    `json:"projectUuid"`
+	ProjectName string     `json:"projectName"`
+	EntityType  string     `json:"entityType" jsonschema:"task, idea, proposal, document or agent"`
+	EntityUUID  string     `json:"entityUuid"`
+	EntityTitle string     `json:"entityTitle"`
+	Action      string     `json:"action" jsonschema:"what happened: task_assigned, comment_added, mentioned, ..."`
+	Message     string     `json:"message"`
+	ActorType   string     `json:"actorType"`
+	ActorUUID   string     `json:"actorUuid"`
+	ActorName   string     `json:"actorName"`
+	ReadAt      *time.Time `json:"readAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+}
+
+// NotificationList is chorus_get_notifications' result.
+type NotificationList struct {
+	Notifications []NotificationRow `json:"notifications"`
+	Meta
+	UnreadCount int `json:"unreadCount" jsonschema:"your unread notifications before this call marked any read"`
+}
+
+var getNotifications = tool[GetNotificationsIn, NotificationList]{
+	Name: "chorus_get_notifications", Title: "Read your notifications", Perm: perm.Public, Effect: writes,
+	Desc: "List the notifications addressed to you, newest first: unread ones by default (status read or all for " +
+		"others). With the default status, the ones returned are marked read unless autoMarkRead is false. " +
+		"unreadCount is how many were unread before this call. Paged with limit (1-100, default 20) and offset.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetNotificationsIn) (NotificationList, error) {
+		limit := in.Limit
+		if limit < 1 {
+			limit = 20
+		}
+		status := in.Status
+		if status == "" {
+			status = "unread"
+		}
+		p, err := d.Store.ListNotifications(ctx, call.Who.Caller.AgentUUID, store.NotificationFilter{Status: status,
+			Limit: limit, Offset: in.Offset, MarkRead: in.AutoMarkRead == nil || *in.AutoMarkRead})
+		if err != nil {
+			return NotificationList{}, err
+		}
+		rows := make([]NotificationRow, len(p.Rows))
+		for i, n := range p.Rows {
+			rows[i] = NotificationRow{UUID: n.UUID, ProjectUUID: n.ProjectUUID, ProjectName: clip(n.ProjectName),
+				EntityType: n.EntityType, EntityUUID: n.EntityUUID, EntityTitle: clip(n.EntityTitle), Action: n.Action,
+				Message: n.Message, ActorType: n.ActorType, ActorUUID: n.ActorUUID, ActorName: clip(n.ActorName),
+				ReadAt: n.ReadAt, CreatedAt: n.CreatedAt}
+		}
+		wrap := func(r []NotificationRow) any {
+			return NotificationList{Notifications: r, UnreadCount: p.Unread,
+				Meta: Meta{Returned: len(r), Page: in.Offset/limit + 1, PageSize: limit, Total: p.Total}}
+		}
+		return wrap(fit(rows, wrap)).(NotificationList), nil
+	},
+}
+
+// MarkNotificationReadIn is chorus_mark_notification_read's input.
+type MarkNotificationReadIn struct {
+	NotificationUUID *UUID `json:"notificationUuid,omitempty" jsonschema:"the notification to mark read (one of yours)"`
+	All              bool  `json:"all,omitempty" jsonschema:"true: mark every unread notification of yours read"`
+}
+
+// MarkedRead is chorus_mark_notification_read's result.
+type MarkedRead struct {
+	Success bool `json:"success"`
+	Marked  int  `json:"marked" jsonschema:"how many notifications went from unread to read"`
+}
+
+var markNotificationRead = tool[MarkNotificationReadIn, MarkedRead]{
+	Name: "chorus_mark_notification_read", Title: "Mark notifications read", Perm: perm.Public, Effect: writes, Idempotent: true,
+	Desc: "Mark one of your notifications read (notificationUuid), or all of them (all: true).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in MarkNotificationReadIn) (MarkedRead, error) {
+		agent := call.Who.Caller.AgentUUID
+		if in.All {
+			n, err := d.Store.MarkAllNotificationsRead(ctx, agent)
+			return MarkedRead{Success: err == nil, Marked: n}, err
+		}
+		if in.NotificationUUID == nil {
+			return MarkedRead{}, invalid("notificationUuid is required unless all is true: name the notification to mark read, or pass all: true")
+		}
+		n, err := d.Store.MarkNotificationRead(ctx, agent, string(*in.NotificationUUID))
+		return MarkedRead{Success: err == nil, Marked: n}, err
+	},
+}
+
+// ---- activity stream (docs/rules.md §4.17) ----
+
+// GetActivityIn is chorus_get_activity's input.
+type GetActivityIn struct {
+	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
+	TargetType  string `json:"targetType,omitempty" jsonschema:"with targetUuid: only the activity of this idea, proposal, task or document" chorus:"enum=idea|proposal|task|document"`
+	TargetUUID  *UUID  `json:"targetUuid,omitempty" jsonschema:"with targetType: the entity (of this project) whose activity to list"`
+	Page        int    `json:"page,omitempty" jsonschema:"1-based page number; default 1" chorus:"min=1;max=1000000"`
+	PageSize    int    `json:"pageSize,omitempty" jsonschema:"rows per page, 1 to 100; default 50" chorus:"min=1;max=100"`
+}
+
+// ActivityRow is one activity.
+type ActivityRow struct {
+	UUID        string     `json:"uuid"`
+	TargetType  string     `json:"targetType"`
+	TargetUUID  string     `json:"targetUuid"`
+	ActorType   string     `json:"actorType"`
+	ActorUUID   string     `json:"actorUuid"`
+	ActorName   string     `json:"actorName"`
+	Action      string     `json:"action"`
+	Value       JSONObject `json:"value" jsonschema:"details of the action, or null"`
+	SessionUUID *string    `json:"sessionUuid" jsonschema:"the session the actor worked in, when it named one"`
+	SessionName *string    `json:"sessionName"`
+	CreatedAt   time.Time  `json:"createdAt"`
+}
+
+// ActivityList is chorus_get_activity's result.
+type ActivityList struct {
+	Activities []ActivityRow `json:"activities"`
+	Meta
+}
+
+var getActivity = tool[GetActivityIn, ActivityList]{
+	Name: "chorus_get_activity", Title: "Read the activity stream", Perm: perm.Public, Effect: reads,
+	Desc: "List what happened in a project, newest first: who did what to which idea, proposal, task or document, " +
+		"and in which session. Give targetType and targetUuid to follow one entity. Paged: page (default 1), " +
+		"pageSize (1-100, default 50).",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetActivityIn) (ActivityList, error) {
+		if (in.TargetType == "") != (in.TargetUUID == nil) {
+			return ActivityList{}, invalid("targetType and targetUuid go together: give both to follow one entity, or neither for the whole project")
+		}
+		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
+			return ActivityList{}, err
+		}
+		var target string
+		if in.TargetUUID != nil {
+			t, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(*in.TargetUUID), store.AccessViewer)
+			if err != nil {
+				return ActivityList{}, err
+			}
+			if t.ProjectUUID != string(in.ProjectUUID) {
+				return ActivityList{}, store.NotFound(store.EntityName(in.TargetType))
+			}
+			target = t.UUID
+		}
+		page, size, offset := PageIn{Page: in.Page, PageSize: in.PageSize}.window(50)
+		acts, total, err := d.Store.ListActivity(ctx, string(in.ProjectUUID), in.TargetType, target, size, offset)
+		if err != nil {
+			return ActivityList{}, err
+		}
+		nm := d.Store.NewNamer()
+		refs := make([]store.ActorRef, len(acts))
+		for i, a := range acts {
+			refs[i] = store.ActorRef{Type: a.ActorType, UUID: a.ActorUUID}
+		}
+		nm.Prefetch(ctx, refs...)
+		rows := make([]ActivityRow, len(acts))
+		for i, a := range acts {
+			rows[i] = ActivityRow{UUID: a.UUID, TargetType: a.TargetType, TargetUUID: a.TargetUUID, ActorType: a.ActorType,
+				ActorUUID: a.ActorUUID, ActorName: nm.Name(ctx, a.ActorType, a.ActorUUID), Action: a.Action,
+				Value: jsonValue(a.Value), SessionUUID: a.SessionUUID, SessionName: a.SessionName, CreatedAt: a.CreatedAt}
+		}
+		wrap := func(r []ActivityRow) any {
+			return ActivityList{Activities: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(ActivityList), nil
+	},
+}

@@ -1,0 +1,23 @@
+-- Mentions (docs/rules.md §7.3): one row per user or agent a text names with @[Name](type:uuid).
+-- Ids derive from the text's change, so a retried write inserts nothing twice.
+CREATE TABLE mentions (
+    uuid           TEXT PRIMARY KEY,
+    company_uuid   TEXT NOT NULL REFERENCES companies (uuid) ON DELETE CASCADE,
+    source_type    TEXT NOT NULL CHECK (source_type IN ('comment', 'task', 'idea')),
+    source_uuid    TEXT NOT NULL,
+    mentioned_type TEXT NOT NULL CHECK (mentioned_type IN ('user', 'agent')),
+    mentioned_uuid TEXT NOT NULL,
+    actor_type     TEXT NOT NULL,
+    actor_uuid     TEXT NOT NULL,
+    created_at     TIMESTAMP NOT NULL
+);
+--bun:split
+CREATE INDEX mentions_source_idx ON mentions (source_type, source_uuid);
+--bun:split
+CREATE INDEX mentions_mentioned_idx ON mentions (mentioned_type, mentioned_uuid, created_at);
+--bun:split
+-- chorus_get_activity on one entity, newest first (docs/rules.md §4.17). Rows of one change
+-- share a time; SQLite's rowid keeps their insertion order (store/feeds.go).
+CREATE INDEX activities_target_time_idx ON activities (target_type, target_uuid, created_at);
+--bun:split
+DROP INDEX activities_target_idx;
