@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -283,5 +284,32 @@ func TestSearchMentionables(t *testing.T) {
 		for _, r := range out.Results {
 			require.Equal(t, "user", r.Type)
 		}
+	})
+}
+
+// An agent whose keys have been quiet for over an hour is still online while one of its active
+// sessions has a recent heartbeat (docs/rules.md §4.12, §2.5), and offline once that goes stale.
+func TestMentionablesOnlineFollowsSessions(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		worker := e.client(e.agent("Dev Worker", perm.DeveloperAgent))
+		var sess SessionView
+		ok(t, worker, "chorus_create_session", map[string]any{"name": "long-build"}, &sess)
+		online := func() bool {
+			var out Mentionables
+			ok(t, admin, "chorus_search_mentionables", map[string]any{"query": "Dev Worker"}, &out)
+			require.Len(t, out.Results, 1)
+			return *out.Results[0].Online
+		}
+		quiet := store.Now().Add(-2 * time.Hour)
+		_, err := e.st.DB.NewRaw("UPDATE api_keys SET last_used_at = ? WHERE agent_uuid = ?", quiet, sess.AgentUUID).Exec(ctx)
+		require.NoError(t, err)
+		_, err = e.st.DB.NewRaw("UPDATE agents SET last_active_at = ? WHERE uuid = ?", quiet, sess.AgentUUID).Exec(ctx)
+		require.NoError(t, err)
+		require.True(t, online(), "the session's heartbeat is recent")
+		_, err = e.st.DB.NewRaw("UPDATE agent_sessions SET last_active_at = ? WHERE uuid = ?", quiet, sess.UUID).Exec(ctx)
+		require.NoError(t, err)
+		require.False(t, online(), "keys and session both quiet for two hours")
 	})
 }

@@ -27,7 +27,8 @@ const OnlineWindow = time.Hour
 // email) contains query in any case: every user of the company, and the agents that share the
 // caller's owner (none for an ownerless caller). With project set, only users who can see that
 // project are offered (the agents act with the caller's own owner's access, which sees it).
-// Agents carry online (active within OnlineWindow: a check-in or any call with one of its keys)
+// Agents carry online (active within OnlineWindow: a check-in, any call with one of its keys, or an
+// active session's heartbeat)
 // and activeCount (their assigned and in-progress tasks in projects the caller sees; 0 when
 // offline). Order: online agents by activeCount then name, offline agents by name, users by name.
 func (s *Store) Mentionables(ctx context.Context, c Caller, query string, project *ProjectView) ([]Mentionable, error) {
@@ -56,6 +57,13 @@ func (s *Store) Mentionables(ctx context.Context, c Caller, query string, projec
 			if !online {
 				online, err = s.DB.NewSelect().Model((*APIKey)(nil)).Where("agent_uuid = ?", a.UUID).
 					Where("last_used_at > ?", since).Exists(ctx)
+				if err != nil {
+					return nil, err
+				}
+			}
+			if !online { // an active session with a recent heartbeat (docs/rules.md §2.5)
+				online, err = s.DB.NewSelect().Model((*AgentSession)(nil)).Where("agent_uuid = ?", a.UUID).
+					Where("status = 'active'").Where("last_active_at > ?", since).Exists(ctx)
 				if err != nil {
 					return nil, err
 				}
