@@ -70,6 +70,17 @@ func TestRecordWorkflowHistories(t *testing.T) {
 	ok(t, dev, "chorus_release_task", map[string]any{"taskUuid": quick.Tasks[0].UUID}, nil)
 	ok(t, admin, "chorus_admin_close_task", map[string]any{"taskUuid": quick.Tasks[1].UUID}, nil)
 
+	// A claim that lapses and is claimed again (docs/rules.md §5.10), and the idea moving to another
+	// project with its proposal and tasks (§5.9).
+	_, leased := leaseProject(t, admin, 1)
+	ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": leased}, nil)
+	waitReleased(t, admin, leased)
+	ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": leased}, nil)
+	ok(t, dev, "chorus_release_task", map[string]any{"taskUuid": leased}, nil)
+	other := createProject(t, admin, "Hermes")
+	ok(t, pm, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": other}, nil)
+	ok(t, dev, "chorus_get_task", map[string]any{"taskUuid": schema}, nil)
+
 	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-1", "0"))
 	day := time.Now().UTC().Format("2006-01-02")
 	for _, h := range []struct{ name, id string }{
@@ -78,6 +89,10 @@ func TestRecordWorkflowHistories(t *testing.T) {
 		{"task-reopened-verified", workflows.TaskID(schema)},
 		{"task-claimed-released", workflows.TaskID(quick.Tasks[0].UUID)},
 		{"task-batch", batch},
+		{"task-lease-lapsed", workflows.TaskID(leased)},
+		{"idea-moved", workflows.IdeaID(idea)},
+		{"proposal-moved", workflows.ProposalID(proposal)},
+		{"task-moved", workflows.TaskID(schema)},
 	} {
 		if only := os.Getenv("CHORUS_RECORD"); only != "" && !slices.Contains(strings.Split(only, ","), h.name) {
 			continue
