@@ -313,3 +313,23 @@ func TestMentionablesOnlineFollowsSessions(t *testing.T) {
 		require.False(t, online(), "keys and session both quiet for two hours")
 	})
 }
+
+// Words joined by punctuation are words of their own on both databases (docs/rules.md §4.12):
+// "yaml" finds "config.yaml", "Dark-mode" finds "Dark mode", "1" finds "v1.2".
+func TestSearchSplitsWordsAtPunctuation(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		var created CreatedTasks
+		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+			{"title": "Fix config.yaml loader", "description": "ships in v1.2", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+			{"title": "Dark mode toggle", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+		for query, want := range map[string]string{"yaml": created.Tasks[0].UUID, "config.yaml": created.Tasks[0].UUID,
+			"v1": created.Tasks[0].UUID, "Dark-mode": created.Tasks[1].UUID, "mode_toggle": created.Tasks[1].UUID} {
+			var out SearchOut
+			ok(t, admin, "chorus_search", map[string]any{"query": query, "entityTypes": []string{"task"}}, &out)
+			require.Len(t, out.Results, 1, "query %q", query)
+			require.Equal(t, want, out.Results[0].UUID, "query %q", query)
+		}
+	})
+}

@@ -233,12 +233,16 @@ func (s *Store) matchClause(ctx context.Context, text string) (func(SearchKind) 
 	}, true, nil
 }
 
+// pgWords is the SQL of text with its ASCII punctuation turned into spaces, so that PostgreSQL's
+// parser splits "config.yaml", "v1.2" and "dark-mode" into words, as SQLite's FTS5 does.
+func pgWords(text string) string { return "regexp_replace(" + text + ", '[[:punct:]]+', ' ', 'g')" }
+
 // pgMatch lets PostgreSQL cut text into words with the same parser and configuration that built
 // the indexes, then requires each word as a prefix. The tsquery is written from the lexemes with
 // tsquery's own quoting ('...' with ' and \ escaped), so its syntax is fixed whatever the text.
 func (s *Store) pgMatch(ctx context.Context, text string) (func(SearchKind) (string, []any), bool, error) {
 	var lexemes []string
-	err := s.DB.NewRaw("SELECT unnest(tsvector_to_array(to_tsvector('simple'::regconfig, ?)))", text).Scan(ctx, &lexemes)
+	err := s.DB.NewRaw("SELECT unnest(tsvector_to_array(to_tsvector('simple'::regconfig, "+pgWords("?")+")))", text).Scan(ctx, &lexemes)
 	if err != nil {
 		return nil, false, fmt.Errorf("search terms: %w", err)
 	}
@@ -256,8 +260,8 @@ func (s *Store) pgMatch(ctx context.Context, text string) (func(SearchKind) (str
 	}
 	tsq := strings.Join(parts, " & ")
 	return func(k SearchKind) (string, []any) {
-		// Written exactly as the GIN index expression of migration 20261201000031_search.
-		return fmt.Sprintf("to_tsvector('simple'::regconfig, coalesce(x.%s, '') || ' ' || coalesce(x.%s, '')) @@ ?::tsquery",
+		// Written exactly as the GIN index expression of migration 20261201000032_search_punctuation.
+		return fmt.Sprintf("to_tsvector('simple'::regconfig, "+pgWords("coalesce(x.%s, '') || ' ' || coalesce(x.%s, '')")+") @@ ?::tsquery",
 			k.title, k.body), []any{tsq}
 	}, true, nil
 }
