@@ -17,12 +17,22 @@ import (
 // an outage, logged with a reference and shown as "internal error (ref <id>)".
 
 // userError is a refusal a handler words itself (a guard, a precondition, a conflict).
-type userError struct{ msg string }
+type userError struct {
+	msg string
+	// kind is the refusal's kind for metrics (RefusalKinds); empty means "precondition".
+	kind string
+}
 
 func (e *userError) Error() string { return e.msg }
 
 // refuse returns a userError; the text goes to the agent as is.
 func refuse(format string, args ...any) error { return &userError{msg: fmt.Sprintf(format, args...)} }
+
+// refuseAs returns a userError of a given kind (one of RefusalKinds: "invalid_input",
+// "not_found", "forbidden", ...), for a refusal a handler words itself that is not a precondition.
+func refuseAs(kind, format string, args ...any) error {
+	return &userError{msg: fmt.Sprintf(format, args...), kind: kind}
+}
 
 // toolNotFound is the answer for a tool that is unknown or hidden by permissions (docs/rules.md §3.3).
 func toolNotFound(name string) error { return &userError{msg: "Tool " + name + " not found"} }

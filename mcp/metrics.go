@@ -90,6 +90,8 @@ func classify(err error) (outcome, kind string) {
 		ue  *userError
 		nf  *store.NotFoundError
 		wfe *workflows.Error
+		rf  *store.Refusal
+		gw  *store.ErrGroupHasWork
 	)
 	switch {
 	case err == nil:
@@ -97,6 +99,11 @@ func classify(err error) (outcome, kind string) {
 	case errors.As(err, &in):
 		return outcomeRefused, "invalid_input"
 	case errors.As(err, &ue):
+		if ue.kind != "" {
+			return outcomeRefused, ue.kind
+		}
+		return outcomeRefused, "precondition"
+	case errors.As(err, &rf), errors.As(err, &gw):
 		return outcomeRefused, "precondition"
 	case errors.As(err, &nf):
 		return outcomeRefused, "not_found"

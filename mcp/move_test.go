@@ -303,3 +303,42 @@ func TestRepairAdoptsAMoveTheWorkflowMissed(t *testing.T) {
 		require.Equal(t, w.b, child.Project.UUID)
 	})
 }
+
+// A move keeps dependency edges (docs/rules.md §5.9), so a moved task can depend on a task left
+// in the old project. Reads and the blocked refusal show such a task without its title, assignee
+// or session: the reader may not see that project. Found by trying a move out of a private project.
+func TestMovedTaskDoesNotRevealItsDependencyElsewhere(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		stranger := e.otherOwnersAgent("Stranger", perm.DeveloperAgent)
+		private := createPrivateProject(t, admin, "Private")
+		public := createProject(t, admin, "Public")
+		idea := elaboratedIdea(t, pm, admin, private, "Root")
+		proposal, _ := fullProposal(t, pm, private, idea)
+		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+		var pv ProposalView
+		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+		first := pv.MaterializedTasks[0].TaskUUID
+		var ct CreatedTasks
+		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": private, "tasks": []map[string]any{
+			{"title": "Rotate the Zeus launch codes", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &ct)
+		secret := ct.Tasks[0].UUID
+		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": first, "addDependsOn": []string{secret}}, nil)
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": secret}, nil)
+		ok(t, admin, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": public}, nil)
+
+		var v TaskView
+		ok(t, stranger, "chorus_get_task", map[string]any{"taskUuid": first}, &v)
+		require.Contains(t, v.DependsOn, TaskLinkView{UUID: secret, Title: store.ElsewhereTitle, Status: "assigned"})
+		ok(t, stranger, "chorus_claim_task", map[string]any{"taskUuid": first}, nil)
+		msg := fails(t, stranger, "chorus_update_task", map[string]any{"taskUuid": first, "status": "in_progress"})
+		require.Contains(t, msg, `"`+store.ElsewhereTitle+`" (status: assigned, assignee: none`)
+		require.NotContains(t, msg, "Zeus")
+		require.NotContains(t, msg, "Admin Agent")
+		// From the other side too: the task left behind shows the moved one the same way.
+		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": secret}, &v)
+		require.Contains(t, v.DependedBy, TaskLinkView{UUID: first, Title: store.ElsewhereTitle, Status: "assigned"})
+		e.requireAgreement()
+	})
+}

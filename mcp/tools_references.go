@@ -130,17 +130,17 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 		const prefix = "Failed to add reference: "
 		target, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
 		if errors.Is(err, store.ErrNotFound) {
-			return ReferenceView{}, refuse("%sTarget %s with UUID %s not found", prefix, in.TargetType, in.TargetUUID)
+			return ReferenceView{}, refuseAs("not_found", "%sTarget %s with UUID %s not found", prefix, in.TargetType, in.TargetUUID)
 		}
 		if err != nil {
 			return ReferenceView{}, err
 		}
 		if msg := checkReferenceType(in.Type); msg != "" {
-			return ReferenceView{}, refuse("%s%s", prefix, msg)
+			return ReferenceView{}, refuseAs("invalid_input", "%s%s", prefix, msg)
 		}
 		u, msg := checkReferenceURL(in.URL)
 		if msg != "" {
-			return ReferenceView{}, refuse("%s%s", prefix, msg)
+			return ReferenceView{}, refuseAs("invalid_input", "%s%s", prefix, msg)
 		}
 		if strings.TrimSpace(in.Title) == "" {
 			return ReferenceView{}, invalid("title must not be blank")
@@ -152,7 +152,7 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 			Notes: in.Notes, CreatedByType: "agent", CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now,
 			ActivityUUID: workflows.DerivedUUID("reference_added", id)}})
 		if errors.Is(err, store.ErrNotFound) {
-			return ReferenceView{}, refuse("%sTarget %s with UUID %s not found", prefix, in.TargetType, in.TargetUUID)
+			return ReferenceView{}, refuseAs("not_found", "%sTarget %s with UUID %s not found", prefix, in.TargetType, in.TargetUUID)
 		}
 		if err != nil {
 			return ReferenceView{}, err
@@ -175,7 +175,7 @@ type UpdateReferenceIn struct {
 func referenceAccess(ctx context.Context, d *Deps, call *Call, id, prefix string) (*store.Reference, error) {
 	r, _, err := d.Store.ReferenceAccess(ctx, call.Who.Caller, id, store.AccessEditor)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, refuse("%sReference with UUID %s not found", prefix, id)
+		return nil, refuseAs("not_found", "%sReference with UUID %s not found", prefix, id)
 	}
 	return r, err
 }
@@ -194,13 +194,13 @@ var updateReference = tool[UpdateReferenceIn, ReferenceView]{
 		e := store.ReferenceEdit{Type: in.Type, Notes: in.Notes.Value, ClearNotes: in.Notes.Set && in.Notes.Value == nil}
 		if in.Type != nil {
 			if msg := checkReferenceType(*in.Type); msg != "" {
-				return ReferenceView{}, refuse("%s%s", prefix, msg)
+				return ReferenceView{}, refuseAs("invalid_input", "%s%s", prefix, msg)
 			}
 		}
 		if in.URL != nil {
 			u, msg := checkReferenceURL(*in.URL)
 			if msg != "" {
-				return ReferenceView{}, refuse("%s%s", prefix, msg)
+				return ReferenceView{}, refuseAs("invalid_input", "%s%s", prefix, msg)
 			}
 			e.URL = &u
 		}
@@ -213,7 +213,7 @@ var updateReference = tool[UpdateReferenceIn, ReferenceView]{
 		}
 		r, err := d.Store.UpdateReference(ctx, string(in.UUID), e)
 		if errors.Is(err, store.ErrNotFound) {
-			return ReferenceView{}, refuse("%sReference with UUID %s not found", prefix, in.UUID)
+			return ReferenceView{}, refuseAs("not_found", "%sReference with UUID %s not found", prefix, in.UUID)
 		}
 		if err != nil {
 			return ReferenceView{}, err
@@ -243,7 +243,7 @@ var removeReference = tool[ReferenceUUIDIn, RemovedReference]{
 		}
 		err := d.Store.RemoveReference(ctx, string(in.UUID))
 		if errors.Is(err, store.ErrNotFound) {
-			return RemovedReference{}, refuse("%sReference with UUID %s not found", prefix, in.UUID)
+			return RemovedReference{}, refuseAs("not_found", "%sReference with UUID %s not found", prefix, in.UUID)
 		}
 		if err != nil {
 			return RemovedReference{}, err

@@ -67,7 +67,9 @@ func readSession(ctx context.Context, d *Deps, c store.Caller, sessionUUID strin
 // sessionError words the store's session refusals for agents.
 func sessionError(err error) error {
 	switch {
-	case errors.Is(err, store.ErrSessionNotYours), errors.Is(err, store.ErrSessionNotActive):
+	case errors.Is(err, store.ErrSessionNotYours):
+		return refuseAs("forbidden", "%s", err.Error())
+	case errors.Is(err, store.ErrSessionNotActive):
 		return refuse("%s", err.Error())
 	}
 	return err

@@ -134,14 +134,31 @@ type TaskLink struct {
 	// one has (filled by Blockers only).
 	SessionUUID *string `bun:"-"`
 	SessionName *string `bun:"-"`
+	// Elsewhere: the linked task is in another project than the task read (an edge kept by a move,
+	// docs/rules.md §5.9); its title and assignee are withheld, since the reader may not see that
+	// project.
+	Elsewhere bool `bun:"elsewhere"`
 }
+
+// ElsewhereTitle stands for the title of a linked task in another project.
+const ElsewhereTitle = "(a task in another project)"
+
+// linkColumns are a TaskLink's columns of the linked task t, as seen from the task self: a task
+// of another project shows neither its title nor its assignee.
+var linkColumns = "t.uuid, t.status, " +
+	"CASE WHEN t.project_uuid = self.project_uuid THEN t.title ELSE '" + ElsewhereTitle + "' END AS title, " +
+	"CASE WHEN t.project_uuid = self.project_uuid THEN t.assignee_type END AS assignee_type, " +
+	"CASE WHEN t.project_uuid = self.project_uuid THEN t.assignee_uuid END AS assignee_uuid, " +
+	"CASE WHEN t.project_uuid = self.project_uuid THEN a.name END AS assignee_name, " +
+	"CASE WHEN t.project_uuid = self.project_uuid THEN 0 ELSE 1 END AS elsewhere"
 
 // DependsOn lists the tasks taskUUID depends on; DependedBy the tasks that depend on it.
 func (s *Store) DependsOn(ctx context.Context, taskUUID string) ([]TaskLink, error) {
 	var rows []TaskLink
 	err := s.DB.NewSelect().TableExpr("task_dependencies AS d").
-		ColumnExpr("t.uuid, t.title, t.status, t.assignee_type, t.assignee_uuid, a.name AS assignee_name").
+		ColumnExpr(linkColumns).
 		Join("JOIN tasks AS t ON t.uuid = d.depends_on_uuid").
+		Join("JOIN tasks AS self ON self.uuid = d.task_uuid").
 		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.task_uuid = ?", taskUUID).
 		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
 	return rows, err
@@ -151,8 +168,9 @@ func (s *Store) DependsOn(ctx context.Context, taskUUID string) ([]TaskLink, err
 func (s *Store) DependedBy(ctx context.Context, taskUUID string) ([]TaskLink, error) {
 	var rows []TaskLink
 	err := s.DB.NewSelect().TableExpr("task_dependencies AS d").
-		ColumnExpr("t.uuid, t.title, t.status, t.assignee_type, t.assignee_uuid, a.name AS assignee_name").
+		ColumnExpr(linkColumns).
 		Join("JOIN tasks AS t ON t.uuid = d.task_uuid").
+		Join("JOIN tasks AS self ON self.uuid = d.depends_on_uuid").
 		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.depends_on_uuid = ?", taskUUID).
 		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
 	return rows, err
@@ -293,7 +311,7 @@ func (s *Store) Blockers(ctx context.Context, taskUUID string) ([]TaskLink, erro
 		return nil, err
 	}
 	for i := range deps {
-		if w, ok := working[deps[i].UUID]; ok {
+		if w, ok := working[deps[i].UUID]; ok && !deps[i].Elsewhere {
 			deps[i].SessionUUID, deps[i].SessionName = &w.SessionUUID, &w.SessionName
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -307,6 +309,15 @@ func when(t *time.Time) string {
 
 // openCompany opens the store and returns the company the operator commands act on.
 func (g *globals) openCompany(ctx context.Context) (*store.Store, *store.Company, error) {
+	// These commands manage a running Chorus's identities: a database made up on the spot would
+	// print keys that no server knows.
+	if dsn := g.databaseURL(); !store.IsPostgresURL(dsn) {
+		if _, err := os.Stat(dsn); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("no Chorus database at %s: run this where `chorus dev` keeps its state "+
+				"(the directory you started it in, or pass --data-dir / CHORUS_DATA_DIR), or set CHORUS_DATABASE_URL "+
+				"to the PostgreSQL database of your Chorus", dsn)
+		}
+	}
 	st, err := g.openStore(ctx)
 	if err != nil {
 		return nil, nil, err

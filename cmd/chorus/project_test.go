@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -135,4 +136,25 @@ func TestOperatorsChangeAccessForTheNextRequest(t *testing.T) {
 	require.True(t, isErr)
 	require.Equal(t, "Project not found", msg)
 	require.Contains(t, runChorus(t, data, "project", "list"), "Vault")
+}
+
+// The identity commands refuse to make up a database: a key printed from a fresh SQLite file
+// would belong to no running Chorus.
+func TestIdentityCommandsNeedAnExistingDatabase(t *testing.T) {
+	t.Setenv("CHORUS_DATABASE_URL", "")
+	dir := filepath.Join(t.TempDir(), ".chorus")
+	for _, args := range [][]string{
+		{"agent", "create", "--name", "X", "--preset", "developer_agent", "--key-only"},
+		{"agent", "list"}, {"project", "list"},
+	} {
+		cmd := newRootCmd()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append([]string{"--data-dir", dir}, args...))
+		err := cmd.ExecuteContext(context.Background())
+		require.ErrorContains(t, err, "no Chorus database at "+filepath.Join(dir, "chorus.db"), "chorus %v", args)
+		require.ErrorContains(t, err, "CHORUS_DATABASE_URL")
+		_, statErr := os.Stat(filepath.Join(dir, "chorus.db"))
+		require.ErrorIs(t, statErr, os.ErrNotExist, "chorus %v made a database", args)
+	}
 }
