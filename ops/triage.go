@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 
 	"github.com/chorus-dev/chorus/workflows"
 )
@@ -207,6 +210,9 @@ func (o *Ops) lastTaskFailure(ctx context.Context, id, runID string) string {
 	return last
 }
 
+// quiet keeps the replayer's own log (a panic's stack for every divergence) out of the report.
+var quiet = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
 // Replay is the outcome of replaying one history against this binary's workflow code.
 type Replay struct {
 	WorkflowID string
@@ -237,7 +243,7 @@ func (r Replay) Explain() string {
 	return b.String()
 }
 
-var positionRe = regexp.MustCompile(`(?i)event (?:position|id) (\d+)`)
+var positionRe = regexp.MustCompile(`(?i)(?:event (?:position|id)|scheduleEventID:?) (\d+)`)
 
 // firstSentences trims the SDK's message to its core (it can append stack traces).
 func firstSentences(msg string) string {
@@ -263,7 +269,7 @@ func (o *Ops) ReplayHistory(ctx context.Context, source, runID string) (Replay, 
 		if err != nil {
 			return Replay{}, fmt.Errorf("read history %s: %w", source, err)
 		}
-		return Replay{WorkflowID: source, Events: len(h.GetEvents()), Divergence: r.ReplayWorkflowHistory(nil, h)}, nil
+		return Replay{WorkflowID: source, Events: len(h.GetEvents()), Divergence: r.ReplayWorkflowHistory(quiet, h)}, nil
 	}
 	if o == nil || o.Flows == nil {
 		return Replay{}, fmt.Errorf("%s is not a file, and there is no Temporal connection to fetch it from", source)
@@ -287,5 +293,5 @@ func (o *Ops) ReplayHistory(ctx context.Context, source, runID string) (Replay, 
 	if len(h.Events) == 0 {
 		return Replay{}, errors.New("the history of " + source + " is empty")
 	}
-	return Replay{WorkflowID: source, RunID: runID, Events: len(h.Events), Divergence: r.ReplayWorkflowHistory(nil, h)}, nil
+	return Replay{WorkflowID: source, RunID: runID, Events: len(h.Events), Divergence: r.ReplayWorkflowHistory(quiet, h)}, nil
 }
