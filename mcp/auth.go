@@ -41,7 +41,11 @@ func principalFrom(ctx context.Context) (Principal, bool) {
 // and a WWW-Authenticate challenge; a database failure gets 500.
 func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.SetRequest(c.Request().WithContext(withRequestStart(c.Request().Context(), time.Now())))
+		// Every response names its request (README "Logs"): the tool call's log line carries the
+		// same id as ref, so an operator finds the line from what the client saw.
+		ref := newRef()
+		c.Response().Header().Set(RequestIDHeader, ref)
+		c.SetRequest(c.Request().WithContext(withRef(withRequestStart(c.Request().Context(), time.Now()), ref)))
 		headers := c.Request().Header.Values("Authorization")
 		header := strings.Join(headers, ", ")
 		key, ok := bearerKey(header)

@@ -79,9 +79,27 @@ func toolErrorText(ctx context.Context, log *slog.Logger, toolName string, err e
 	if msg, ok := agentMessage(err); ok {
 		return msg
 	}
-	ref := newRef()
+	ref := refFrom(ctx)
 	log.ErrorContext(ctx, "tool failed", "tool", toolName, "ref", ref, "err", err)
 	return fmt.Sprintf("internal error (ref %s); the operators can look it up in the server log", ref)
+}
+
+// RequestIDHeader is the response header that carries a request's ref, the id its log lines carry.
+const RequestIDHeader = "X-Request-Id"
+
+type refKey struct{}
+
+func withRef(ctx context.Context, ref string) context.Context {
+	return context.WithValue(ctx, refKey{}, ref)
+}
+
+// refFrom is the request's ref (set by the auth middleware), or a new one for a request that has
+// none (a handler called outside the HTTP endpoint).
+func refFrom(ctx context.Context) string {
+	if ref, ok := ctx.Value(refKey{}).(string); ok {
+		return ref
+	}
+	return newRef()
 }
 
 func newRef() string {

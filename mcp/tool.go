@@ -156,14 +156,15 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 	bt := &builtTool{spec: t.spec(), tool: mt}
 	bt.handler = func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := requestStart(ctx)
+		ctx, trace := workflows.WithTrace(ctx)
 		res, err := t.call(ctx, d, in, req)
+		ref := refFrom(ctx)
 		if err != nil {
 			res = &mcpsdk.CallToolResult{IsError: true,
-				Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: toolErrorText(ctx, d.Log, t.Name, err)}}}
+				Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: toolErrorText(ctx, d.Log, t.Name, err)}},
+				Meta:    mcpsdk.Meta{refMetaKey: ref}}
 		}
-		who, _ := principalFrom(ctx)
-		d.Log.InfoContext(ctx, "tool call", "tool", t.Name, "agent", who.Caller.AgentUUID,
-			"isError", res.IsError, "ms", time.Since(start).Milliseconds())
+		d.Log.InfoContext(ctx, "tool call", callLogAttrs(ctx, t.Name, ref, req, trace, res, err, time.Since(start))...)
 		d.Metrics.toolCall(t.Name, err, time.Since(start))
 		return res, nil
 	}

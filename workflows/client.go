@@ -87,6 +87,7 @@ func randomSuffix() string {
 // (too many updates in flight on one workflow, a workflow busy continuing as new, a dropped
 // connection) are retried with the same update id until ctx ends, so they never reach an agent.
 func (c *Client) update(ctx context.Context, entity Entity, uuid, name string, call Call, id string, arg, out any) error {
+	note(ctx, WorkflowID(entity, uuid), id)
 	if done, err := c.recall(ctx, entity, uuid, call, id, out); done || err != nil {
 		return err
 	}
@@ -106,6 +107,7 @@ func (c *Client) update(ctx context.Context, entity Entity, uuid, name string, c
 // same entity attaches to the running workflow.
 func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workflowType string, runArg any,
 	start client.StartWorkflowOptions, name string, call Call, id string, arg, out any) error {
+	note(ctx, WorkflowID(entity, uuid), id)
 	if done, err := c.recall(ctx, entity, uuid, call, id, out); done || err != nil {
 		return err
 	}
@@ -191,7 +193,7 @@ func (c *Client) retryTransient(ctx context.Context, entity Entity, uuid string,
 				return refusal
 			}
 		} else if !transient(err) {
-			return mapClientError(err, entity)
+			return inWorkflow(mapClientError(err, entity), entity, uuid)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %v", ErrStillRunning, err)
@@ -305,6 +307,15 @@ func mapClientError(err error, entity Entity) error {
 		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
 	}
 	return err
+}
+
+// inWorkflow adds the workflow id to an error that is not a Chorus refusal, so the log line of
+// the internal error it becomes names the workflow whose command failed.
+func inWorkflow(err error, entity Entity, uuid string) error {
+	if _, ok := err.(*Error); ok || uuid == "" {
+		return err
+	}
+	return fmt.Errorf("workflow %s: %w", WorkflowID(entity, uuid), err)
 }
 
 func entityTitle(e Entity) string {

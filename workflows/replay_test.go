@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 )
 
 // TestReplayRecordedHistories replays every history under testdata/histories against the
@@ -34,11 +32,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(IdeaWorkflow, workflow.RegisterOptions{Name: IdeaWorkflowName})
-			r.RegisterWorkflowWithOptions(ProposalWorkflow, workflow.RegisterOptions{Name: ProposalWorkflowName})
-			r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
-			r.RegisterWorkflowWithOptions(CreateTasksWorkflow, workflow.RegisterOptions{Name: CreateTasksWorkflowName})
+			r, err := NewReplayer() // what chorus ops replay uses
+			require.NoError(t, err)
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
 		})
 	}

@@ -27,3 +27,17 @@ func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(CreateTasksWorkflow, workflow.RegisterOptions{Name: CreateTasksWorkflowName})
 	r.RegisterActivity(a)
 }
+
+// NewReplayer is a workflow replayer with every Chorus workflow of this binary registered, as a
+// worker registers them: `chorus ops replay` and the recorded-history test replay against it.
+func NewReplayer() (worker.WorkflowReplayer, error) {
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter()})
+	if err != nil {
+		return nil, err
+	}
+	r.RegisterWorkflowWithOptions(IdeaWorkflow, workflow.RegisterOptions{Name: IdeaWorkflowName})
+	r.RegisterWorkflowWithOptions(ProposalWorkflow, workflow.RegisterOptions{Name: ProposalWorkflowName})
+	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
+	r.RegisterWorkflowWithOptions(CreateTasksWorkflow, workflow.RegisterOptions{Name: CreateTasksWorkflowName})
+	return r, nil
+}

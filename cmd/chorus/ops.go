@@ -20,14 +20,18 @@ import (
 func newOpsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ops",
-		Short: "Check that every workflow agrees with its rows, and repair those that do not",
+		Short: "Check and repair workflows against their rows; list failed and stuck runs; replay histories",
 		Long: `Check and repair the projection of workflows onto database rows (docs/write-path.md).
 
 Both need the database (--data-dir, or CHORUS_DATABASE_URL) and a Temporal server with Chorus's
 workers running (TEMPORAL_ADDRESS, default 127.0.0.1:7233 as chorus dev uses; TEMPORAL_NAMESPACE):
-they read each workflow's state through its "state" query. Both are safe on a live system.`,
+they read each workflow's state through its "state" query. Both are safe on a live system.
+
+"chorus ops failed" lists runs that failed, timed out, were terminated or are stuck on a failing
+workflow task; "chorus ops replay" replays a run's history against the workflow code built into
+this binary and says where it diverges. README "Failed and stuck runs" walks through all four.`,
 	}
-	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g))
+	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g), newOpsFailedCmd(g), newOpsReplayCmd(g))
 	return cmd
 }
 

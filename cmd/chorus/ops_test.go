@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -80,4 +81,22 @@ func TestRepairOutcome(t *testing.T) {
 	require.Equal(t, "cannot repair: restore them from a backup",
 		repairOutcome("", fmt.Errorf("%w: restore them from a backup", ops.ErrCannotRepair)))
 	require.Equal(t, "repair failed: boom", repairOutcome("", errors.New("boom")))
+}
+
+// chorus ops failed's output and exit status: 0 with no run, 1 with one, stuck runs showing
+// their workflow task attempt and age.
+func TestReportFailed(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	require.NoError(t, reportFailed(nil, false, now, &out))
+	require.Contains(t, out.String(), "none:")
+	out.Reset()
+	runs := []ops.FailedRun{{WorkflowID: "idea/i1", Status: ops.RunStuck, Entity: "idea i1", Attempt: 7,
+		Reason: "nondeterministic_error: [TMPRL1100] ...", Since: now.Add(-12 * time.Minute)}}
+	require.Equal(t, exitError{code: 1}, reportFailed(runs, false, now, &out))
+	require.Contains(t, out.String(), "idea/i1  stuck (workflow task attempt 7)  idea i1  12m ago\n    nondeterministic_error")
+	require.Contains(t, out.String(), "chorus ops replay WORKFLOW_ID")
+	out.Reset()
+	require.NoError(t, reportFailed(nil, true, now, &out))
+	require.JSONEq(t, `[]`, out.String())
 }
