@@ -12,6 +12,7 @@ package wftest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -71,6 +72,19 @@ func start() (*Temporal, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A port found free can be taken by another process before the dev server binds it (on a
+	// machine where other test runs start servers too); then the server exits and what answers
+	// on the port is not Temporal. Each attempt gets a fresh port and a minute to answer.
+	for attempt := 1; ; attempt++ {
+		t, err := startOn(ctx, bin)
+		if err == nil || attempt == 3 || ctx.Err() != nil {
+			return t, err
+		}
+		fmt.Fprintf(os.Stderr, "wftest: Temporal dev server attempt %d failed (%v); trying another port\n", attempt, err)
+	}
+}
+
+func startOn(ctx context.Context, bin string) (*Temporal, error) {
 	port, err := devserver.FreePort()
 	if err != nil {
 		return nil, err
@@ -84,18 +98,20 @@ func start() (*Temporal, error) {
 		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dialCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	var c client.Client
 	for {
-		c, err = client.DialContext(ctx, client.Options{HostPort: dev.Address(), Namespace: workflows.Namespace,
+		c, err = client.DialContext(dialCtx, client.Options{HostPort: dev.Address(), Namespace: workflows.Namespace,
 			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter()})
-		if err == nil || ctx.Err() != nil {
+		if err == nil || dialCtx.Err() != nil {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if err != nil {
 		_ = dev.Stop(time.Second)
-		return nil, err
+		return nil, fmt.Errorf("dial the dev server on port %d: %w", port, err)
 	}
 	return &Temporal{dev: dev, client: c}, nil
 }
