@@ -245,6 +245,8 @@ func TestInputValidationNamesTheField(t *testing.T) {
 		{"chorus_admin_create_project", map[string]any{"name": "x", "visibility": "secret"},
 			`Input validation error: visibility must be one of public, private, got "secret"`},
 		{"chorus_list_projects", map[string]any{"pageSize": 500}, "Input validation error: pageSize must be at most 100, got 500"},
+		{"chorus_admin_create_project", map[string]any{"name": "Big", "claimTtlSeconds": 2592001},
+			"Input validation error: claimTtlSeconds must be at most 2592000, got 2592001"},
 		{"chorus_list_projects", map[string]any{"page": "two"}, `Input validation error: page must be an integer, got "two"`},
 		{"chorus_list_projects", map[string]any{"page": 1.5}, "Input validation error: page must be a whole number, got 1.5"},
 		{"chorus_get_project", map[string]any{"projectUuid": 5}, `Input validation error: projectUuid must be a uuid, got "5"`},

@@ -367,15 +367,20 @@ func normalize(path string, s *jsonschema.Schema, v any) (any, error) {
 		}
 		// Canonical form: a string like "+3" parses but is not a JSON number literal.
 		n = json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		// Echoed values read as written where that is short: 2592001, not 2.592001e+06.
+		shown := string(n)
+		if math.Abs(f) < 1e15 {
+			shown = plain(f)
+		}
 		if s.Minimum != nil && f < *s.Minimum {
-			return nil, invalid("%s must be at least %s, got %s", fieldName(path), plain(*s.Minimum), n)
+			return nil, invalid("%s must be at least %s, got %s", fieldName(path), plain(*s.Minimum), shown)
 		}
 		if s.Maximum != nil && f > *s.Maximum {
-			return nil, invalid("%s must be at most %s, got %s", fieldName(path), plain(*s.Maximum), n)
+			return nil, invalid("%s must be at most %s, got %s", fieldName(path), plain(*s.Maximum), shown)
 		}
 		if typ == "integer" {
 			if f != math.Trunc(f) {
-				return nil, invalid("%s must be a whole number, got %s", fieldName(path), n)
+				return nil, invalid("%s must be a whole number, got %s", fieldName(path), shown)
 			}
 			if math.Abs(f) > maxSafeInteger {
 				return nil, invalid("%s is too large", fieldName(path))

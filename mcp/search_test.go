@@ -126,10 +126,15 @@ func TestSearch(t *testing.T) {
 		require.Equal(t, []string{hidden}, searchUUIDs(out))
 		out = searchFor(t, admin, map[string]any{"query": "billing", "scope": "group", "scopeUuid": group.UUID})
 		require.Equal(t, SearchCounts{Tasks: 1, Ideas: 1, Documents: 1}, out.Counts, "the group's projects only")
-		out = searchFor(t, admin, map[string]any{"query": "billing", "scope": "global", "scopeUuid": hermes})
-		require.Equal(t, 4, out.Total, "global ignores scopeUuid")
+		// A scopeUuid the scope does not use is refused rather than ignored (docs/rules.md §4.12).
+		require.Contains(t, fails(t, admin, "chorus_search", map[string]any{"query": "billing", "scope": "global", "scopeUuid": hermes}),
+			`scopeUuid only applies to scope "group" or "project"`)
 		require.Equal(t, `scopeUuid is required for scope "project"`, fails(t, admin, "chorus_search", map[string]any{"query": "x", "scope": "project"}))
 		require.Equal(t, `scopeUuid is required for scope "group"`, fails(t, admin, "chorus_search", map[string]any{"query": "x", "scope": "group"}))
+		for _, scope := range []any{nil, "global"} {
+			msg := fails(t, admin, "chorus_search", map[string]any{"query": "x", "scope": scope, "scopeUuid": project})
+			require.True(t, strings.HasPrefix(msg, `Input validation error: scopeUuid only applies to scope "group" or "project"`), msg)
+		}
 		require.Equal(t, "Project not found", fails(t, stranger, "chorus_search", map[string]any{"query": "billing", "scope": "project", "scopeUuid": hermes}))
 		require.Equal(t, "Project group not found", fails(t, stranger, "chorus_search", map[string]any{"query": "billing", "scope": "group", "scopeUuid": store.NewUUID()}))
 

@@ -69,6 +69,9 @@ var search = tool[SearchIn, SearchOut]{
 			return SearchOut{}, invalid("query must not be blank: give words to find, or an entity's uuid")
 		}
 		req := store.SearchRequest{Text: q, Entities: in.EntityTypes, PerKind: searchLimit}
+		if in.ScopeUUID != nil && in.Scope != "group" && in.Scope != "project" {
+			return SearchOut{}, invalid("scopeUuid only applies to scope \"group\" or \"project\": set scope to the kind of %s, or leave scopeUuid out to search everything you can see", *in.ScopeUUID)
+		}
 		switch in.Scope {
 		case "group", "project":
 			if in.ScopeUUID == nil {
