@@ -14,7 +14,9 @@ WHERE tasks.uuid = c.task_uuid;
 --bun:split
 -- The unblocked tasks of a project in list order (store/tasks.go's priorityRank, written exactly
 -- as the query writes it): chorus_get_unblocked_tasks reads its page and its total from this
--- index alone, and the index holds only unblocked tasks. The WHERE is the query's own, term for
--- term, so both planners can use it. proposal_uuid is included for the proposal filter.
-CREATE INDEX tasks_project_unblocked_idx ON tasks (project_uuid, (CASE priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END), created_at, uuid) INCLUDE (proposal_uuid)
+-- index alone (an index-only scan), and the index holds only unblocked tasks. The WHERE is the
+-- query's own, term for term, so the planner can use it. priority is included because an
+-- index-only scan needs the column the order expression reads; proposal_uuid for the proposal
+-- filter.
+CREATE INDEX tasks_project_unblocked_idx ON tasks (project_uuid, (CASE priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END), created_at, uuid) INCLUDE (priority, proposal_uuid)
 WHERE status IN ('open', 'assigned') AND unresolved_deps = 0;

@@ -14,7 +14,9 @@ WHERE tasks.uuid = c.task_uuid;
 --bun:split
 -- The unblocked tasks of a project in list order (store/tasks.go's priorityRank, written exactly
 -- as the query writes it): chorus_get_unblocked_tasks reads its page and its total from this
--- index alone, and the index holds only unblocked tasks. The WHERE is the query's own, term for
--- term, so both planners can use it. proposal_uuid is a trailing column for the proposal filter.
-CREATE INDEX tasks_project_unblocked_idx ON tasks (project_uuid, (CASE priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END), created_at, uuid, proposal_uuid)
+-- index alone (a covering index), and the index holds only unblocked tasks. The WHERE is the
+-- query's own, term for term, so the planner can use it. The trailing columns make it covering:
+-- priority for the order expression, status and unresolved_deps for the WHERE terms the planner
+-- still checks, proposal_uuid for the proposal filter.
+CREATE INDEX tasks_project_unblocked_idx ON tasks (project_uuid, (CASE priority WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END), created_at, uuid, priority, status, unresolved_deps, proposal_uuid)
 WHERE status IN ('open', 'assigned') AND unresolved_deps = 0;
