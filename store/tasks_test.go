@@ -19,9 +19,10 @@ import (
 // taskGraph is a project's tasks and dependency edges as inserted, for the reference model of
 // the task lists (docs/rules.md §8.4 order, §5.3 unblocked rule) the store's queries must match.
 type taskGraph struct {
-	project string
-	tasks   map[string]store.Task
-	deps    map[string][]string // task -> the tasks it depends on
+	project  string
+	proposal string // the proposal of some of the project's tasks, which the filters name
+	tasks    map[string]store.Task
+	deps     map[string][]string // task -> the tasks it depends on
 }
 
 var taskRank = map[string]int{"high": 3, "medium": 2, "low": 1}
@@ -183,6 +184,7 @@ func seedTaskGraph(t *testing.T, st *store.Store) (taskGraph, *graphWriter, []st
 	statuses := []string{"open", "assigned", "in_progress", "to_verify", "done", "closed"}
 	priorities := []string{"low", "medium", "high"}
 	proposal := store.NewUUID()
+	g.proposal = proposal
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var rows []store.Task
 	for i := range 60 {
@@ -260,12 +262,7 @@ func pages(t *testing.T, size int, wantTotal int, read func(limit, offset int) (
 func checkLists(t *testing.T, st *store.Store, g taskGraph, all bool) {
 	t.Helper()
 	ctx := context.Background()
-	var proposal string
-	for _, task := range g.tasks {
-		if task.ProposalUUID != nil && task.ProjectUUID == g.project {
-			proposal = *task.ProposalUUID
-		}
-	}
+	proposal := g.proposal
 	filters := []store.TaskFilter{{}, {Status: "open"}, {Status: "assigned"}, {Status: "done"}, {Status: "to_verify"},
 		{Priority: "high"}, {Priority: "low"}, {ProposalUUIDs: []string{proposal}}, {Status: "open", Priority: "medium"},
 		{Status: "closed", ProposalUUIDs: []string{proposal, store.NewUUID()}}}
