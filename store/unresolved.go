@@ -28,7 +28,7 @@ import (
 //     (those outside lose their edges to them);
 //   - chorus ops repair rewriting or re-inserting a task row recounts the row and its dependents
 //     (RepairRow), whatever the status moved from; and it recounts a count that drifted
-//     (RecountUnresolved), which chorus ops check reports (UnresolvedDrift).
+//     (RecountUnresolved), which chorus ops check reports (UnresolvedDrifts).
 //
 // A recount sets the count to what the edges say, so it never accumulates: a change recognised
 // as already applied writes nothing (recount included), and were a recount run twice it would
