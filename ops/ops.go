@@ -54,10 +54,15 @@ const (
 	// row was deleted behind Chorus's back and took them with it. Their text lived only in the
 	// database, so repair cannot recreate them: restore them from a backup.
 	LostRows = "lost-rows"
+	// UnresolvedCount: a task's kept count of unresolved dependencies (store/unresolved.go), which
+	// chorus_get_unblocked_tasks reads, differs from what its dependencies say. Every write keeps
+	// it in its own transaction, so this is never a write in flight: a row written behind
+	// Chorus's back, or a writer that failed to keep it. Repair recounts it.
+	UnresolvedCount = "unresolved-count"
 )
 
 // Kinds lists every kind of finding, in the order reports count them.
-var Kinds = []string{Diverged, MissingWorkflow, ClosedWorkflow, MissingRow, StuckActivity, LostRows}
+var Kinds = []string{Diverged, MissingWorkflow, ClosedWorkflow, MissingRow, StuckActivity, LostRows, UnresolvedCount}
 
 // Repairable reports whether Repair can resolve findings of kind (StuckActivity and LostRows
 // need an operator).
@@ -163,7 +168,8 @@ func (o *Ops) Check(ctx context.Context, only string) ([]Finding, error) {
 // CheckReport compares every idea, proposal and task row with its workflow, and every running
 // entity workflow with its row: each differing column, each row whose workflow is missing or
 // closed, each running workflow whose row is missing, each owned row (criterion, round) lost,
-// and each workflow stuck on an activity that keeps failing. Entities that kept changing through
+// each workflow stuck on an activity that keeps failing, and each task whose kept count of
+// unresolved dependencies differs from a recount. Entities that kept changing through
 // every observation are listed as busy. only, when not "", limits it to one workflow id, which
 // must be "<idea|proposal|task>/<uuid>". It writes nothing. The error is the first read or call
 // that failed (the database, Temporal, or a workflow's state query when no worker serves it);
@@ -183,6 +189,11 @@ func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
 		}
 		v, err := o.inspect(ctx, entity, uuid)
 		add(v)
+		if err != nil || entity != workflows.EntityTask {
+			return r, err
+		}
+		counts, err := o.unresolvedCounts(ctx, uuid)
+		r.Findings = append(r.Findings, counts...)
 		return r, err
 	}
 	ids, err := o.Store.AllLifecycleUUIDs(ctx)
@@ -212,7 +223,29 @@ func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
 		add(v)
 		return err
 	})
+	if err != nil {
+		return r, err
+	}
+	counts, err := o.unresolvedCounts(ctx)
+	r.Findings = append(r.Findings, counts...)
 	return r, err
+}
+
+// unresolvedCounts lists an UnresolvedCount finding for each task (of taskUUIDs, or every task)
+// whose kept count differs from a recount. It reads the database once, in one statement: one
+// consistent state, on which a write never shows half done, so no second reading is needed.
+func (o *Ops) unresolvedCounts(ctx context.Context, taskUUIDs ...string) ([]Finding, error) {
+	drifts, err := o.Store.UnresolvedDrifts(ctx, taskUUIDs...)
+	if err != nil {
+		return nil, fmt.Errorf("read counts of unresolved dependencies: %w", err)
+	}
+	var out []Finding
+	for _, d := range drifts {
+		out = append(out, Finding{WorkflowID: workflows.WorkflowID(workflows.EntityTask, d.TaskUUID), Kind: UnresolvedCount,
+			Detail: fmt.Sprintf("the task's kept count of unresolved dependencies is %d, but %d of its dependencies are neither "+
+				"done nor closed (chorus_get_unblocked_tasks reads the count); repair recounts it", d.Kept, d.Counted)})
+	}
+	return out, nil
 }
 
 // eachRunning calls f with the id of every running entity workflow of this deployment's task
@@ -750,8 +783,29 @@ func (o *Ops) Repair(ctx context.Context, f Finding) (string, error) {
 	case LostRows:
 		return "", fmt.Errorf("%w: %s. Restore them from a backup of the database (then run chorus ops check %s)",
 			ErrCannotRepair, f.Detail, f.WorkflowID)
+	case UnresolvedCount:
+		return o.recount(ctx, uuid)
 	}
 	return "", fmt.Errorf("no repair for a %q finding", f.Kind)
+}
+
+// recount recounts a task's unresolved dependencies from its edges, in one transaction with the
+// project locked as every write that counts them (store.RecountUnresolved).
+func (o *Ops) recount(ctx context.Context, uuid string) (string, error) {
+	t, err := o.Store.TaskRow(ctx, uuid)
+	if errors.Is(err, store.ErrNotFound) {
+		return "nothing to do: the task row is gone", nil
+	} else if err != nil {
+		return "", err
+	}
+	n, err := o.Store.RecountUnresolved(ctx, t.ProjectUUID, uuid)
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "nothing to do: the count of unresolved dependencies agrees with the task's dependencies now", nil
+	}
+	return "recounted the task's unresolved dependencies from its dependencies", nil
 }
 
 func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {

@@ -251,6 +251,14 @@ func (s *Store) ApplyApproval(ctx context.Context, ap Approval) error {
 			if _, err := tx.NewInsert().Model(&deps).Exec(ctx); err != nil {
 				return err
 			}
+			// The edges run between the new tasks (store/unresolved.go): no other write sees them yet.
+			var from []string
+			for _, d := range deps {
+				from = append(from, d.TaskUUID)
+			}
+			if err := recount(ctx, tx, slices.Compact(slices.Sorted(slices.Values(from)))); err != nil {
+				return err
+			}
 		}
 		return writeAudit(ctx, tx, c.CompanyUUID, c.Activities, c.Notifications)
 	})
@@ -297,6 +305,18 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 		if !applied {
 			return recordedRevoke(ctx, tx, c, &out)
 		}
+		// Closing tasks and removing edges changes counts of unresolved dependencies
+		// (store/unresolved.go): the project's lock, after the proposal's row as in every write
+		// on a proposal, before any task's.
+		var project []string
+		if err := tx.NewSelect().Table("proposals").Column("project_uuid").Where("uuid = ?", c.UUID).Scan(ctx, &project); err != nil {
+			return err
+		}
+		if len(project) == 1 {
+			if err := lockProject(ctx, tx, project[0]); err != nil {
+				return err
+			}
+		}
 		var tasks []Task
 		if err := tx.NewSelect().Model(&tasks).Column("uuid", "title").Where("proposal_uuid = ?", c.UUID).
 			Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
@@ -313,6 +333,12 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 		}
 		for _, d := range docs {
 			out.DeletedDocuments = append(out.DeletedDocuments, Named{UUID: d.UUID, Title: d.Title})
+		}
+		// Every task depending on one of them is recounted at the end: those of the proposal,
+		// whose dependencies close, and the others, whose edges to them are removed.
+		affected, err := dependents(ctx, tx, ids)
+		if err != nil {
+			return err
 		}
 		if len(ids) > 0 {
 			if _, err := tx.NewDelete().Table("task_dependencies").Where("depends_on_uuid IN (?)", bun.List(ids)).
@@ -334,6 +360,9 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 			if len(version) == 1 {
 				out.ClosedTasks = append(out.ClosedTasks, ClosedTask{UUID: t.UUID, Title: t.Title, Version: version[0]})
 			}
+		}
+		if err := recount(ctx, tx, affected); err != nil {
+			return err
 		}
 		if len(docs) > 0 {
 			var docIDs []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -58,7 +59,20 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 	var out TaskOutcome
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = TaskOutcome{}
+		// A change that can move a count of unresolved dependencies (store/unresolved.go) holds
+		// the project's lock from its start, before the task's row, like every such write.
+		resolves := slices.Contains(c.Columns, "status") && resolvedStatus(c.Set.Status)
+		if c.Delete || resolves || len(c.AddDeps) > 0 || len(c.RemoveDeps) > 0 {
+			if err := lockProject(ctx, tx, c.ProjectUUID); err != nil {
+				return err
+			}
+		}
 		if c.Delete {
+			// The task's edges go with its row: read its dependents first, recount them after.
+			deps, err := dependents(ctx, tx, []string{c.UUID})
+			if err != nil {
+				return err
+			}
 			applied, err := claimDelete(ctx, tx, "tasks", c.UUID, c.Write)
 			if err != nil || !applied {
 				return err
@@ -71,7 +85,7 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 					return err
 				}
 			}
-			return nil
+			return recount(ctx, tx, deps)
 		}
 		if err := c.Mentions.readPrevious(ctx, tx, "tasks"); err != nil {
 			return err
@@ -116,11 +130,6 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 				return err
 			}
 		}
-		if len(c.AddDeps) > 0 {
-			if err := lockProject(ctx, tx, c.ProjectUUID); err != nil {
-				return err
-			}
-		}
 		for _, dep := range c.AddDeps {
 			// A savepoint keeps a failed add from spoiling the transaction on PostgreSQL.
 			sp, err := tx.BeginTx(ctx, nil)
@@ -145,6 +154,16 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 		if len(c.RemoveDeps) > 0 {
 			if _, err := tx.NewDelete().Table("task_dependencies").Where("task_uuid = ?", c.UUID).
 				Where("depends_on_uuid IN (?)", bun.List(c.RemoveDeps)).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		if len(c.AddDeps) > 0 || len(c.RemoveDeps) > 0 {
+			if err := recount(ctx, tx, []string{c.UUID}); err != nil {
+				return err
+			}
+		}
+		if resolves {
+			if err := recountDependents(ctx, tx, c.UUID); err != nil {
 				return err
 			}
 		}
@@ -217,8 +236,9 @@ func isDependencyError(err error) bool {
 }
 
 // lockProject serializes, per project, the changes whose checks read more than their own rows
-// (a dependency cycle spans tasks): on PostgreSQL it takes the project row's lock for the rest
-// of the transaction; SQLite's one writer at a time needs nothing more (mcp TestConcurrentGuardsHoldOnEveryDatabase).
+// (a dependency cycle spans tasks) and those that recount unresolved dependencies
+// (store/unresolved.go): on PostgreSQL it takes the project row's lock for the rest of the
+// transaction; SQLite's one writer at a time needs nothing more (mcp TestConcurrentGuardsHoldOnEveryDatabase).
 func lockProject(ctx context.Context, tx bun.Tx, projectUUID string) error {
 	return lockRow(ctx, tx, "projects", projectUUID)
 }
@@ -269,6 +289,13 @@ func (s *Store) CreateTaskBatch(ctx context.Context, b TaskBatch) ([]string, err
 		for i := range tasks {
 			tasks[i].Version, tasks[i].ChangeID = b.Version(), b.ID
 		}
+		// Edges to existing tasks read their statuses for the new tasks' counts: the project's
+		// lock comes first, as in every write that counts (store/unresolved.go).
+		if len(b.Deps) > 0 {
+			if err := lockProject(ctx, tx, b.ProjectUUID); err != nil {
+				return err
+			}
+		}
 		applied, err := claimNew(ctx, tx, "tasks", tasks[0].UUID, b.Write, tx.NewInsert().Model(&tasks))
 		if err != nil {
 			return err
@@ -280,11 +307,6 @@ func (s *Store) CreateTaskBatch(ctx context.Context, b TaskBatch) ([]string, err
 		if len(b.Criteria) > 0 {
 			acs := b.Criteria
 			if _, err := tx.NewInsert().Model(&acs).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		if len(b.Deps) > 0 {
-			if err := lockProject(ctx, tx, b.ProjectUUID); err != nil {
 				return err
 			}
 		}
@@ -302,6 +324,15 @@ func (s *Store) CreateTaskBatch(ctx context.Context, b TaskBatch) ([]string, err
 				continue
 			}
 			if err := sp.Commit(); err != nil {
+				return err
+			}
+		}
+		if len(b.Deps) > 0 {
+			var from []string
+			for _, d := range b.Deps {
+				from = append(from, d.TaskUUID)
+			}
+			if err := recount(ctx, tx, slices.Compact(slices.Sorted(slices.Values(from)))); err != nil {
 				return err
 			}
 		}

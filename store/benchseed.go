@@ -40,7 +40,8 @@ func SeedStatus(i int) string {
 }
 
 // SeedReadTasks inserts seed.Count tasks (one acceptance criterion each) and their dependency
-// edges, in chunks of 500 rows per transaction, and returns the task uuids in creation order.
+// edges, with their counts of unresolved dependencies, in chunks of 500 rows per transaction,
+// and returns the task uuids in creation order.
 func (s *Store) SeedReadTasks(ctx context.Context, seed ReadSeed) ([]string, error) {
 	if seed.ChainLen < 2 {
 		seed.ChainLen = 10
@@ -86,7 +87,9 @@ func (s *Store) SeedReadTasks(ctx context.Context, seed ReadSeed) ([]string, err
 					return err
 				}
 			}
-			return nil
+			// Each edge points to an earlier task, already inserted: the chunk's counts of
+			// unresolved dependencies are complete (store/unresolved.go).
+			return recount(ctx, tx, ids[from:to])
 		})
 		if err != nil {
 			return nil, fmt.Errorf("seed tasks %d-%d: %w", from, to-1, err)

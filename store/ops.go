@@ -164,11 +164,20 @@ type DraftLists struct {
 // RepairRow applies r in one transaction: when r.Guard holds (the row is at Guard.Version with
 // Guard.ChangeID, or missing when Guard.Missing) it updates the row's owned columns, version,
 // change_id and updated_at (now), or inserts the row with created_at now when it was missing,
-// and sets the verdicts and statuses of the criteria and rounds that exist. When the guard does
+// and sets the verdicts and statuses of the criteria and rounds that exist; a task row's
+// dependents and the row itself get their unresolved dependencies recounted. When the guard does
 // not hold it writes nothing and returns ErrRowMoved.
 func (s *Store) RepairRow(ctx context.Context, r RowRepair) error {
 	cols := append(slices.Clone(r.Columns), "version", "change_id", "updated_at")
+	task, _ := r.Model.(*Task)
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if task != nil {
+			// A task row may change status either way here: the project's lock first, as in
+			// every write that recounts unresolved dependencies (store/unresolved.go).
+			if err := lockProject(ctx, tx, task.ProjectUUID); err != nil {
+				return err
+			}
+		}
 		now := Now()
 		if f := reflect.ValueOf(r.Model).Elem().FieldByName("UpdatedAt"); f.IsValid() {
 			f.Set(reflect.ValueOf(now))
@@ -202,6 +211,17 @@ func (s *Store) RepairRow(ctx context.Context, r RowRepair) error {
 			return err
 		} else if n != 1 {
 			return ErrRowMoved
+		}
+		if task != nil {
+			// The row's status may have moved between resolved and unresolved, in either direction:
+			// its dependents are recounted, and the row itself (a re-inserted row has no edges
+			// left, and counts none).
+			if err := recountDependents(ctx, tx, r.UUID); err != nil {
+				return err
+			}
+			if err := recount(ctx, tx, []string{r.UUID}); err != nil {
+				return err
+			}
 		}
 		for _, m := range r.Criteria {
 			if _, err := tx.NewUpdate().Table("acceptance_criteria").Set("status = ?", m.Status).Set("dev_status = ?", m.DevStatus).

@@ -105,13 +105,13 @@ func (s *Store) AvailableTasks(ctx context.Context, projectUUID string, proposal
 }
 
 // UnblockedTasks returns a page of open or assigned tasks whose every dependency is done or
-// closed (docs/rules.md §5.3). A dependency row whose task is gone blocks nothing (deleting a
-// task removes its edges anyway).
+// closed (docs/rules.md §5.3), read from the kept count of unresolved dependencies
+// (store/unresolved.go). The two conditions are tasks_project_unblocked_idx's own WHERE, term
+// for term (migration 20261201000005), so the page and the total are read from that index alone:
+// change them together.
 func (s *Store) UnblockedTasks(ctx context.Context, projectUUID string, proposalUUIDs []string, limit, offset int) ([]Task, int, error) {
 	match := s.projectTasks(projectUUID, TaskFilter{ProposalUUIDs: proposalUUIDs}).
-		Where("task.status IN ('open', 'assigned')").
-		Where("NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.uuid = d.depends_on_uuid " +
-			"WHERE d.task_uuid = task.uuid AND dt.status NOT IN ('done', 'closed'))")
+		Where("task.status IN ('open', 'assigned')").Where("task.unresolved_deps = 0")
 	return s.taskPage(ctx, match, limit, offset, true)
 }
 

@@ -86,6 +86,9 @@ rows and list each disagreement:
   lost-rows         acceptance criteria or elaboration rounds the workflow holds are gone from the
                     database (e.g. with a task row deleted by hand); their text lived only there,
                     so repair cannot recreate them: restore them from a backup
+  unresolved-count  a task's kept count of unresolved dependencies (what chorus_get_unblocked_tasks
+                    reads) differs from what its dependencies say, e.g. after rows were written
+                    by hand; repair recounts it
 
 It is safe on a live system: each entity is compared on a consistent reading (its row before and
 after its workflow's state, unchanged), and a workflow that is applying a command (an activity
@@ -207,6 +210,8 @@ func newOpsRepairCmd(g *globals) *cobra.Command {
                                       entity takes commands again
   stuck-activity, lost-rows           not repaired; it says what to do (fix the failure's cause or
                                       terminate the workflow and repair it; restore from a backup)
+  unresolved-count                    the task's unresolved dependencies are recounted from its
+                                      dependencies, with its project locked
 
 It is safe on a live system: before rewriting a row it checks the entity again, skips it (saying
 why) while its workflow is applying a change or when its row or state moved, and writes only if
