@@ -51,7 +51,7 @@ func TestUnblockedTasksFollowEveryWriteExactlyOnce(t *testing.T) {
 			}
 
 			// A batch: B depends on A, C on A and B. Only A is unblocked.
-			done := lost("CreateTaskBatch")
+			done := lost("CreateTaskBatchAndStart")
 			var batch CreatedTasks
 			ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "requestId": "batch", "tasks": []map[string]any{
 				{"title": "A", "draftUuid": "a", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
