@@ -242,3 +242,44 @@ func blockersOf(t *testing.T, msg string) []map[string]any {
 	require.NoError(t, json.Unmarshal([]byte(msg), &out), msg)
 	return out.Blockers
 }
+
+// A session checked in to a task the agent can no longer see (its idea moved to a private
+// project) stays usable: the session tools end that check-in and go on, and the agent may still
+// check out of it (docs/rules.md §2.5). Found by trying a move under a working session.
+func TestSessionOutlivesATaskThatBecameHidden(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		dev := e.otherOwnersAgent("Stranger", perm.DeveloperAgent)
+		public := createProject(t, admin, "Public")
+		private := createPrivateProject(t, admin, "Private")
+		idea := elaboratedIdea(t, pm, admin, public, "Root")
+		proposal, _ := fullProposal(t, pm, public, idea)
+		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+		var pv ProposalView
+		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+		moving, moving2, staying := pv.MaterializedTasks[0].TaskUUID, pv.MaterializedTasks[1].TaskUUID, createTask(t, admin, public)
+
+		var s SessionView
+		ok(t, dev, "chorus_create_session", map[string]any{"name": "wt"}, &s)
+		for _, task := range []string{moving, moving2, staying} {
+			ok(t, dev, "chorus_session_checkin_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": task}, nil)
+		}
+		ok(t, admin, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": private}, nil)
+
+		require.Equal(t, "Task not found", fails(t, dev, "chorus_get_task", map[string]any{"taskUuid": moving}))
+		// Leaving the hidden task by hand works; checking in to it again does not.
+		ok(t, dev, "chorus_session_checkout_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": moving}, nil)
+		require.Equal(t, "Task not found", fails(t, dev, "chorus_session_checkin_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": moving}))
+		// The heartbeat ends the other hidden check-in and keeps the session alive.
+		ok(t, dev, "chorus_session_heartbeat", map[string]any{"sessionUuid": s.UUID}, nil)
+		require.Equal(t, "Task not found", fails(t, dev, "chorus_session_checkout_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": moving2}),
+			"no check-in left to end")
+		var got SessionView
+		ok(t, dev, "chorus_get_session", map[string]any{"sessionUuid": s.UUID}, &got)
+		require.Len(t, got.ActiveCheckins, 1)
+		require.Equal(t, staying, got.ActiveCheckins[0].TaskUUID)
+		ok(t, dev, "chorus_close_session", map[string]any{"sessionUuid": s.UUID}, nil)
+		e.requireAgreement()
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,12 +88,30 @@ func sessionGate(ctx context.Context, d *Deps, c store.Caller, sessionUUID strin
 	if err != nil {
 		return nil, nil, err
 	}
+	var kept []store.SessionCheckin
 	for _, ci := range open[s.UUID] {
 		if _, _, err := d.Store.TaskAccess(ctx, c, ci.TaskUUID, need); err != nil {
-			return nil, nil, err
+			if !lostAccess(err) {
+				return nil, nil, err
+			}
+			// The caller can no longer work on the task (it moved to a project the caller cannot
+			// see, or the caller's role was lowered): the check-in ends here, so the session stays
+			// usable (docs/rules.md §2.5).
+			if err := d.Store.CheckoutTask(ctx, s.UUID, ci.TaskUUID); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
+		kept = append(kept, ci)
 	}
-	return s, open[s.UUID], nil
+	return s, kept, nil
+}
+
+// lostAccess says whether err is the project-access gate's refusal: the task is hidden from the
+// caller, or the caller's role is too low.
+func lostAccess(err error) bool {
+	var nf *store.NotFoundError
+	return errors.As(err, &nf) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrForbidden)
 }
 
 // sessionOf resolves the optional sessionUuid of chorus_update_task and chorus_report_work: it
@@ -334,17 +353,32 @@ var sessionCheckoutTask = tool[SessionTaskIn, textResult]{
 	Name: "chorus_session_checkout_task", Title: "Check a session out of a task", Perm: perm.Public, Effect: writes, Idempotent: true,
 	Desc: "Record that one of your sessions stopped working on a task (its claim and status do not change). Without a check-in it changes nothing.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (textResult, error) {
-		task, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
-		if err != nil {
-			return "", err
+		taskUUID := string(in.TaskUUID)
+		_, _, accessErr := d.Store.TaskAccess(ctx, call.Who.Caller, taskUUID, store.AccessEditor)
+		if accessErr != nil && !lostAccess(accessErr) {
+			return "", accessErr
 		}
 		s, err := d.Store.Session(ctx, call.Who.Caller, string(in.SessionUUID))
 		if err != nil {
+			if accessErr != nil {
+				return "", accessErr
+			}
 			return "", sessionError(err)
 		}
-		if err := d.Store.CheckoutTask(ctx, s.UUID, task.UUID); err != nil {
+		if accessErr != nil {
+			// Leaving a task one can no longer see or edit is allowed, for a session checked in to
+			// it: it only ends the caller's own check-in (docs/rules.md §2.5).
+			open, err := d.Store.OpenCheckins(ctx, s.UUID)
+			if err != nil {
+				return "", err
+			}
+			if !slices.ContainsFunc(open[s.UUID], func(ci store.SessionCheckin) bool { return ci.TaskUUID == taskUUID }) {
+				return "", accessErr
+			}
+		}
+		if err := d.Store.CheckoutTask(ctx, s.UUID, taskUUID); err != nil {
 			return "", err
 		}
-		return textResult("Successfully checked out from task " + task.UUID), nil
+		return textResult("Successfully checked out from task " + taskUUID), nil
 	},
 }
