@@ -86,6 +86,8 @@ func TestClaimNextTaskOrder(t *testing.T) {
 		ok(t, dev, "chorus_get_task", map[string]any{"taskUuid": ids["Blocked"]}, &v)
 		require.Equal(t, "open", v.Status, "a blocked task is never claimed")
 		require.Equal(t, "Project not found", fails(t, dev, "chorus_claim_next_task", map[string]any{"projectUuid": private.UUID}))
+		require.Equal(t, "Proposal not found", fails(t, dev, "chorus_claim_next_task", map[string]any{"proposalUuids": []string{store.NewUUID()}}),
+			"an unknown proposal is named, not answered with \"no task\"")
 
 		// The blocked task becomes claimable once its dependency is closed; _hints as for a claim.
 		ok(t, admin, "chorus_admin_close_task", map[string]any{"taskUuid": ids["Mid"]}, nil)

@@ -897,6 +897,16 @@ var claimNextTask = tool[ClaimNextIn, TaskView]{
 				return TaskView{}, err
 			}
 		}
+		for _, p := range in.ProposalUUIDs {
+			// A proposal named here must exist and be visible, and lie in the project when one is given.
+			prop, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(p), store.AccessViewer)
+			if err != nil {
+				return TaskView{}, err
+			}
+			if in.ProjectUUID != nil && prop.ProjectUUID != string(*in.ProjectUUID) {
+				return TaskView{}, &store.NotFoundError{Entity: "Proposal"}
+			}
+		}
 		task, err := claimNext(ctx, d, call, projects, uuidStrings(in.ProposalUUIDs))
 		if errors.Is(err, errNoTaskAvailable) {
 			scope := "in the projects where you may edit tasks"
