@@ -29,19 +29,10 @@ func TestAgentsCollaborateOnDependentTasks(t *testing.T) {
 		b := whoIs(devB)
 
 		project := createProject(t, admin, "Apollo")
-		idea := elaboratedIdea(t, pm, admin, project, "Single sign-on")
-		proposal, _ := fullProposal(t, pm, project, idea)
-		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
-		var pv ProposalView
-		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
-		schema, api := pv.MaterializedTasks[0].TaskUUID, pv.MaterializedTasks[1].TaskUUID // API depends on Schema
+		idea, tasks := approvedIdea(t, pm, admin, project)
+		schema, api := tasks[0], tasks[1] // API depends on Schema
 
-		session := func(s *mcpsdk.ClientSession, name string) string {
-			var v SessionView
-			ok(t, s, "chorus_create_session", map[string]any{"name": name}, &v)
-			return v.UUID
-		}
-		sa, sb := session(devA, "a-worktree"), session(devB, "b-worktree")
+		sa, sb := createSessionFor(t, devA, "a-worktree").UUID, createSessionFor(t, devB, "b-worktree").UUID
 		ok(t, devA, "chorus_session_checkin_task", map[string]any{"sessionUuid": sa, "taskUuid": schema}, nil) // claims it
 		ok(t, devB, "chorus_session_checkin_task", map[string]any{"sessionUuid": sb, "taskUuid": api}, nil)
 		var tv TaskView

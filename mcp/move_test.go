@@ -304,6 +304,22 @@ func TestRepairAdoptsAMoveTheWorkflowMissed(t *testing.T) {
 	})
 }
 
+// approvedIdea is an elaborated idea of project whose full proposal (fullProposal: three
+// chained tasks) pm submitted and admin approved; it returns the idea and the tasks in order.
+func approvedIdea(t *testing.T, pm, admin *mcpsdk.ClientSession, project string) (string, []string) {
+	t.Helper()
+	idea := elaboratedIdea(t, pm, admin, project, "Root")
+	proposal, _ := fullProposal(t, pm, project, idea)
+	ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+	var pv ProposalView
+	ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+	var tasks []string
+	for _, m := range pv.MaterializedTasks {
+		tasks = append(tasks, m.TaskUUID)
+	}
+	return idea, tasks
+}
+
 // A move keeps dependency edges (docs/rules.md §5.9), so a moved task can depend on a task left
 // in the old project. Reads and the blocked refusal show such a task without its title, assignee
 // or session: the reader may not see that project. Found by trying a move out of a private project.
@@ -314,12 +330,8 @@ func TestMovedTaskDoesNotRevealItsDependencyElsewhere(t *testing.T) {
 		stranger := e.otherOwnersAgent("Stranger", perm.DeveloperAgent)
 		private := createPrivateProject(t, admin, "Private")
 		public := createProject(t, admin, "Public")
-		idea := elaboratedIdea(t, pm, admin, private, "Root")
-		proposal, _ := fullProposal(t, pm, private, idea)
-		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
-		var pv ProposalView
-		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
-		first := pv.MaterializedTasks[0].TaskUUID
+		idea, tasks := approvedIdea(t, pm, admin, private)
+		first := tasks[0]
 		var ct CreatedTasks
 		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": private, "tasks": []map[string]any{
 			{"title": "Rotate the Zeus launch codes", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &ct)

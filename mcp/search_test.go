@@ -299,8 +299,7 @@ func TestMentionablesOnlineFollowsSessions(t *testing.T) {
 		ctx := context.Background()
 		admin := e.client(e.adminKey)
 		worker := e.client(e.agent("Dev Worker", perm.DeveloperAgent))
-		var sess SessionView
-		ok(t, worker, "chorus_create_session", map[string]any{"name": "long-build"}, &sess)
+		sess := createSessionFor(t, worker, "long-build")
 		online := func() bool {
 			var out Mentionables
 			ok(t, admin, "chorus_search_mentionables", map[string]any{"query": "Dev Worker"}, &out)

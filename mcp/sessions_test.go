@@ -253,15 +253,9 @@ func TestSessionOutlivesATaskThatBecameHidden(t *testing.T) {
 		dev := e.otherOwnersAgent("Stranger", perm.DeveloperAgent)
 		public := createProject(t, admin, "Public")
 		private := createPrivateProject(t, admin, "Private")
-		idea := elaboratedIdea(t, pm, admin, public, "Root")
-		proposal, _ := fullProposal(t, pm, public, idea)
-		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
-		var pv ProposalView
-		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
-		moving, moving2, staying := pv.MaterializedTasks[0].TaskUUID, pv.MaterializedTasks[1].TaskUUID, createTask(t, admin, public)
-
-		var s SessionView
-		ok(t, dev, "chorus_create_session", map[string]any{"name": "wt"}, &s)
+		idea, tasks := approvedIdea(t, pm, admin, public)
+		moving, moving2, staying := tasks[0], tasks[1], createTask(t, admin, public)
+		s := createSessionFor(t, dev, "wt")
 		for _, task := range []string{moving, moving2, staying} {
 			ok(t, dev, "chorus_session_checkin_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": task}, nil)
 		}
