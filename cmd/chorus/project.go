@@ -20,7 +20,7 @@ func newProjectCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "project", Short: "List projects and manage their members (works while chorus dev is running)"}
 	member := &cobra.Command{Use: "member", Short: "Add, list and remove the users who hold a role on a project"}
 	member.AddCommand(newMemberAddCmd(g), newMemberListCmd(g), newMemberRemoveCmd(g))
-	cmd.AddCommand(newProjectListCmd(g), member)
+	cmd.AddCommand(newProjectListCmd(g), newProjectSetClaimTTLCmd(g), member)
 	return cmd
 }
 
@@ -209,6 +209,55 @@ func newMemberRemoveCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&user, "user", "", "the user: email or uuid (required)")
 	return cmd
 }
+
+func newProjectSetClaimTTLCmd(g *globals) *cobra.Command {
+	var project string
+	var seconds int64
+	cmd := &cobra.Command{
+		Use:   "set-claim-ttl --project P --seconds N",
+		Short: "Set how long a task claim lasts without a word from its holder (0: claims never lapse)",
+		Long: `Set the project's claim time to live (docs/rules.md §5.10): a claim lapses when its holder sends no
+task command or session heartbeat for that many seconds, and the task is released. The setting
+applies to claims made after it; claims already held keep the lease they were given. 0 turns
+leases off for later claims.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if seconds < 0 || seconds > maxClaimTTLSeconds {
+				return fmt.Errorf("--seconds must be between 0 and %d (30 days), got %d", maxClaimTTLSeconds, seconds)
+			}
+			ctx := cmd.Context()
+			st, company, err := g.openCompany(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			p, _, err := memberTarget(cmd, st, company.UUID, project, "", false)
+			if err != nil {
+				return err
+			}
+			var ttl *int64
+			if seconds > 0 {
+				ttl = &seconds
+			}
+			if err := st.SetProjectClaimTTL(ctx, company.UUID, p.UUID, ttl); err != nil {
+				return err
+			}
+			if ttl == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "Claims made on project %q from now on do not lapse\n", p.Name)
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Claims made on project %q from now on lapse after %ds without a word from their holder\n", p.Name, seconds)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&project, "project", "", "the project: uuid or name (required)")
+	cmd.Flags().Int64Var(&seconds, "seconds", 0, "the claim time to live in seconds, 1 to 2592000; 0 for none (required)")
+	_ = cmd.MarkFlagRequired("seconds")
+	return cmd
+}
+
+// maxClaimTTLSeconds is the longest claim time to live (docs/rules.md §5.10): 30 days.
+const maxClaimTTLSeconds = 30 * 24 * 3600
 
 // ---- chorus agent update ----
 

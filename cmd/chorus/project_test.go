@@ -123,6 +123,14 @@ func TestOperatorsChangeAccessForTheNextRequest(t *testing.T) {
 	require.Contains(t, out, "dev@example.com")
 	require.Contains(t, out, "editor")
 
+	out = runChorus(t, data, "project", "set-claim-ttl", "--project", "Vault", "--seconds", "45")
+	require.Contains(t, out, "lapse after 45s")
+	msg, _ = callText("chorus_get_project", getProject)
+	require.Contains(t, msg, `"claimTtlSeconds":45`, "the project shows its new claim time to live")
+	runChorus(t, data, "project", "set-claim-ttl", "--project", "Vault", "--seconds", "0")
+	msg, _ = callText("chorus_get_project", getProject)
+	require.NotContains(t, msg, `"claimTtlSeconds":45`)
+
 	out = runChorus(t, data, "agent", "update", agent.UUID, "--preset", "developer_agent", "--permission", "document:read")
 	require.Contains(t, out, "extra bits:  document:read")
 	require.False(t, slices.Contains(tools(), "chorus_pm_create_document"))
