@@ -95,10 +95,12 @@ func sessionGate(ctx context.Context, d *Deps, c store.Caller, sessionUUID strin
 				return nil, nil, err
 			}
 			// The caller can no longer work on the task (it moved to a project the caller cannot
-			// see, or the caller's role was lowered): the check-in ends here, so the session stays
-			// usable (docs/rules.md §2.5).
-			if err := d.Store.CheckoutTask(ctx, s.UUID, ci.TaskUUID); err != nil {
-				return nil, nil, err
+			// see, or the caller's role was lowered): the session's commands end the check-in, so
+			// the session stays usable; a read only leaves it out (docs/rules.md §2.5, §8.14).
+			if need == store.AccessEditor {
+				if err := d.Store.CheckoutTask(ctx, s.UUID, ci.TaskUUID); err != nil {
+					return nil, nil, err
+				}
 			}
 			continue
 		}
