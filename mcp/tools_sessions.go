@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -338,7 +337,7 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 			// docs/rules.md §2.5: an unheld task is claimed for the session's agent; a refusal (someone
 			// claimed it meanwhile, it is no longer open) leaves the check-in to go ahead.
 			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimTask, task.UUID, flowCall(call), call.Who.Caller.AgentUUID,
-				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv)})
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv), Project: pv.UUID})
 			if err != nil && !refused(err) {
 				return CheckedIn{}, fmt.Errorf("claim the task for the session: %w", err)
 			}
@@ -368,13 +367,13 @@ var sessionCheckoutTask = tool[SessionTaskIn, textResult]{
 			return "", sessionError(err)
 		}
 		if accessErr != nil {
-			// Leaving a task one can no longer see or edit is allowed, for a session checked in to
-			// it: it only ends the caller's own check-in (docs/rules.md §2.5).
-			open, err := d.Store.OpenCheckins(ctx, s.UUID)
+			// Leaving a task one can no longer see or edit is allowed, for a session that was checked
+			// in to it: it only ends the caller's own check-in, if still open (docs/rules.md §2.5).
+			was, err := d.Store.HasCheckin(ctx, s.UUID, taskUUID)
 			if err != nil {
 				return "", err
 			}
-			if !slices.ContainsFunc(open[s.UUID], func(ci store.SessionCheckin) bool { return ci.TaskUUID == taskUUID }) {
+			if !was {
 				return "", accessErr
 			}
 		}

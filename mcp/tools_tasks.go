@@ -632,7 +632,7 @@ var claimTask = tool[TaskIn, TaskView]{
 			return TaskView{}, err
 		}
 		if _, err := workflows.Send(ctx, d.Flows, workflows.ClaimTask, string(in.TaskUUID), flowCall(call), call.Who.Caller.AgentUUID,
-			workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv)}); err != nil {
+			workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv), Project: pv.UUID}); err != nil {
 			return TaskView{}, err
 		}
 		v, err := taskView(ctx, d, call.Who, string(in.TaskUUID))
@@ -948,7 +948,7 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 				return "", err
 			}
 			_, err = workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, last, flowCall(call), agent,
-				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID]})
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID], Project: t.ProjectUUID})
 			if claimed(err) {
 				return last, nil
 			}
@@ -974,7 +974,7 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 				}
 			}
 			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, t.UUID, flowCall(call), agent,
-				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID]})
+				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID], Project: t.ProjectUUID})
 			if claimed(err) {
 				return t.UUID, nil
 			}

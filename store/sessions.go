@@ -194,6 +194,12 @@ func (s *Store) CheckinTask(ctx context.Context, sessionUUID, taskUUID string) (
 
 // CheckoutTask ends a session's open check-in on a task; without one it changes nothing. An
 // active session's lastActiveAt becomes now.
+// HasCheckin says whether the session was ever checked in to the task (open or checked out).
+func (s *Store) HasCheckin(ctx context.Context, sessionUUID, taskUUID string) (bool, error) {
+	return s.DB.NewSelect().Model((*SessionCheckin)(nil)).Where("session_uuid = ?", sessionUUID).
+		Where("task_uuid = ?", taskUUID).Exists(ctx)
+}
+
 func (s *Store) CheckoutTask(ctx context.Context, sessionUUID, taskUUID string) error {
 	now := Now()
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

@@ -56,12 +56,19 @@ func TestTaskRules(t *testing.T) {
 	optional := CriterionState{UUID: "c3", Required: false, Status: "pending", DevStatus: "pending"}
 	deleted := task("open", nil)
 	deleted.Deleted = true
+	inP := task("open", nil)
+	inP.ProjectUUID = "p"
 	checkRules(t, []ruleCase{
 		{"claim an open task", task("open", nil).checkClaim(TaskCommand{Actor: dev}), "", ""},
 		{"claim your own task again", task("assigned", &dev).checkClaim(TaskCommand{Actor: dev}), "", ""},
 		{"claim another's task", task("assigned", &dev2).checkClaim(TaskCommand{Actor: dev}), "already assigned to Dev Two", KindConflict},
 		{"claim a done task", task("done", &dev2).checkClaim(TaskCommand{Actor: dev}), "Can only claim tasks with open status", KindConflict},
 		{"claim a deleted task", deleted.checkClaim(TaskCommand{Actor: dev}), "Task not found", KindNotFound},
+		{"claim checked on the task's project", inP.checkClaim(TaskCommand{Actor: dev, Project: "p"}), "", ""},
+		{"claim checked on a project the task left", inP.checkClaim(TaskCommand{Actor: dev, Project: "old"}),
+			"This task was moved to another project", KindConflict},
+		{"claim-next checked on a project the task left", inP.checkClaimNext(TaskCommand{Actor: dev, Project: "old"}),
+			"This task was moved to another project", KindConflict},
 		{"release as someone else", task("assigned", &dev2).checkRelease(TaskCommand{Actor: dev}), "Only the assignee can release", KindForbidden},
 		{"release work in progress", task("in_progress", &dev).checkRelease(TaskCommand{Actor: dev}), "Can only release tasks with assigned status", KindConflict},
 		{"release", task("assigned", &dev).checkRelease(TaskCommand{Actor: dev}), "", ""},

@@ -218,6 +218,18 @@ type TaskRun struct {
 type TaskCommand struct {
 	Actor    Actor
 	ClaimTTL int64 `json:",omitempty"`
+	// Project is the project whose access the caller was checked on before sending a claim; a
+	// claim finding the task in another project (moved meanwhile) is refused. Empty: not checked.
+	Project string `json:",omitempty"`
+}
+
+// checkProject refuses a claim whose access check saw the task in another project than the
+// workflow's: the task moved between the check and the claim, and the caller may not see it now.
+func (s TaskState) checkProject(in TaskCommand) error {
+	if in.Project != "" && in.Project != s.ProjectUUID {
+		return movedRefusal(EntityTask)
+	}
+	return nil
 }
 
 // AssignTaskInput assigns a task to another agent (chorus_pm_assign_task).
@@ -543,6 +555,9 @@ func (s TaskState) checkClaim(in TaskCommand) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
+	if err := s.checkProject(in); err != nil {
+		return err
+	}
 	switch {
 	case s.isAssignee(in.Actor):
 		return nil // re-claiming your own task changes nothing (docs/rules.md §8.1)
@@ -559,6 +574,9 @@ func (s TaskState) checkClaim(in TaskCommand) error {
 // (docs/rules.md §4.14). The caller tries the next candidate when this one is refused.
 func (s TaskState) checkClaimNext(in TaskCommand) error {
 	if err := s.exists(); err != nil {
+		return err
+	}
+	if err := s.checkProject(in); err != nil {
 		return err
 	}
 	if s.status() != TaskOpen || s.Assignee != nil {
