@@ -59,10 +59,16 @@ for name in $SEARCH_ATTRIBUTES; do
 done
 echo "temporal-namespace: search attributes $SEARCH_ATTRIBUTES are registered in $NAMESPACE"
 
-# Wait until the namespace answers a visibility query, i.e. it is in the caches Chorus meets.
-until temporal workflow count --namespace "$NAMESPACE" --address "$ADDRESS" >/dev/null 2>&1; do
+# Wait until the namespace answers a visibility query naming every attribute: the frontend
+# refuses workflow starts with these attributes ("no mapping defined for search attribute") until
+# its namespace cache has the new mapping, a few seconds after the attributes were added.
+QUERY=""
+for name in $SEARCH_ATTRIBUTES; do
+	QUERY="${QUERY:+$QUERY AND }$name = 'ready-check'"
+done
+until temporal workflow count --namespace "$NAMESPACE" --address "$ADDRESS" --query "$QUERY" >/dev/null 2>&1; do
 	if [ "$waited" -ge "$WAIT_SECONDS" ]; then
-		temporal workflow count --namespace "$NAMESPACE" --address "$ADDRESS" >&2 || true
+		temporal workflow count --namespace "$NAMESPACE" --address "$ADDRESS" --query "$QUERY" >&2 || true
 		exit 1
 	fi
 	sleep 1
