@@ -85,6 +85,9 @@ func resolvePrincipal(ctx context.Context, d *Deps, key string) (Principal, erro
 	if err := d.Store.TouchKey(ctx, &a.Key); err != nil {
 		d.Log.WarnContext(ctx, "could not record key use", "key", a.Key.UUID, "err", err)
 	}
+	if err := d.Store.TouchAgent(ctx, &a.Agent); err != nil {
+		d.Log.WarnContext(ctx, "could not record agent activity", "agent", a.Agent.UUID, "err", err)
+	}
 	p := Principal{
 		Caller:  store.Caller{CompanyUUID: a.Agent.CompanyUUID, AgentUUID: a.Agent.UUID, AgentName: a.Agent.Name},
 		Perms:   perm.Effective(a.Agent.Roles, a.Agent.Permissions),

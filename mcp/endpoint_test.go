@@ -298,3 +298,35 @@ func TestEveryTableEntryIsComplete(t *testing.T) {
 		require.True(t, s.HasRun, "%s has no handler", s.Name)
 	}
 }
+
+// Any authenticated call, not only a check-in, moves the agent's lastActiveAt (what `chorus agent
+// list` shows), at most once a minute; the owner's first-check-in notice still comes with the
+// first check-in, whatever calls came before it.
+func TestAnyCallMarksTheAgentActive(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		key := e.agent("Busy", perm.DeveloperAgent)
+		lastActive := func() *time.Time {
+			var a store.Agent
+			require.NoError(t, e.st.DB.NewSelect().Model(&a).Where("name = ?", "Busy").Scan(ctx))
+			return a.LastActiveAt
+		}
+		require.Nil(t, lastActive(), "a new agent has not been active")
+		dev := e.client(key) // connecting is an authenticated request too
+		ok(t, dev, "chorus_list_projects", nil, nil)
+		first := lastActive()
+		require.NotNil(t, first, "a plain call marks the agent active")
+		ok(t, dev, "chorus_list_projects", nil, nil)
+		require.True(t, lastActive().Equal(*first), "at most one write a minute")
+		notices := func() int {
+			n, err := e.st.DB.NewSelect().Model((*store.Notification)(nil)).Where("action = 'agent_checkin'").
+				Where("entity_title = ?", "Busy").Count(ctx)
+			require.NoError(t, err)
+			return int(n)
+		}
+		require.Zero(t, notices())
+		ok(t, dev, "chorus_checkin", nil, nil)
+		ok(t, dev, "chorus_checkin", nil, nil)
+		require.Equal(t, 1, notices(), "the first check-in tells the owner, once")
+	})
+}

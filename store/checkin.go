@@ -29,7 +29,6 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 		if err := tx.NewSelect().Model(&res.Agent).Where("uuid = ?", c.AgentUUID).Scan(ctx); err != nil {
 			return mapErr(err, "Agent")
 		}
-		first := res.Agent.LastActiveAt == nil
 		res.Agent.LastActiveAt = &res.At
 		if _, err := tx.NewUpdate().Model(&res.Agent).Column("last_active_at").WherePK().Exec(ctx); err != nil {
 			return err
@@ -40,9 +39,10 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 				res.Owner = &u
 			}
 		}
-		if first && res.Owner != nil {
-			// One per agent, ever: its id derives from the agent, so two first check-ins racing
-			// on PostgreSQL still leave one.
+		if res.Owner != nil {
+			// One per agent, ever: its id derives from the agent, so only the first check-in's
+			// insert lands (also when two race on PostgreSQL); any call, not only a check-in,
+			// moves lastActiveAt, so that cannot tell the first check-in.
 			n := Notification{UUID: derivedID("agent_checkin", res.Agent.UUID), CompanyUUID: c.CompanyUUID, RecipientType: "user",
 				RecipientUUID: res.Owner.UUID, EntityType: "agent", EntityUUID: res.Agent.UUID,
 				EntityTitle: res.Agent.Name, Action: "agent_checkin",

@@ -131,6 +131,17 @@ func (s *Store) TouchKey(ctx context.Context, key *APIKey) error {
 	return err
 }
 
+// TouchAgent records that the agent just made an authenticated call (its lastActiveAt, which
+// `chorus agent list` shows), at most once per minute per agent, like TouchKey.
+func (s *Store) TouchAgent(ctx context.Context, agent *Agent) error {
+	now := Now()
+	if agent.LastActiveAt != nil && now.Sub(*agent.LastActiveAt) < keyTouchInterval {
+		return nil
+	}
+	_, err := s.DB.NewUpdate().Model((*Agent)(nil)).Set("last_active_at = ?", now).Where("uuid = ?", agent.UUID).Exec(ctx)
+	return err
+}
+
 // Bootstrap describes the first-start identity: one company, its owner user and an admin agent.
 type Bootstrap struct {
 	CompanyName string
