@@ -10,9 +10,11 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // markAll marks every criterion of a task with status (admin) using s.
@@ -398,4 +400,19 @@ func TestTaskDependencyEdits(t *testing.T) {
 	require.Equal(t, 1, activityCount(t, e.st, a, "force_status_change"))
 	require.Equal(t, 1, activityCount(t, e.st, a, "reopened"))
 	e.requireAgreement()
+}
+
+// A chorus_create_tasks batch workflow carries its project: operators find a project's batches
+// with ChorusEntity = "task_batch" AND ChorusProjectUuid = "<project>".
+func TestTaskBatchCarriesItsProject(t *testing.T) {
+	e := newFlowEnv(t, "sqlite")
+	admin := e.client(e.adminKey)
+	project := createProject(t, admin, "Apollo")
+	createTask(t, admin, project)
+	query := fmt.Sprintf(`ChorusEntity = %q AND ChorusProjectUuid = %q`, workflows.TaskBatchEntity, project)
+	requireEventually(t, func() bool {
+		res, err := e.tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		require.NoError(t, err)
+		return len(res.Executions) == 1 && strings.HasPrefix(res.Executions[0].Execution.WorkflowId, "task-batch/")
+	}, "the batch is found by its project")
 }

@@ -15,6 +15,9 @@ import (
 // CreateTasksWorkflowName is the registered type of CreateTasksWorkflow.
 const CreateTasksWorkflowName = "CreateTasksWorkflow"
 
+// TaskBatchEntity is the ChorusEntity search attribute of a chorus_create_tasks batch workflow.
+const TaskBatchEntity = "task_batch"
+
 // TaskBatchID is the workflow id of one chorus_create_tasks call.
 func TaskBatchID(batchUUID string) string { return "task-batch/" + batchUUID }
 

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"go.temporal.io/sdk/temporal"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -19,7 +20,12 @@ func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTa
 		run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-			StaticSummary:            "Create tasks"}, CreateTasksWorkflowName, in)
+			StaticSummary:            "Create tasks",
+			// Operators find a project's batches (ChorusEntity = "task_batch"); entity queries for
+			// "task" keep to the tasks themselves.
+			TypedSearchAttributes: temporal.NewSearchAttributes(EntityKey.ValueSet(TaskBatchEntity),
+				ProjectUUIDKey.ValueSet(in.ProjectUUID)),
+			Memo: map[string]any{"projectUuid": in.ProjectUUID, "tasks": len(in.Tasks)}}, CreateTasksWorkflowName, in)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
 			return c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &out) // an earlier attempt finished
