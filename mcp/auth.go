@@ -82,10 +82,14 @@ func resolvePrincipal(ctx context.Context, d *Deps, key string) (Principal, erro
 	if err != nil {
 		return Principal{}, err
 	}
-	if err := d.Store.TouchKey(ctx, &a.Key); err != nil {
+	// Recording use is bookkeeping: a locked or slow database must not hold the call up (a
+	// key-use write once added seconds unseen), so each write gets a short deadline of its own.
+	touchCtx, cancel := context.WithTimeout(ctx, touchPatience)
+	defer cancel()
+	if err := d.Store.TouchKey(touchCtx, &a.Key); err != nil {
 		d.Log.WarnContext(ctx, "could not record key use", "key", a.Key.UUID, "err", err)
 	}
-	if err := d.Store.TouchAgent(ctx, &a.Agent); err != nil {
+	if err := d.Store.TouchAgent(touchCtx, &a.Agent); err != nil {
 		d.Log.WarnContext(ctx, "could not record agent activity", "agent", a.Agent.UUID, "err", err)
 	}
 	p := Principal{
@@ -98,6 +102,10 @@ func resolvePrincipal(ctx context.Context, d *Deps, key string) (Principal, erro
 	}
 	return p, nil
 }
+
+// touchPatience bounds the writes that record a key's and an agent's last use during
+// authentication.
+const touchPatience = 500 * time.Millisecond
 
 // bearerKey extracts a "cho_" key from an Authorization header value.
 func bearerKey(h string) (string, bool) {
