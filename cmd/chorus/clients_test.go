@@ -141,6 +141,22 @@ func nodeProblem(clients string) string {
 // exits early or is not ready within three minutes, printing what it wrote.
 func startDev(t *testing.T, dataDir string) (string, string) {
 	t.Helper()
+	// A port found free can be taken by another test's server before chorus dev binds it; such
+	// an attempt ends at once with "address already in use", and the next one takes new ports.
+	for attempt := 1; ; attempt++ {
+		url, temporal, err := tryStartDev(t, dataDir)
+		if err == nil {
+			return url, temporal
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("chorus dev attempt %d: %v; trying other ports", attempt, err)
+	}
+}
+
+func tryStartDev(t *testing.T, dataDir string) (string, string, error) {
+	t.Helper()
 	ports := make([]int, 3)
 	for i := range ports {
 		p, err := devserver.FreePort()
@@ -154,17 +170,6 @@ func startDev(t *testing.T, dataDir string) (string, string) {
 	go func() {
 		done <- runDev(ctx, &globals{dataDir: dataDir}, devOptions{addr: addr, temporalPort: ports[1], uiPort: ports[2]}, out)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("chorus dev ended with %v; it wrote:\n%s", err, out)
-			}
-		case <-time.After(time.Minute):
-			t.Errorf("chorus dev did not stop within a minute of its context being cancelled; it wrote:\n%s", out)
-		}
-	})
 
 	ready := "http://" + addr + "/readyz"
 	probe := &http.Client{Timeout: 2 * time.Second}
@@ -174,15 +179,27 @@ func startDev(t *testing.T, dataDir string) (string, string) {
 	for {
 		select {
 		case err := <-done:
-			done <- err // for the cleanup
-			t.Fatalf("chorus dev exited before it was ready: %v; it wrote:\n%s", err, out)
+			cancel()
+			return "", "", fmt.Errorf("chorus dev exited before it was ready: %v; it wrote:\n%s", err, out)
 		case <-deadline:
-			t.Fatalf("chorus dev: %s did not answer 200 within three minutes; it wrote:\n%s", ready, out)
+			t.Cleanup(func() { cancel(); <-done })
+			return "", "", fmt.Errorf("chorus dev: %s did not answer 200 within three minutes; it wrote:\n%s", ready, out)
 		case <-tick.C:
 			if resp, err := probe.Get(ready); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return "http://" + addr + mcp.Path, fmt.Sprintf("127.0.0.1:%d", ports[1])
+					t.Cleanup(func() {
+						cancel()
+						select {
+						case err := <-done:
+							if err != nil {
+								t.Errorf("chorus dev ended with %v; it wrote:\n%s", err, out)
+							}
+						case <-time.After(time.Minute):
+							t.Errorf("chorus dev did not stop within a minute of its context being cancelled; it wrote:\n%s", out)
+						}
+					})
+					return "http://" + addr + mcp.Path, fmt.Sprintf("127.0.0.1:%d", ports[1]), nil
 				}
 			}
 		}
