@@ -144,48 +144,45 @@ func receiveMoves(ctx workflow.Context, follow func(workflow.Context, EntityMove
 
 // ---- each workflow adopts a move ----
 
-func (w *ideaWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
-	if err := w.mu.Lock(ctx); err != nil {
+// followMoveInto adopts a delivered move into a workflow's project and row mark, under its
+// command lock, unless the workflow is already past it; publish refreshes its search attributes.
+func followMoveInto(ctx workflow.Context, mu *commandLock, project *string, row *RowMark, publish func(workflow.Context), sig EntityMoved) {
+	if err := mu.Lock(ctx); err != nil {
 		return
 	}
-	defer w.mu.Unlock()
-	if sig.Version > w.state.Row.Version {
-		w.state.ProjectUUID, w.state.Row = sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}
-		w.publish(ctx)
+	defer mu.Unlock()
+	if sig.Version > row.Version {
+		*project, *row = sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}
+		publish(ctx)
 	}
 }
 
-// adoptMove adopts the move a failed write met, and returns the refusal; nil when err is not
-// such a conflict.
-func (w *ideaWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
+// adoptMoveInto adopts the move a failed write met and returns the refusal for entity; nil when
+// err is not such a conflict.
+func adoptMoveInto(ctx workflow.Context, err error, project *string, row *RowMark, publish func(workflow.Context), entity Entity) *Error {
 	c, ok := activities.AsProjectionConflict(err)
-	if !ok || !movedBy(ctx, c, w.state.Row) {
+	if !ok || !movedBy(ctx, c, *row) {
 		return nil
 	}
-	w.state.ProjectUUID, w.state.Row = c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}
-	w.publish(ctx)
-	return movedRefusal(EntityIdea)
+	*project, *row = c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}
+	publish(ctx)
+	return movedRefusal(entity)
+}
+
+func (w *ideaWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
+	followMoveInto(ctx, w.mu, &w.state.ProjectUUID, &w.state.Row, w.publish, sig)
+}
+
+func (w *ideaWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
+	return adoptMoveInto(ctx, err, &w.state.ProjectUUID, &w.state.Row, w.publish, EntityIdea)
 }
 
 func (w *proposalWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
-	if err := w.mu.Lock(ctx); err != nil {
-		return
-	}
-	defer w.mu.Unlock()
-	if sig.Version > w.state.Row.Version {
-		w.state.ProjectUUID, w.state.Row = sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}
-		w.publish(ctx)
-	}
+	followMoveInto(ctx, w.mu, &w.state.ProjectUUID, &w.state.Row, w.publish, sig)
 }
 
 func (w *proposalWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
-	c, ok := activities.AsProjectionConflict(err)
-	if !ok || !movedBy(ctx, c, w.state.Row) {
-		return nil
-	}
-	w.state.ProjectUUID, w.state.Row = c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}
-	w.publish(ctx)
-	return movedRefusal(EntityProposal)
+	return adoptMoveInto(ctx, err, &w.state.ProjectUUID, &w.state.Row, w.publish, EntityProposal)
 }
 
 func (w *taskWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
