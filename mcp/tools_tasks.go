@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -958,31 +959,74 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 			tried = append(tried, last)
 		}
 	}
+	holder := store.NewUUID()
+	pause := 20 * time.Millisecond
+	var busy []string // candidates other calls were asking for, left out until the next pause
 	for {
-		batch, err := d.Store.ClaimCandidates(ctx, projects, proposals, tried, claimNextBatch)
+		batch, err := d.Store.ClaimCandidates(ctx, projects, proposals, append(slices.Clip(tried), busy...), claimNextBatch)
 		if err != nil {
 			return "", err
 		}
 		if len(batch) == 0 {
-			return "", errNoTaskAvailable
+			if len(busy) == 0 {
+				return "", errNoTaskAvailable
+			}
+			// Every candidate left is being asked for by another call. Wait for their outcome
+			// rather than answer "none available" while one of them may yet be refused.
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(pause):
+			}
+			pause, busy = min(pause*2, 250*time.Millisecond), nil
+			continue
 		}
 		for _, t := range batch {
-			tried = append(tried, t.UUID)
-			if call.RequestID != "" {
-				if err := d.Store.NoteClaimAttempt(ctx, agent, call.RequestID, call.Generation, t.UUID); err != nil {
-					return "", err
-				}
-			}
-			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, t.UUID, flowCall(call), agent,
-				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttls[t.ProjectUUID], Project: t.ProjectUUID})
-			if claimed(err) {
-				return t.UUID, nil
-			}
-			if !skippable(err) {
+			got, err := d.Store.ReserveClaim(ctx, t.UUID, holder, claimReservationTTL)
+			if err != nil {
 				return "", err
 			}
+			if !got {
+				busy = append(busy, t.UUID)
+				continue
+			}
+			task, ok, err := tryClaim(ctx, d, call, agent, holder, t, ttls[t.ProjectUUID])
+			if err != nil || ok {
+				return task, err
+			}
+			tried = append(tried, t.UUID)
 		}
 	}
+}
+
+// claimReservationTTL bounds how long a call's reservation of a candidate keeps other calls
+// from asking for it (store.ReserveClaim); the reservation is released as soon as the claim's
+// outcome is known, so this only matters when a call dies mid-claim.
+const claimReservationTTL = 30 * time.Second
+
+// tryClaim asks task t's workflow for the claim while holder reserves it, and reports whether
+// it was granted; a refusal (ok false, err nil) means the next candidate may be tried.
+func tryClaim(ctx context.Context, d *Deps, call *Call, agent, holder string, t store.Task, ttl int64) (string, bool, error) {
+	defer func() {
+		// Released even when ctx has ended, so other calls need not wait for the lapse.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = d.Store.ReleaseClaim(rctx, t.UUID, holder)
+	}()
+	if call.RequestID != "" {
+		if err := d.Store.NoteClaimAttempt(ctx, agent, call.RequestID, call.Generation, t.UUID); err != nil {
+			return "", false, err
+		}
+	}
+	_, err := workflows.Send(ctx, d.Flows, workflows.ClaimNextTask, t.UUID, flowCall(call), agent,
+		workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: ttl, Project: t.ProjectUUID})
+	if claimed(err) {
+		return t.UUID, true, nil
+	}
+	if !skippable(err) {
+		return "", false, err
+	}
+	return "", false, nil
 }
 
 // claimed: the claim was granted, now or (answered from the change journal) by an earlier call

@@ -86,3 +86,40 @@ func (s *Store) LastClaimAttempt(ctx context.Context, agentUUID, requestID strin
 	}
 	return row.TaskUUID, err
 }
+
+// claimReservation is a candidate task a chorus_claim_next_task call is asking the workflow
+// for; see ReserveClaim.
+type claimReservation struct {
+	bun.BaseModel `bun:"table:claim_reservations"`
+
+	TaskUUID  string    `bun:"task_uuid,pk"`
+	Holder    string    `bun:"holder"`
+	ExpiresAt time.Time `bun:"expires_at"`
+}
+
+// ReserveClaim reserves taskUUID for holder (one attempt of one call) for ttl, and reports
+// whether it got it: false means another live attempt is asking that task's workflow now, so
+// the caller should try another candidate (docs/rules.md §4.14). A reservation that lapsed (its
+// call died) is taken over; one already held by holder is renewed. It saves claim attempts the
+// workflow would refuse; it never decides a claim.
+func (s *Store) ReserveClaim(ctx context.Context, taskUUID, holder string, ttl time.Duration) (bool, error) {
+	now := Now()
+	row := claimReservation{TaskUUID: taskUUID, Holder: holder, ExpiresAt: now.Add(ttl)}
+	res, err := s.DB.NewInsert().Model(&row).
+		On("CONFLICT (task_uuid) DO UPDATE").
+		Set("holder = EXCLUDED.holder").Set("expires_at = EXCLUDED.expires_at").
+		Where("claim_reservation.expires_at <= ? OR claim_reservation.holder = EXCLUDED.holder", now).
+		Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ReleaseClaim ends holder's reservation of taskUUID, if it still holds it.
+func (s *Store) ReleaseClaim(ctx context.Context, taskUUID, holder string) error {
+	_, err := s.DB.NewDelete().Model((*claimReservation)(nil)).
+		Where("task_uuid = ?", taskUUID).Where("holder = ?", holder).Exec(ctx)
+	return err
+}
