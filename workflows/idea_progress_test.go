@@ -1,9 +1,15 @@
 package workflows
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
@@ -34,4 +40,42 @@ func TestIdeaProgressFromState(t *testing.T) {
 func TestIdeaWorkflowIDsAgree(t *testing.T) {
 	u := "0b6f3c1e-8a4d-4c57-9d0e-2f1a6b7c8d9e"
 	require.Equal(t, IdeaID(u), activities.IdeaWorkflowID(u))
+}
+
+// A refresh reads the progress, told what the idea showed, and the progress travels to the next
+// run. (The test environment delivers each signal on its own and ends a run before signals sent
+// with the continue-as-new, so it cannot show buffered refreshes taken together, or taken before
+// continuing as new by pendingRefreshes.)
+func TestIdeaWorkflowRefreshesProgressBeforeContinuingAsNew(t *testing.T) {
+	env, s := newEnv(t)
+	var a *activities.Activities
+	env.OnActivity(a.ApplyIdeaChange, mock.Anything, mock.Anything).Return(nil)
+	var reads []string
+	env.OnActivity(a.IdeaProgress, mock.Anything, "idea-1", mock.Anything).Return(
+		func(_ context.Context, _, previous string) (store.IdeaProgress, error) {
+			reads = append(reads, previous)
+			return store.IdeaProgress{Found: true, Status: store.DerivedDone, ParentUUID: "theme-1"}, nil
+		})
+	s.send(time.Second, UpdateCreateIdea, CreateIdeaInput{Actor: pm, UUID: "idea-1", ProjectUUID: "p", Title: "Idea"})
+	s.send(2*time.Second, UpdateClaimIdea, IdeaCommand{Actor: pm})
+	s.send(3*time.Second, UpdateSkipElaboration, SkipElaborationInput{Actor: pm, Reason: "clear"})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRefreshProgress, nil)
+		env.SignalWorkflow(SignalRefreshProgress, nil)
+	}, 4*time.Second)
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 4500*time.Millisecond)
+	env.RegisterDelayedCallback(func() {}, 5*time.Second) // wakes the main loop
+	env.ExecuteWorkflow(IdeaWorkflow, IdeaRun{})
+
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
+	var next IdeaRun
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, "elaborated", next.State.Status)
+	require.Equal(t, store.DerivedDone, next.State.Progress)
+	require.NotEmpty(t, reads)
+	require.Equal(t, store.DerivedInProgress, reads[0], "the first reading is told what the idea showed before")
+	for _, r := range reads[1:] {
+		require.Equal(t, store.DerivedDone, r)
+	}
 }
