@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
@@ -11,9 +12,20 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// ApplyIdeaChange writes one idea command's change by the write protocol (docs/write-path.md).
+// ApplyIdeaChange writes one idea command's change by the write protocol (docs/write-path.md),
+// then asks the ideas whose derived status it may change to refresh their progress.
 func (a *Activities) ApplyIdeaChange(ctx context.Context, c store.IdeaChange) error {
-	return outcome(a.Store.ApplyIdeaChange(ctx, c))
+	var former string
+	if c.Delete || slices.Contains(c.Columns, "parent_uuid") {
+		var err error
+		if former, err = a.formerParent(ctx, c.UUID); err != nil {
+			return err
+		}
+	}
+	if err := a.Store.ApplyIdeaChange(ctx, c); err != nil {
+		return outcome(err)
+	}
+	return a.ideaRefreshes(ctx, c, former)
 }
 
 // IdeaLineage reads what docs/rules.md §5.5 needs to accept parentUUID as the parent of ideaUUID.
@@ -22,10 +34,18 @@ func (a *Activities) IdeaLineage(ctx context.Context, companyUUID, ideaUUID, par
 }
 
 // MoveIdeaCascade writes a move of an idea with its cascade in one transaction (docs/rules.md
-// §5.9) and reports what it moved.
+// §5.9) and reports what it moved. The idea leaves its parent, whose roll-up loses a child, and
+// reads its own progress again in its new project.
 func (a *Activities) MoveIdeaCascade(ctx context.Context, m store.IdeaMove) (store.MoveOutcome, error) {
+	former, err := a.formerParent(ctx, m.UUID)
+	if err != nil {
+		return store.MoveOutcome{}, err
+	}
 	out, err := a.Store.MoveIdeaCascade(ctx, m)
-	return out, outcome(err)
+	if err != nil {
+		return out, outcome(err)
+	}
+	return out, a.refreshIdeas(ctx, former, m.UUID)
 }
 
 // SignalEntityMoved is the signal that tells a lifecycle entity's workflow that a move of an

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -27,7 +28,13 @@ func (a *Activities) ApplyProposalChange(ctx context.Context, c store.ProposalCh
 	if errors.As(err, &big) {
 		return temporal.NewNonRetryableApplicationError(big.Error(), ErrDraftsTooLarge, nil)
 	}
-	return outcome(err)
+	if err != nil {
+		return outcome(err)
+	}
+	if slices.Contains(c.Columns, "status") { // submitted, rejected, approved, closed, revoked
+		return a.refreshProposalIdeas(ctx, c.UUID)
+	}
+	return nil
 }
 
 // ProposalDrafts reads a proposal with its drafts (docs/rules.md §5.4 validation, §5.6 approval).
@@ -43,14 +50,20 @@ func (a *Activities) LoadInputIdeas(ctx context.Context, companyUUID string, uui
 
 // ApplyApproval writes an approval's materialization in one transaction (docs/rules.md §5.6).
 func (a *Activities) ApplyApproval(ctx context.Context, ap store.Approval) error {
-	return outcome(a.Store.ApplyApproval(ctx, ap))
+	if err := a.Store.ApplyApproval(ctx, ap); err != nil {
+		return outcome(err)
+	}
+	return a.refreshProposalIdeas(ctx, ap.Change.UUID)
 }
 
 // RevokeCascade applies a revoke (docs/rules.md §5.7) in one transaction and reports what it closed and
 // deleted.
 func (a *Activities) RevokeCascade(ctx context.Context, c store.ProposalChange, reviewNote *string) (store.Revoked, error) {
 	out, err := a.Store.RevokeCascade(ctx, c, reviewNote)
-	return out, outcome(err)
+	if err != nil {
+		return out, outcome(err)
+	}
+	return out, a.refreshProposalIdeas(ctx, c.UUID)
 }
 
 // WorkflowStart is one workflow to make sure of: its id, type, input (JSON) and what operators

@@ -2,14 +2,24 @@ package activities
 
 import (
 	"context"
+	"slices"
 
 	"github.com/chorus-dev/chorus/store"
 )
 
 // ApplyTaskChange writes one task command's change by the write protocol (docs/write-path.md).
+// A task of a proposal that is deleted or moves to a status its proposal's input ideas count
+// (taskRefreshes) asks them to refresh their progress.
 func (a *Activities) ApplyTaskChange(ctx context.Context, c store.TaskChange) (store.TaskOutcome, error) {
 	out, err := a.Store.ApplyTaskChange(ctx, c)
-	return out, outcome(err)
+	if err != nil {
+		return out, outcome(err)
+	}
+	moved := slices.Contains(c.Columns, "status") && slices.Contains(taskRefreshes, c.Set.Status)
+	if c.Set.ProposalUUID != nil && (c.Delete || moved) {
+		return out, a.refreshProposalIdeas(ctx, *c.Set.ProposalUUID)
+	}
+	return out, nil
 }
 
 // Blockers reads the unresolved dependencies of a task (docs/rules.md §5.3).
@@ -21,7 +31,21 @@ func (a *Activities) Blockers(ctx context.Context, taskUUID string) ([]store.Tas
 // warnings of the dependencies that could not be added.
 func (a *Activities) CreateTaskBatch(ctx context.Context, b store.TaskBatch) ([]string, error) {
 	out, err := a.Store.CreateTaskBatch(ctx, b)
-	return out, outcome(err)
+	if err != nil {
+		return out, outcome(err)
+	}
+	return out, a.refreshBatchIdeas(ctx, b)
+}
+
+// refreshBatchIdeas: tasks created in a proposal count for its input ideas (docs/rules.md §5.1).
+func (a *Activities) refreshBatchIdeas(ctx context.Context, b store.TaskBatch) error {
+	var proposals []string
+	for _, t := range b.Tasks {
+		if t.ProposalUUID != nil && !slices.Contains(proposals, *t.ProposalUUID) {
+			proposals = append(proposals, *t.ProposalUUID)
+		}
+	}
+	return a.refreshProposalIdeas(ctx, proposals...)
 }
 
 // TaskBatchStart is a chorus_create_tasks batch and the starts of its tasks' workflows.
@@ -40,5 +64,8 @@ func (a *Activities) CreateTaskBatchAndStart(ctx context.Context, in TaskBatchSt
 	if err != nil {
 		return nil, outcome(err)
 	}
-	return out, a.StartWorkflows(ctx, in.Starts)
+	if err := a.StartWorkflows(ctx, in.Starts); err != nil {
+		return nil, err
+	}
+	return out, a.refreshBatchIdeas(ctx, in.Batch)
 }

@@ -81,6 +81,16 @@ func TestRecordWorkflowHistories(t *testing.T) {
 	ok(t, pm, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": other}, nil)
 	ok(t, dev, "chorus_get_task", map[string]any{"taskUuid": schema}, nil)
 
+	// An idea under a theme whose progress follows its proposal and task to done (refresh_progress
+	// signals, idea_progress.go).
+	theme := createIdea(t, pm, project, "Identity", map[string]any{"isContainer": true})
+	audit := createIdea(t, pm, project, "Audit log", map[string]any{"parentUuid": theme})
+	ok(t, pm, "chorus_claim_idea", map[string]any{"ideaUuid": audit}, nil)
+	ok(t, pm, "chorus_pm_skip_elaboration", map[string]any{"ideaUuid": audit, "reason": "clear enough"}, nil)
+	finishIdea(t, admin, pm, dev, project, audit)
+	e.requireProgress(t, pm, audit, "done", "the recorded idea")
+	e.requireProgress(t, pm, theme, "done", "its theme")
+
 	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-1", "0"))
 	day := time.Now().UTC().Format("2006-01-02")
 	for _, h := range []struct{ name, id string }{
@@ -93,6 +103,7 @@ func TestRecordWorkflowHistories(t *testing.T) {
 		{"idea-moved", workflows.IdeaID(idea)},
 		{"proposal-moved", workflows.ProposalID(proposal)},
 		{"task-moved", workflows.TaskID(schema)},
+		{"idea-progress-done", workflows.IdeaID(audit)},
 	} {
 		if only := os.Getenv("CHORUS_RECORD"); only != "" && !slices.Contains(strings.Split(only, ","), h.name) {
 			continue

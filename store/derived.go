@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"slices"
 	"sort"
 	"time"
@@ -140,6 +142,79 @@ func deriveStatuses(ctx context.Context, db bun.IDB, projectUUIDs []string) (map
 	}
 	for _, i := range ideas {
 		resolve(i.UUID, 0)
+	}
+	return out, nil
+}
+
+// IdeaProgress is one idea's derived status (docs/rules.md §5.1) with what its workflow needs to
+// show it and pass a change on (its ChorusProgress search attribute).
+type IdeaProgress struct {
+	// Found is false when the idea has no row (deleted).
+	Found  bool   `json:"found"`
+	Status string `json:"status,omitempty"`
+	// ParentUUID is the idea's parent, "" for none.
+	ParentUUID string `json:"parentUuid,omitempty"`
+	// Rollup: the status comes from the idea's children (a theme with children), not its own.
+	Rollup bool `json:"rollup,omitempty"`
+}
+
+// IdeaProgress computes one idea's derived status, with DeriveStatuses's rules over its project.
+func (s *Store) IdeaProgress(ctx context.Context, ideaUUID string) (IdeaProgress, error) {
+	var out IdeaProgress
+	// The idea may move to another project between the two reads: then read it again there.
+	for range 3 {
+		var i ideaFacts
+		err := s.DB.NewSelect().Table("ideas").Column("uuid", "project_uuid", "parent_uuid").Where("uuid = ?", ideaUUID).Scan(ctx, &i)
+		if errors.Is(err, sql.ErrNoRows) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		derived, err := deriveStatuses(ctx, s.DB, []string{i.ProjectUUID})
+		if err != nil {
+			return out, err
+		}
+		if d, ok := derived[ideaUUID]; ok {
+			out.Found, out.Status, out.Rollup = true, d.Status, d.ChildProgress != nil
+			if i.ParentUUID != nil {
+				out.ParentUUID = *i.ParentUUID
+			}
+			return out, nil
+		}
+	}
+	return out, errors.New("the idea kept moving between projects while its progress was read")
+}
+
+// IdeaParent is an idea's parent: "" when it has none or no longer exists.
+func (s *Store) IdeaParent(ctx context.Context, ideaUUID string) (string, error) {
+	var parent *string
+	err := s.DB.NewSelect().Table("ideas").Column("parent_uuid").Where("uuid = ?", ideaUUID).Scan(ctx, &parent)
+	if errors.Is(err, sql.ErrNoRows) || parent == nil {
+		return "", nil
+	}
+	return *parent, err
+}
+
+// ProposalInputIdeas lists the input ideas of those of the given proposals that take ideas as
+// input (whose derived statuses they count in, docs/rules.md §5.1), each once.
+func (s *Store) ProposalInputIdeas(ctx context.Context, proposalUUIDs ...string) ([]string, error) {
+	if len(proposalUUIDs) == 0 {
+		return nil, nil
+	}
+	var props []proposalFacts
+	err := s.DB.NewSelect().Table("proposals").Column("uuid", "input_uuids").
+		Where("uuid IN (?)", bun.List(proposalUUIDs)).Where("input_type = 'idea'").Scan(ctx, &props)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range props {
+		for _, u := range p.InputUUIDs {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
 	}
 	return out, nil
 }

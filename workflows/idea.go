@@ -51,6 +51,11 @@ type IdeaState struct {
 	Rounds            []RoundState `json:"rounds,omitempty"`
 	Row               RowMark      `json:"row"`
 	Recent            Recent       `json:"recent,omitempty"`
+	// Progress is the idea's derived status as its ChorusProgress search attribute shows it
+	// (docs/rules.md §5.1; idea_progress.go); ProgressRollup: the database last said it rolls up
+	// from children (a theme with children).
+	Progress       string `json:"progress,omitempty"`
+	ProgressRollup bool   `json:"progressRollup,omitempty"`
 }
 
 // RoundState is what the workflow keeps of an elaboration round.
@@ -239,6 +244,9 @@ type ideaWorkflow struct {
 	mu    *commandLock
 	// abandoned: the create update failed, so this run holds no idea and ends.
 	abandoned bool
+	// refreshes receives SignalRefreshProgress; refreshing: a refresh is under way.
+	refreshes  workflow.ReceiveChannel
+	refreshing bool
 }
 
 // createWindow is how long a workflow started by update-with-start waits for its create to be
@@ -258,6 +266,7 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 		return err
 	}
 	pendingMoves := receiveMoves(ctx, w.followMove)
+	w.receiveRefreshes(ctx)
 	if w.state.Created {
 		w.publish(ctx)
 	} else if created, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !created {
@@ -268,6 +277,9 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 		return err
 	}
 	pendingMoves(ctx) // do not lose a move that arrived just now
+	if err := w.pendingRefreshes(ctx); err != nil {
+		return err
+	}
 	return workflow.NewContinueAsNewError(ctx, IdeaWorkflowName, IdeaRun{State: &w.state})
 }
 
@@ -383,8 +395,10 @@ func assigneeOf(s IdeaState) store.Recipient {
 
 func result(s IdeaState) IdeaResult { return IdeaResult{UUID: s.UUID, Status: s.Status} }
 
-// publish keeps what operators see current: search attributes, memo and current details.
+// publish keeps what operators see current: search attributes (with the progress,
+// idea_progress.go), memo and current details.
 func (w *ideaWorkflow) publish(ctx workflow.Context) {
+	w.state.Progress = w.state.progress()
 	s := w.state
 	assignee := ""
 	if s.Assignee != nil {
@@ -394,9 +408,10 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	if s.Deleted {
 		status = "deleted"
 	}
+	// One upsert, as always: adding a key to it issues no new command (replay-compatible).
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
 		ProjectUUIDKey.ValueSet(s.ProjectUUID), EntityKey.ValueSet(string(EntityIdea)),
-		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee))
+		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee), ProgressKey.ValueSet(s.Progress))
 	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
 	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
 	if s.Assignee != nil {
@@ -409,6 +424,9 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	if s.ElaborationStatus != "" {
 		details += fmt.Sprintf("; elaboration %s (%d round(s), %d pending)", s.ElaborationStatus,
 			len(s.Rounds), len(s.pendingRounds()))
+	}
+	if s.Progress != "" {
+		details += "; progress " + s.Progress
 	}
 	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
 }

@@ -89,5 +89,10 @@ func (c *Client) StartFromState(ctx context.Context, state any) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("start %s: %w", id, err)
 	}
+	if _, ok := state.(IdeaState); ok {
+		// The rows do not say the idea's progress: the new run reads it (idea_progress.go). Best
+		// effort: the idea's next change asks again.
+		_ = c.Temporal.SignalWorkflow(ctx, id, r.GetRunID(), SignalRefreshProgress, nil)
+	}
 	return r.GetRunID(), nil
 }

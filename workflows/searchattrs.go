@@ -20,10 +20,14 @@ var (
 	EntityKey      = temporal.NewSearchAttributeKeyKeyword("ChorusEntity")
 	StatusKey      = temporal.NewSearchAttributeKeyKeyword("ChorusStatus")
 	AssigneeKey    = temporal.NewSearchAttributeKeyKeyword("ChorusAssignee")
+	// ProgressKey is an idea's derived status (docs/rules.md §5.1): todo, in_progress,
+	// human_conduct_required or done. Only idea workflows set it; ChorusStatus keeps the stored
+	// status. It follows the database within moments of a change (SignalRefreshProgress).
+	ProgressKey = temporal.NewSearchAttributeKeyKeyword("ChorusProgress")
 )
 
 // SearchAttributeKeys lists every custom search attribute, for registration.
-var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey}
+var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey, ProgressKey}
 
 // SearchAttributeFlags are the `temporal server start-dev --search-attribute` values that
 // pre-register Chorus's attributes on a dev server.

@@ -605,6 +605,8 @@ func (tp *prodTopology) ideaToDone(t *testing.T) {
 		workflows.TaskID(t1), workflows.TaskID(t2))
 	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity IN ("idea", "proposal") AND ChorusProjectUuid = %q`, p),
 		workflows.IdeaID(idea), workflows.ProposalID(pr))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity = "idea" AND ChorusProgress = "done" AND ChorusProjectUuid = %q`, p),
+		workflows.IdeaID(idea))
 	n, err := tp.temporal.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
 		Query: fmt.Sprintf(`ChorusProjectUuid = %q AND ExecutionStatus = "Running"`, p)})
 	require.NoError(t, err)
