@@ -35,11 +35,13 @@ const (
 // questions and options are kept as fingerprints of their ids. The parent is the row's alone: a
 // parent's deletion detaches its children in the parent's transaction (docs/rules.md §5.5).
 type IdeaState struct {
-	Created     bool    `json:"created"`
-	Deleted     bool    `json:"deleted,omitempty"`
-	UUID        string  `json:"uuid"`
-	CompanyUUID string  `json:"companyUuid"`
-	ProjectUUID string  `json:"projectUuid"`
+	Created     bool   `json:"created"`
+	Deleted     bool   `json:"deleted,omitempty"`
+	UUID        string `json:"uuid"`
+	CompanyUUID string `json:"companyUuid"`
+	ProjectUUID string `json:"projectUuid"`
+	// ProjectName is the project's name, for the memo; "" in workflows older than it.
+	ProjectName string  `json:"projectName,omitempty"`
 	Title       string  `json:"title"`
 	Status      string  `json:"status"`
 	Assignee    *Holder `json:"assignee,omitempty"`
@@ -161,6 +163,7 @@ type CreateIdeaInput struct {
 	Actor       Actor
 	UUID        string
 	ProjectUUID string
+	ProjectName string
 	Title       string
 	Content     *string
 	ParentUUID  *string
@@ -396,8 +399,8 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
 		ProjectUUIDKey.ValueSet(s.ProjectUUID), EntityKey.ValueSet(string(EntityIdea)),
-		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
+		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee), CreatorKey.ValueSet(s.CreatedBy.UUID))
+	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
 	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
 	if s.Assignee != nil {
 		name := s.Assignee.Name
@@ -445,7 +448,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	}
 	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
 	n := IdeaState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
-		Title: strings.TrimSpace(in.Title), Status: string(IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
+		ProjectName: in.ProjectName, Title: strings.TrimSpace(in.Title), Status: string(IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
 		IsContainer: in.IsContainer, Recent: w.state.Recent}
 	row := n.Projection()
 	row.Content, row.ParentUUID = emptyToNil(in.Content), in.ParentUUID

@@ -14,16 +14,19 @@ import (
 
 // Custom search attributes Chorus keeps current on every workflow, so operators can filter in
 // the Temporal UI, e.g. ChorusStatus="to_verify" AND ChorusEntity="task". They are for
-// operators only; the app reads its own database.
+// operators only; the app reads its own database. Each has one meaning on every entity:
+// ChorusAssignee is the assignee of an idea or a task (proposals have none and leave it unset),
+// ChorusCreator the uuid of whoever created the idea, proposal or task.
 var (
 	ProjectUUIDKey = temporal.NewSearchAttributeKeyKeyword("ChorusProjectUuid")
 	EntityKey      = temporal.NewSearchAttributeKeyKeyword("ChorusEntity")
 	StatusKey      = temporal.NewSearchAttributeKeyKeyword("ChorusStatus")
 	AssigneeKey    = temporal.NewSearchAttributeKeyKeyword("ChorusAssignee")
+	CreatorKey     = temporal.NewSearchAttributeKeyKeyword("ChorusCreator")
 )
 
 // SearchAttributeKeys lists every custom search attribute, for registration.
-var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey}
+var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey, CreatorKey}
 
 // SearchAttributeFlags are the `temporal server start-dev --search-attribute` values that
 // pre-register Chorus's attributes on a dev server.
@@ -94,8 +97,13 @@ func SearchAttributeCommands(namespace string) []string {
 	return out
 }
 
-// initialAttributes are the search attributes a workflow starts with.
-func initialAttributes(e Entity, projectUUID, status string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(EntityKey.ValueSet(string(e)), ProjectUUIDKey.ValueSet(projectUUID),
-		StatusKey.ValueSet(status), AssigneeKey.ValueSet(""))
+// initialAttributes are the search attributes an idea, proposal or task workflow starts with.
+// A proposal has no assignee, so it starts without ChorusAssignee.
+func initialAttributes(e Entity, projectUUID, status, creator string) temporal.SearchAttributes {
+	attrs := []temporal.SearchAttributeUpdate{EntityKey.ValueSet(string(e)), ProjectUUIDKey.ValueSet(projectUUID),
+		StatusKey.ValueSet(status), CreatorKey.ValueSet(creator)}
+	if e != EntityProposal {
+		attrs = append(attrs, AssigneeKey.ValueSet(""))
+	}
+	return temporal.NewSearchAttributes(attrs...)
 }

@@ -55,11 +55,13 @@ type TaskFinished struct {
 // TaskState is everything TaskWorkflow knows; it is what continue-as-new carries. Text lives in
 // the database, but for the title (docs/write-path.md, "Bounded state and payloads").
 type TaskState struct {
-	Created      bool             `json:"created"`
-	Deleted      bool             `json:"deleted,omitempty"`
-	UUID         string           `json:"uuid"`
-	CompanyUUID  string           `json:"companyUuid"`
-	ProjectUUID  string           `json:"projectUuid"`
+	Created     bool   `json:"created"`
+	Deleted     bool   `json:"deleted,omitempty"`
+	UUID        string `json:"uuid"`
+	CompanyUUID string `json:"companyUuid"`
+	ProjectUUID string `json:"projectUuid"`
+	// ProjectName is the project's name, for the memo; "" in workflows older than it.
+	ProjectName  string           `json:"projectName,omitempty"`
 	ProposalUUID string           `json:"proposalUuid,omitempty"`
 	Title        string           `json:"title"`
 	Status       string           `json:"status"`
@@ -528,8 +530,9 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 		assignee = s.Assignee.UUID
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
-		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
+		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee),
+		CreatorKey.ValueSet(s.CreatedBy.UUID))
+	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
 	if s.Assignee != nil {
 		details += ", assigned to " + s.assigneeText()

@@ -36,9 +36,11 @@ type NewTaskSpec struct {
 // CreateTasksInput is one chorus_create_tasks call. The caller has checked the project, the
 // proposal, the existing tasks named as dependencies, and that every task has a criterion.
 type CreateTasksInput struct {
-	Actor        Actor
-	BatchUUID    string
-	ProjectUUID  string
+	Actor       Actor
+	BatchUUID   string
+	ProjectUUID string
+	// ProjectName is the project's name, for the memos ("" in histories older than it).
+	ProjectName  string
 	ProposalUUID *string
 	Tasks        []NewTaskSpec
 }
@@ -115,7 +117,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 		for i := range batch.Tasks {
 			batch.Tasks[i].Version, batch.Tasks[i].ChangeID = wr.Version(), wr.ID
 		}
-		in := activities.TaskBatchStart{Batch: batch, Starts: taskStarts(batch.Tasks, batch.Criteria)}
+		in := activities.TaskBatchStart{Batch: batch, Starts: taskStarts(batch.Tasks, batch.Criteria, in.ProjectName)}
 		if err := persist(ctx, a.CreateTaskBatchAndStart, in).Get(ctx, &warnings); err != nil {
 			return CreateTasksResult{}, fmt.Errorf("could not create the tasks: %w", err)
 		}
@@ -129,7 +131,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 	for i := range batch.Tasks {
 		batch.Tasks[i].Version, batch.Tasks[i].ChangeID = wr.Version(), wr.ID
 	}
-	if err := ensureTaskWorkflows(ctx, batch.Tasks, batch.Criteria); err != nil {
+	if err := ensureTaskWorkflows(ctx, batch.Tasks, batch.Criteria, in.ProjectName); err != nil {
 		return CreateTasksResult{}, err
 	}
 	return out, nil
