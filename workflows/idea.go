@@ -35,13 +35,12 @@ const (
 // questions and options are kept as fingerprints of their ids. The parent is the row's alone: a
 // parent's deletion detaches its children in the parent's transaction (docs/rules.md §5.5).
 type IdeaState struct {
-	Created     bool   `json:"created"`
-	Deleted     bool   `json:"deleted,omitempty"`
-	UUID        string `json:"uuid"`
-	CompanyUUID string `json:"companyUuid"`
-	ProjectUUID string `json:"projectUuid"`
-	// ProjectName is the project's name, for the memo; "" in workflows older than it.
-	ProjectName string  `json:"projectName,omitempty"`
+	Created     bool    `json:"created"`
+	Deleted     bool    `json:"deleted,omitempty"`
+	UUID        string  `json:"uuid"`
+	CompanyUUID string  `json:"companyUuid"`
+	ProjectUUID string  `json:"projectUuid"`
+	ProjectName string  `json:"projectName,omitempty"` // for the memo; "" in older histories
 	Title       string  `json:"title"`
 	Status      string  `json:"status"`
 	Assignee    *Holder `json:"assignee,omitempty"`

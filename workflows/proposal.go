@@ -39,12 +39,11 @@ const (
 // drafts live in the database (docs/write-path.md, "Bounded state and payloads"): the state
 // keeps their uuids, and validation and approval read them back.
 type ProposalState struct {
-	Created     bool   `json:"created"`
-	UUID        string `json:"uuid"`
-	CompanyUUID string `json:"companyUuid"`
-	ProjectUUID string `json:"projectUuid"`
-	// ProjectName is the project's name, for the memo; "" in workflows older than it.
-	ProjectName string     `json:"projectName,omitempty"`
+	Created     bool       `json:"created"`
+	UUID        string     `json:"uuid"`
+	CompanyUUID string     `json:"companyUuid"`
+	ProjectUUID string     `json:"projectUuid"`
+	ProjectName string     `json:"projectName,omitempty"` // for the memo; "" in older histories
 	Title       string     `json:"title"`
 	Status      string     `json:"status"`
 	InputType   string     `json:"inputType"`

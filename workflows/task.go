@@ -55,13 +55,12 @@ type TaskFinished struct {
 // TaskState is everything TaskWorkflow knows; it is what continue-as-new carries. Text lives in
 // the database, but for the title (docs/write-path.md, "Bounded state and payloads").
 type TaskState struct {
-	Created     bool   `json:"created"`
-	Deleted     bool   `json:"deleted,omitempty"`
-	UUID        string `json:"uuid"`
-	CompanyUUID string `json:"companyUuid"`
-	ProjectUUID string `json:"projectUuid"`
-	// ProjectName is the project's name, for the memo; "" in workflows older than it.
-	ProjectName  string           `json:"projectName,omitempty"`
+	Created      bool             `json:"created"`
+	Deleted      bool             `json:"deleted,omitempty"`
+	UUID         string           `json:"uuid"`
+	CompanyUUID  string           `json:"companyUuid"`
+	ProjectUUID  string           `json:"projectUuid"`
+	ProjectName  string           `json:"projectName,omitempty"` // for the memo; "" in older histories
 	ProposalUUID string           `json:"proposalUuid,omitempty"`
 	Title        string           `json:"title"`
 	Status       string           `json:"status"`

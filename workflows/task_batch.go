@@ -36,11 +36,10 @@ type NewTaskSpec struct {
 // CreateTasksInput is one chorus_create_tasks call. The caller has checked the project, the
 // proposal, the existing tasks named as dependencies, and that every task has a criterion.
 type CreateTasksInput struct {
-	Actor       Actor
-	BatchUUID   string
-	ProjectUUID string
-	// ProjectName is the project's name, for the memos ("" in histories older than it).
-	ProjectName  string
+	Actor        Actor
+	BatchUUID    string
+	ProjectUUID  string
+	ProjectName  string // for the memos; "" in older histories
 	ProposalUUID *string
 	Tasks        []NewTaskSpec
 }
