@@ -56,6 +56,8 @@ const SignalEntityMoved = "entity_moved"
 // A workflow adopts it when the row is ahead of its state (docs/write-path.md, "Who writes what").
 type EntityMoved struct {
 	ProjectUUID string `json:"projectUuid"`
+	// ProjectName is the project's name, for the workflow's memo; "" when unknown (older signals).
+	ProjectName string `json:"projectName,omitempty"`
 	Version     int64  `json:"version"`
 	ChangeID    string `json:"changeId"`
 	// Status is the row's status after the move, "" when unknown: for a task its proposal's revoke

@@ -483,6 +483,7 @@ func TestTerminatedWorkflowIsRestartedByRepair(t *testing.T) {
 	_, did := e.repairOnly(t, ops.ClosedWorkflow)
 	require.Contains(t, did, "started a new run from the rows")
 	e.requireAgreement()
+	e.requireProjectInMemo(t, workflows.IdeaID(idea), "Apollo") // the new run's memo names the project
 	var iv IdeaView
 	ok(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}, &iv)
 	require.Equal(t, "open", iv.Status)

@@ -51,10 +51,12 @@ func newMoveWorld(t *testing.T, e *env) moveWorld {
 }
 
 // requireMovedTo checks every row and every workflow of the world in project p: rows, workflow
-// state and the ChorusProjectUuid search attribute.
+// state, the ChorusProjectUuid search attribute and the project's name in the memo.
 func (w moveWorld) requireMovedTo(t *testing.T, e *env, p string) {
 	t.Helper()
 	ctx := context.Background()
+	var name string
+	require.NoError(t, e.st.DB.NewSelect().Table("projects").Column("name").Where("uuid = ?", p).Scan(ctx, &name))
 	projectOf := func(table, uuid string) string {
 		var got string
 		require.NoError(t, e.st.DB.NewSelect().Table(table).Column("project_uuid").Where("uuid = ?", uuid).Scan(ctx, &got))
@@ -87,6 +89,7 @@ func (w moveWorld) requireMovedTo(t *testing.T, e *env, p string) {
 			}
 			return v.Get(&st) == nil && st.ProjectUUID == p && attr == `"`+p+`"`
 		}, "%s follows the move to %s (state and search attribute)", id, p)
+		e.requireProjectInMemo(t, id, name)
 	}
 	for _, d := range w.documents {
 		require.Equal(t, p, projectOf("documents", d), "document %s", d)
@@ -301,6 +304,7 @@ func TestRepairAdoptsAMoveTheWorkflowMissed(t *testing.T) {
 		var child IdeaView
 		ok(t, w.pm, "chorus_get_idea", map[string]any{"ideaUuid": w.child}, &child)
 		require.Equal(t, w.b, child.Project.UUID)
+		e.requireProjectInMemo(t, workflows.IdeaID(w.child), "Borealis") // repair's signal names the project
 	})
 }
 

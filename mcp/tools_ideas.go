@@ -193,7 +193,8 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedIdea{}, invalid("title must not be blank")
 		}
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor); err != nil {
+		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
+		if err != nil {
 			return CreatedIdea{}, err
 		}
 		if in.ParentUUID != nil {
@@ -206,7 +207,7 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 			}
 		}
 		res, err := d.Flows.CreateIdea(ctx, flowCall(call), workflows.CreateIdeaInput{Actor: actor(call.Who),
-			UUID: call.newID("idea"), ProjectUUID: string(in.ProjectUUID), Title: in.Title, Content: in.Content,
+			UUID: call.newID("idea"), ProjectUUID: string(in.ProjectUUID), ProjectName: project.Name, Title: in.Title, Content: in.Content,
 			ParentUUID: (*string)(in.ParentUUID), IsContainer: in.IsContainer})
 		if err != nil {
 			return CreatedIdea{}, err
@@ -480,7 +481,7 @@ var moveIdea = tool[MoveIdeaIn, MovedIdea]{
 		}
 		a := actor(call.Who)
 		res, err := workflows.Send(ctx, d.Flows, workflows.MoveIdea, string(in.IdeaUUID), flowCall(call), a.UUID,
-			workflows.MoveIdeaInput{Actor: a, TargetProjectUUID: target.UUID})
+			workflows.MoveIdeaInput{Actor: a, TargetProjectUUID: target.UUID, TargetProjectName: target.Name})
 		if err != nil {
 			return MovedIdea{}, err
 		}

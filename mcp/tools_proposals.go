@@ -276,7 +276,8 @@ var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedProposal{}, invalid("title must not be blank")
 		}
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor); err != nil {
+		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
+		if err != nil {
 			return CreatedProposal{}, err
 		}
 		if err := checkInputs(ctx, d, call.Who, in.InputType, uuidStrings(in.InputUUIDs)); err != nil {
@@ -284,7 +285,7 @@ var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 		}
 		uuid := call.newID("proposal")
 		res, err := d.Flows.CreateProposal(ctx, flowCall(call), workflows.CreateProposalInput{Actor: actor(call.Who), UUID: uuid,
-			ProjectUUID: string(in.ProjectUUID), Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: uuidStrings(in.InputUUIDs)})
+			ProjectUUID: string(in.ProjectUUID), ProjectName: project.Name, Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: uuidStrings(in.InputUUIDs)})
 		if err != nil {
 			return CreatedProposal{}, err
 		}

@@ -455,7 +455,8 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 		"criterion. All are created or none. Tasks may depend on each other (draftUuid / dependsOnDraftUuids) and on " +
 		"existing tasks; a dependency that cannot be added is reported as a warning.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateTasksIn) (CreatedTasks, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor); err != nil {
+		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
+		if err != nil {
 			return CreatedTasks{}, err
 		}
 		if in.ProposalUUID != nil {
@@ -472,7 +473,7 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 			}
 		}
 		batch := workflows.CreateTasksInput{Actor: actor(call.Who), BatchUUID: call.newID("create-tasks"), ProjectUUID: string(in.ProjectUUID),
-			ProposalUUID: (*string)(in.ProposalUUID)}
+			ProjectName: project.Name, ProposalUUID: (*string)(in.ProposalUUID)}
 		drafts := map[string]bool{}
 		for _, t := range in.Tasks {
 			if t.DraftUUID != nil {

@@ -929,6 +929,11 @@ func missingDrafts(row string, held []string) int {
 func (o *Ops) adoptMove(ctx context.Context, ob observation, mover string) (string, error) {
 	sig := workflows.EntityMoved{ProjectUUID: ob.row.values["project_uuid"], Version: ob.row.version, ChangeID: ob.row.changeID,
 		Status: ob.row.status}
+	name, err := o.Store.ProjectName(ctx, sig.ProjectUUID)
+	if err != nil {
+		return "", err
+	}
+	sig.ProjectName = name
 	if err := o.Flows.Temporal.SignalWorkflow(ctx, ob.id, "", workflows.SignalEntityMoved, sig); err != nil {
 		return "", fmt.Errorf("signal %s: %w", ob.id, err)
 	}
@@ -954,13 +959,21 @@ func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string)
 		if err != nil {
 			return "", err
 		}
-		state = workflows.IdeaStateFromRows(i, rounds)
+		s := workflows.IdeaStateFromRows(i, rounds)
+		if s.ProjectName, err = o.Store.ProjectName(ctx, s.ProjectUUID); err != nil {
+			return "", err
+		}
+		state = s
 	case workflows.EntityProposal:
 		p, err := o.Store.ProposalDrafts(ctx, uuid)
 		if err != nil {
 			return "", err
 		}
-		state = workflows.ProposalStateFromRow(p)
+		s := workflows.ProposalStateFromRow(p)
+		if s.ProjectName, err = o.Store.ProjectName(ctx, s.ProjectUUID); err != nil {
+			return "", err
+		}
+		state = s
 	default:
 		t, err := o.Store.TaskRow(ctx, uuid)
 		if err != nil {
@@ -970,7 +983,11 @@ func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string)
 		if err != nil {
 			return "", err
 		}
-		state = workflows.NewTaskState(t, criteria)
+		s := workflows.NewTaskState(t, criteria)
+		if s.ProjectName, err = o.Store.ProjectName(ctx, s.ProjectUUID); err != nil {
+			return "", err
+		}
+		state = s
 	}
 	run, err := o.Flows.StartFromState(ctx, state)
 	if err != nil {

@@ -142,3 +142,14 @@ func (s *Store) UpdateAgent(ctx context.Context, companyUUID, agentUUID string, 
 	}
 	return s.GetAgent(ctx, companyUUID, agentUUID)
 }
+
+// ProjectName is the name of the project uuid, for what operators see of a workflow (its memo);
+// "" when there is no such project.
+func (s *Store) ProjectName(ctx context.Context, uuid string) (string, error) {
+	var names []string
+	err := s.DB.NewSelect().Model((*Project)(nil)).Column("name").Where("uuid = ?", uuid).Limit(1).Scan(ctx, &names)
+	if err != nil || len(names) == 0 {
+		return "", err
+	}
+	return names[0], nil
+}

@@ -51,6 +51,8 @@ type ProjectionConflict struct {
 	Status string
 	// ProjectUUID is the row's project: a move of its idea may have changed it (docs/rules.md §5.9).
 	ProjectUUID string `json:",omitempty"`
+	// ProjectName is that project's name, which the workflow shows operators in its memo.
+	ProjectName string `json:",omitempty"`
 }
 
 func (e *ProjectionConflict) Error() string {
@@ -124,6 +126,7 @@ type mark struct {
 	ChangeID    string `bun:"change_id"`
 	Status      string `bun:"status"`
 	ProjectUUID string `bun:"project_uuid"`
+	ProjectName string `bun:"project_name"`
 }
 
 func rowMark(ctx context.Context, db bun.IDB, table, uuid string) (mark, error) {
@@ -132,7 +135,9 @@ func rowMark(ctx context.Context, db bun.IDB, table, uuid string) (mark, error) 
 	if table != "documents" {
 		cols = append(cols, "status")
 	}
-	err := db.NewSelect().Table(table).Column(cols...).Where("uuid = ?", uuid).Scan(ctx, &m)
+	err := db.NewSelect().Table(table).Column(cols...).
+		ColumnExpr("(SELECT p.name FROM projects AS p WHERE p.uuid = ?.project_uuid) AS project_name", bun.Ident(table)).
+		Where("uuid = ?", uuid).Scan(ctx, &m)
 	return m, err
 }
 
@@ -211,7 +216,7 @@ func UpdateKey(workflowID, updateID string) string {
 
 func conflict(table, uuid string, w Write, cur mark) *ProjectionConflict {
 	return &ProjectionConflict{Table: table, UUID: uuid, Write: w, Found: true, Version: cur.Version, ChangeID: cur.ChangeID,
-		Status: cur.Status, ProjectUUID: cur.ProjectUUID}
+		Status: cur.Status, ProjectUUID: cur.ProjectUUID, ProjectName: cur.ProjectName}
 }
 
 // writeAudit inserts activity rows and notifications in tx. Their uuids derive from the change

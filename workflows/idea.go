@@ -40,6 +40,7 @@ type IdeaState struct {
 	UUID        string  `json:"uuid"`
 	CompanyUUID string  `json:"companyUuid"`
 	ProjectUUID string  `json:"projectUuid"`
+	ProjectName string  `json:"projectName,omitempty"` // for the memo; "" in older histories
 	Title       string  `json:"title"`
 	Status      string  `json:"status"`
 	Assignee    *Holder `json:"assignee,omitempty"`
@@ -166,6 +167,7 @@ type CreateIdeaInput struct {
 	Actor       Actor
 	UUID        string
 	ProjectUUID string
+	ProjectName string
 	Title       string
 	Content     *string
 	ParentUUID  *string
@@ -411,8 +413,9 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	// One upsert, as always: adding a key to it issues no new command (replay-compatible).
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
 		ProjectUUIDKey.ValueSet(s.ProjectUUID), EntityKey.ValueSet(string(EntityIdea)),
-		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee), ProgressKey.ValueSet(s.Progress))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
+		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee), CreatorKey.ValueSet(s.CreatedBy.UUID),
+		ProgressKey.ValueSet(s.Progress))
+	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
 	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
 	if s.Assignee != nil {
 		name := s.Assignee.Name
@@ -463,7 +466,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	}
 	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
 	n := IdeaState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
-		Title: strings.TrimSpace(in.Title), Status: string(IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
+		ProjectName: in.ProjectName, Title: strings.TrimSpace(in.Title), Status: string(IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
 		IsContainer: in.IsContainer, Recent: w.state.Recent}
 	row := n.Projection()
 	row.Content, row.ParentUUID = emptyToNil(in.Content), in.ParentUUID

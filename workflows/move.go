@@ -34,6 +34,8 @@ type EntityMoved = activities.EntityMoved
 type MoveIdeaInput struct {
 	Actor             Actor
 	TargetProjectUUID string
+	// TargetProjectName is the target project's name, for the memos ("" in older histories).
+	TargetProjectName string
 }
 
 // MoveIdea is chorus_move_idea.
@@ -54,7 +56,7 @@ func (s IdeaState) checkMove(in MoveIdeaInput) error {
 func (w *ideaWorkflow) move(ctx workflow.Context, in MoveIdeaInput) (IdeaResult, error) {
 	n, wr := w.next(ctx)
 	from := n.ProjectUUID
-	n.ProjectUUID = in.TargetProjectUUID
+	n.ProjectUUID, n.ProjectName = in.TargetProjectUUID, in.TargetProjectName
 	m := store.IdeaMove{Write: wr, UUID: n.UUID, CompanyUUID: n.CompanyUUID, FromProject: from, ToProject: in.TargetProjectUUID,
 		Activity: w.activity(n, wr, in.Actor, "moved", nil)}
 	var a *activities.Activities
@@ -74,7 +76,7 @@ func (w *ideaWorkflow) move(ctx workflow.Context, in MoveIdeaInput) (IdeaResult,
 	n.Row = mark(wr)
 	w.state = n
 	w.publish(ctx)
-	if err := followMove(ctx, out.Rows, in.TargetProjectUUID); err != nil {
+	if err := followMove(ctx, out.Rows, in.TargetProjectUUID, in.TargetProjectName); err != nil {
 		return IdeaResult{}, err
 	}
 	res := result(w.state)
@@ -83,8 +85,8 @@ func (w *ideaWorkflow) move(ctx workflow.Context, in MoveIdeaInput) (IdeaResult,
 }
 
 // followMove tells every row's workflow where the move left its row, through an activity
-// retried until all the signals are delivered.
-func followMove(ctx workflow.Context, rows []store.MovedRow, project string) error {
+// retried until all the signals are delivered. projectName is the project's name ("" when unknown).
+func followMove(ctx workflow.Context, rows []store.MovedRow, project, projectName string) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -100,7 +102,8 @@ func followMove(ctx workflow.Context, rows []store.MovedRow, project string) err
 			id = TaskID(r.UUID)
 		}
 		signals = append(signals, activities.MovedSignal{WorkflowID: id,
-			Moved: EntityMoved{ProjectUUID: project, Version: r.Version, ChangeID: r.ChangeID, Status: r.Status}})
+			Moved: EntityMoved{ProjectUUID: project, ProjectName: projectName, Version: r.Version, ChangeID: r.ChangeID,
+				Status: r.Status}})
 	}
 	var a *activities.Activities
 	if err := persist(ctx, a.FollowMove, signals).Get(ctx, nil); err != nil {
@@ -144,45 +147,65 @@ func receiveMoves(ctx workflow.Context, follow func(workflow.Context, EntityMove
 
 // ---- each workflow adopts a move ----
 
-// followMoveInto adopts a delivered move into a workflow's project and row mark, under its
-// command lock, unless the workflow is already past it; publish refreshes its search attributes.
-func followMoveInto(ctx workflow.Context, mu *commandLock, project *string, row *RowMark, publish func(workflow.Context), sig EntityMoved) {
+// placement is where a workflow's state says its row is: the project (uuid and name, the name
+// for the memo) and the row mark. A move changes all three.
+type placement struct {
+	project, projectName *string
+	row                  *RowMark
+}
+
+// adopt places the state in project (named projectName, "" when unknown) at row.
+func (p placement) adopt(project, projectName string, row RowMark) {
+	*p.project, *p.projectName, *p.row = project, projectName, row
+}
+
+// followMoveInto adopts a delivered move into a workflow's placement, under its command lock,
+// unless the workflow is already past it; publish refreshes its search attributes and memo.
+func followMoveInto(ctx workflow.Context, mu *commandLock, at placement, publish func(workflow.Context), sig EntityMoved) {
 	if err := mu.Lock(ctx); err != nil {
 		return
 	}
 	defer mu.Unlock()
-	if sig.Version > row.Version {
-		*project, *row = sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}
+	if sig.Version > at.row.Version {
+		at.adopt(sig.ProjectUUID, sig.ProjectName, RowMark{Version: sig.Version, ChangeID: sig.ChangeID})
 		publish(ctx)
 	}
 }
 
 // adoptMoveInto adopts the move a failed write met and returns the refusal for entity; nil when
 // err is not such a conflict.
-func adoptMoveInto(ctx workflow.Context, err error, project *string, row *RowMark, publish func(workflow.Context), entity Entity) *Error {
+func adoptMoveInto(ctx workflow.Context, err error, at placement, publish func(workflow.Context), entity Entity) *Error {
 	c, ok := activities.AsProjectionConflict(err)
-	if !ok || !movedBy(ctx, c, *row) {
+	if !ok || !movedBy(ctx, c, *at.row) {
 		return nil
 	}
-	*project, *row = c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}
+	at.adopt(c.ProjectUUID, c.ProjectName, RowMark{Version: c.Version, ChangeID: c.ChangeID})
 	publish(ctx)
 	return movedRefusal(entity)
 }
 
+func (w *ideaWorkflow) placement() placement {
+	return placement{&w.state.ProjectUUID, &w.state.ProjectName, &w.state.Row}
+}
+
 func (w *ideaWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
-	followMoveInto(ctx, w.mu, &w.state.ProjectUUID, &w.state.Row, w.publish, sig)
+	followMoveInto(ctx, w.mu, w.placement(), w.publish, sig)
 }
 
 func (w *ideaWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
-	return adoptMoveInto(ctx, err, &w.state.ProjectUUID, &w.state.Row, w.publish, EntityIdea)
+	return adoptMoveInto(ctx, err, w.placement(), w.publish, EntityIdea)
+}
+
+func (w *proposalWorkflow) placement() placement {
+	return placement{&w.state.ProjectUUID, &w.state.ProjectName, &w.state.Row}
 }
 
 func (w *proposalWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
-	followMoveInto(ctx, w.mu, &w.state.ProjectUUID, &w.state.Row, w.publish, sig)
+	followMoveInto(ctx, w.mu, w.placement(), w.publish, sig)
 }
 
 func (w *proposalWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
-	return adoptMoveInto(ctx, err, &w.state.ProjectUUID, &w.state.Row, w.publish, EntityProposal)
+	return adoptMoveInto(ctx, err, w.placement(), w.publish, EntityProposal)
 }
 
 func (w *taskWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
@@ -191,15 +214,15 @@ func (w *taskWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
 	}
 	defer w.mu.Unlock()
 	if sig.Version > w.state.Row.Version {
-		w.adoptTaskRow(sig.ProjectUUID, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}, sig.Status)
+		w.adoptTaskRow(sig.ProjectUUID, sig.ProjectName, RowMark{Version: sig.Version, ChangeID: sig.ChangeID}, sig.Status)
 		w.publish(ctx)
 	}
 }
 
 // adoptTaskRow takes on a row a move left: its project and mark, and the close of a revoke that
 // came just before the move (a task's only other foreign change; closed is final).
-func (w *taskWorkflow) adoptTaskRow(project string, row RowMark, status string) {
-	w.state.ProjectUUID, w.state.Row = project, row
+func (w *taskWorkflow) adoptTaskRow(project, projectName string, row RowMark, status string) {
+	w.state.ProjectUUID, w.state.ProjectName, w.state.Row = project, projectName, row
 	if status == string(TaskClosed) {
 		w.state.Status = status
 	}
@@ -210,7 +233,7 @@ func (w *taskWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
 	if !ok || !movedBy(ctx, c, w.state.Row) {
 		return nil
 	}
-	w.adoptTaskRow(c.ProjectUUID, RowMark{Version: c.Version, ChangeID: c.ChangeID}, c.Status)
+	w.adoptTaskRow(c.ProjectUUID, c.ProjectName, RowMark{Version: c.Version, ChangeID: c.ChangeID}, c.Status)
 	w.publish(ctx)
 	return movedRefusal(EntityTask)
 }

@@ -65,27 +65,28 @@ func ProposalStateFromRow(p store.Proposal) ProposalState {
 func (c *Client) StartFromState(ctx context.Context, state any) (string, error) {
 	var id, typ string
 	var run any
-	var attrs = func(e Entity, project, status string) client.StartWorkflowOptions {
-		return client.StartWorkflowOptions{TypedSearchAttributes: initialAttributes(e, project, status)}
+	var opts = func(e Entity, summary, title, project, projectName, status, creator string) client.StartWorkflowOptions {
+		return client.StartWorkflowOptions{StaticSummary: summary + title, Memo: entityMemo(title, projectName),
+			TypedSearchAttributes: initialAttributes(e, project, status, creator)}
 	}
-	var opts client.StartWorkflowOptions
+	var o client.StartWorkflowOptions
 	switch s := state.(type) {
 	case IdeaState:
-		id, typ, run, opts = IdeaID(s.UUID), IdeaWorkflowName, IdeaRun{State: &s}, attrs(EntityIdea, s.ProjectUUID, s.Status)
-		opts.StaticSummary, opts.Memo = "Idea: "+s.Title, map[string]any{"title": s.Title}
+		id, typ, run = IdeaID(s.UUID), IdeaWorkflowName, IdeaRun{State: &s}
+		o = opts(EntityIdea, "Idea: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID)
 	case ProposalState:
-		id, typ, run, opts = ProposalID(s.UUID), ProposalWorkflowName, ProposalRun{State: &s}, attrs(EntityProposal, s.ProjectUUID, s.Status)
-		opts.StaticSummary, opts.Memo = "Proposal: "+s.Title, map[string]any{"title": s.Title}
+		id, typ, run = ProposalID(s.UUID), ProposalWorkflowName, ProposalRun{State: &s}
+		o = opts(EntityProposal, "Proposal: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID)
 	case TaskState:
-		id, typ, run, opts = TaskID(s.UUID), TaskWorkflowName, TaskRun{State: &s}, attrs(EntityTask, s.ProjectUUID, s.Status)
-		opts.StaticSummary, opts.Memo = "Task: "+s.Title, map[string]any{"title": s.Title}
+		id, typ, run = TaskID(s.UUID), TaskWorkflowName, TaskRun{State: &s}
+		o = opts(EntityTask, "Task: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID)
 	default:
 		return "", fmt.Errorf("no workflow starts from a %T", state)
 	}
-	opts.ID, opts.TaskQueue = id, c.TaskQueue
-	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
-	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
-	r, err := c.Temporal.ExecuteWorkflow(ctx, opts, typ, run)
+	o.ID, o.TaskQueue = id, c.TaskQueue
+	o.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	o.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	r, err := c.Temporal.ExecuteWorkflow(ctx, o, typ, run)
 	if err != nil {
 		return "", fmt.Errorf("start %s: %w", id, err)
 	}

@@ -43,6 +43,7 @@ type ProposalState struct {
 	UUID        string     `json:"uuid"`
 	CompanyUUID string     `json:"companyUuid"`
 	ProjectUUID string     `json:"projectUuid"`
+	ProjectName string     `json:"projectName,omitempty"` // for the memo; "" in older histories
 	Title       string     `json:"title"`
 	Status      string     `json:"status"`
 	InputType   string     `json:"inputType"`
@@ -102,6 +103,7 @@ type CreateProposalInput struct {
 	Actor       Actor
 	UUID        string
 	ProjectUUID string
+	ProjectName string
 	Title       string
 	Description *string
 	InputType   string
@@ -320,9 +322,12 @@ func (w *proposalWorkflow) result() ProposalResult {
 
 func (w *proposalWorkflow) publish(ctx workflow.Context) {
 	s := w.state
+	// A proposal has no assignee: ChorusAssignee (which named its creator before ChorusCreator) is
+	// unset.
 	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
-		EntityKey.ValueSet(string(EntityProposal)), StatusKey.ValueSet(s.Status), AssigneeKey.ValueSet(s.CreatedBy.UUID))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
+		EntityKey.ValueSet(string(EntityProposal)), StatusKey.ValueSet(s.Status), AssigneeKey.ValueUnset(),
+		CreatorKey.ValueSet(s.CreatedBy.UUID))
+	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
 	details := fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
 		s.Title, s.Status, len(s.Documents), len(s.Tasks), s.Approvals)
 	if s.Status == string(ProposalApproved) {
@@ -353,7 +358,7 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 		inputs = []string{}
 	}
 	n := ProposalState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
-		Title: strings.TrimSpace(in.Title), Status: string(ProposalDraft), InputType: in.InputType, InputUUIDs: inputs,
+		ProjectName: in.ProjectName, Title: strings.TrimSpace(in.Title), Status: string(ProposalDraft), InputType: in.InputType, InputUUIDs: inputs,
 		CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID}, Recent: w.state.Recent}
 	row := n.Projection()
 	row.Description, row.CreatedAt, row.UpdatedAt = in.Description, wr.At, wr.At
@@ -731,7 +736,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	for i := range ap.Tasks { // as the store wrote them: version 1, marked with the approval
 		ap.Tasks[i].Version, ap.Tasks[i].ChangeID = 1, wr.ID
 	}
-	if err := ensureTaskWorkflows(ctx, ap.Tasks, ap.Criteria); err != nil {
+	if err := ensureTaskWorkflows(ctx, ap.Tasks, ap.Criteria, n.ProjectName); err != nil {
 		return ProposalResult{}, err
 	}
 	r := w.result()
@@ -791,23 +796,26 @@ func materialize(ap *store.Approval, p store.Proposal, wr store.Write) *Material
 
 // ensureTaskWorkflows makes sure a TaskWorkflow runs for each task, through an activity that
 // is retried until every one has started (so a crash after the approval committed never leaves
-// a task without its workflow).
-func ensureTaskWorkflows(ctx workflow.Context, tasks []store.Task, criteria []store.AcceptanceCriterion) error {
+// a task without its workflow). projectName is the tasks' project's name ("" when unknown).
+func ensureTaskWorkflows(ctx workflow.Context, tasks []store.Task, criteria []store.AcceptanceCriterion, projectName string) error {
 	if len(tasks) == 0 {
 		return nil
 	}
 	var a *activities.Activities
-	if err := persist(ctx, a.StartWorkflows, taskStarts(tasks, criteria)).Get(ctx, nil); err != nil {
+	if err := persist(ctx, a.StartWorkflows, taskStarts(tasks, criteria, projectName)).Get(ctx, nil); err != nil {
 		return fmt.Errorf("could not start the tasks' workflows: %w", err)
 	}
 	return nil
 }
 
-// taskStarts are the starts of the tasks' workflows, each from the task's first state.
-func taskStarts(tasks []store.Task, criteria []store.AcceptanceCriterion) []activities.WorkflowStart {
+// taskStarts are the starts of the tasks' workflows, each from the task's first state, in the
+// project named projectName.
+func taskStarts(tasks []store.Task, criteria []store.AcceptanceCriterion, projectName string) []activities.WorkflowStart {
 	starts := make([]activities.WorkflowStart, 0, len(tasks))
 	for _, t := range tasks {
-		starts = append(starts, taskStart(NewTaskState(t, criteria)))
+		st := NewTaskState(t, criteria)
+		st.ProjectName = projectName
+		starts = append(starts, taskStart(st))
 	}
 	return starts
 }
@@ -817,9 +825,9 @@ func taskStart(st TaskState) activities.WorkflowStart {
 	//workflowcheck:ignore (a struct marshals the same way every time)
 	input, _ := json.Marshal(TaskRun{State: &st})
 	return activities.WorkflowStart{ID: TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
-		Memo: map[string]any{"title": st.Title},
+		Memo: entityMemo(st.Title, st.ProjectName),
 		Keywords: map[string]string{EntityKey.GetName(): string(EntityTask), ProjectUUIDKey.GetName(): st.ProjectUUID,
-			StatusKey.GetName(): st.Status, AssigneeKey.GetName(): ""}}
+			StatusKey.GetName(): st.Status, AssigneeKey.GetName(): "", CreatorKey.GetName(): st.CreatedBy.UUID}}
 }
 
 // ---- revoke ----

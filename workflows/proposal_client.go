@@ -11,8 +11,8 @@ func (c *Client) CreateProposal(ctx context.Context, call Call, in CreateProposa
 	var out ProposalResult
 	start := client.StartWorkflowOptions{
 		StaticSummary:         "Proposal: " + in.Title,
-		TypedSearchAttributes: initialAttributes(EntityProposal, in.ProjectUUID, string(ProposalDraft)),
-		Memo:                  map[string]any{"title": in.Title},
+		TypedSearchAttributes: initialAttributes(EntityProposal, in.ProjectUUID, string(ProposalDraft), in.Actor.UUID),
+		Memo:                  entityMemo(in.Title, in.ProjectName),
 	}
 	err := c.updateWithStart(ctx, EntityProposal, in.UUID, ProposalWorkflowName, ProposalRun{}, start,
 		UpdateCreateProposal, call, updateID(in.Actor.UUID, UpdateCreateProposal, call), in, &out)

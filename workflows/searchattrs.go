@@ -14,12 +14,15 @@ import (
 
 // Custom search attributes Chorus keeps current on every workflow, so operators can filter in
 // the Temporal UI, e.g. ChorusStatus="to_verify" AND ChorusEntity="task". They are for
-// operators only; the app reads its own database.
+// operators only; the app reads its own database. Each has one meaning on every entity:
+// ChorusAssignee is the assignee of an idea or a task (proposals have none and leave it unset),
+// ChorusCreator the uuid of whoever created the idea, proposal or task.
 var (
 	ProjectUUIDKey = temporal.NewSearchAttributeKeyKeyword("ChorusProjectUuid")
 	EntityKey      = temporal.NewSearchAttributeKeyKeyword("ChorusEntity")
 	StatusKey      = temporal.NewSearchAttributeKeyKeyword("ChorusStatus")
 	AssigneeKey    = temporal.NewSearchAttributeKeyKeyword("ChorusAssignee")
+	CreatorKey     = temporal.NewSearchAttributeKeyKeyword("ChorusCreator")
 	// ProgressKey is an idea's derived status (docs/rules.md §5.1): todo, in_progress,
 	// human_conduct_required or done. Only idea workflows set it; ChorusStatus keeps the stored
 	// status. It follows the database within moments of a change (SignalRefreshProgress).
@@ -27,7 +30,8 @@ var (
 )
 
 // SearchAttributeKeys lists every custom search attribute, for registration.
-var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey, ProgressKey}
+var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey, CreatorKey,
+	ProgressKey}
 
 // SearchAttributeFlags are the `temporal server start-dev --search-attribute` values that
 // pre-register Chorus's attributes on a dev server.
@@ -98,8 +102,13 @@ func SearchAttributeCommands(namespace string) []string {
 	return out
 }
 
-// initialAttributes are the search attributes a workflow starts with.
-func initialAttributes(e Entity, projectUUID, status string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(EntityKey.ValueSet(string(e)), ProjectUUIDKey.ValueSet(projectUUID),
-		StatusKey.ValueSet(status), AssigneeKey.ValueSet(""))
+// initialAttributes are the search attributes an idea, proposal or task workflow starts with.
+// A proposal has no assignee, so it starts without ChorusAssignee.
+func initialAttributes(e Entity, projectUUID, status, creator string) temporal.SearchAttributes {
+	attrs := []temporal.SearchAttributeUpdate{EntityKey.ValueSet(string(e)), ProjectUUIDKey.ValueSet(projectUUID),
+		StatusKey.ValueSet(status), CreatorKey.ValueSet(creator)}
+	if e != EntityProposal {
+		attrs = append(attrs, AssigneeKey.ValueSet(""))
+	}
+	return temporal.NewSearchAttributes(attrs...)
 }

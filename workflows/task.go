@@ -60,6 +60,7 @@ type TaskState struct {
 	UUID         string           `json:"uuid"`
 	CompanyUUID  string           `json:"companyUuid"`
 	ProjectUUID  string           `json:"projectUuid"`
+	ProjectName  string           `json:"projectName,omitempty"` // for the memo; "" in older histories
 	ProposalUUID string           `json:"proposalUuid,omitempty"`
 	Title        string           `json:"title"`
 	Status       string           `json:"status"`
@@ -528,8 +529,9 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 		assignee = s.Assignee.UUID
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
-		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee))
-	_ = workflow.UpsertMemo(ctx, map[string]any{"title": s.Title})
+		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee),
+		CreatorKey.ValueSet(s.CreatedBy.UUID))
+	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
 	if s.Assignee != nil {
 		details += ", assigned to " + s.assigneeText()

@@ -39,6 +39,7 @@ type CreateTasksInput struct {
 	Actor        Actor
 	BatchUUID    string
 	ProjectUUID  string
+	ProjectName  string // for the memos; "" in older histories
 	ProposalUUID *string
 	Tasks        []NewTaskSpec
 }
@@ -115,7 +116,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 		for i := range batch.Tasks {
 			batch.Tasks[i].Version, batch.Tasks[i].ChangeID = wr.Version(), wr.ID
 		}
-		in := activities.TaskBatchStart{Batch: batch, Starts: taskStarts(batch.Tasks, batch.Criteria)}
+		in := activities.TaskBatchStart{Batch: batch, Starts: taskStarts(batch.Tasks, batch.Criteria, in.ProjectName)}
 		if err := persist(ctx, a.CreateTaskBatchAndStart, in).Get(ctx, &warnings); err != nil {
 			return CreateTasksResult{}, fmt.Errorf("could not create the tasks: %w", err)
 		}
@@ -129,7 +130,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 	for i := range batch.Tasks {
 		batch.Tasks[i].Version, batch.Tasks[i].ChangeID = wr.Version(), wr.ID
 	}
-	if err := ensureTaskWorkflows(ctx, batch.Tasks, batch.Criteria); err != nil {
+	if err := ensureTaskWorkflows(ctx, batch.Tasks, batch.Criteria, in.ProjectName); err != nil {
 		return CreateTasksResult{}, err
 	}
 	return out, nil

@@ -25,7 +25,7 @@ func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTa
 			// "task" keep to the tasks themselves.
 			TypedSearchAttributes: temporal.NewSearchAttributes(EntityKey.ValueSet(TaskBatchEntity),
 				ProjectUUIDKey.ValueSet(in.ProjectUUID)),
-			Memo: map[string]any{"projectUuid": in.ProjectUUID, "tasks": len(in.Tasks)}}, CreateTasksWorkflowName, in)
+			Memo: batchMemo(in)}, CreateTasksWorkflowName, in)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
 			return c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &out) // an earlier attempt finished

@@ -600,6 +600,11 @@ func (tp *prodTopology) ideaToDone(t *testing.T) {
 	tp.workflowsMatching(t, fmt.Sprintf(`ChorusProjectUuid = %q`, p),
 		workflows.IdeaID(idea), workflows.ProposalID(pr), workflows.TaskID(t1), workflows.TaskID(t2))
 	tp.workflowsMatching(t, fmt.Sprintf(`ChorusAssignee = %q`, devUUID), workflows.TaskID(t1), workflows.TaskID(t2))
+	// The admin created all four and holds the idea; a proposal has no assignee.
+	adminUUID := str(t, do(t, admin, "chorus_checkin", map[string]any{}), "agent.uuid")
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusCreator = %q AND ChorusProjectUuid = %q`, adminUUID, p),
+		workflows.IdeaID(idea), workflows.ProposalID(pr), workflows.TaskID(t1), workflows.TaskID(t2))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusAssignee = %q AND ChorusProjectUuid = %q`, adminUUID, p), workflows.IdeaID(idea))
 	tp.workflowsMatching(t, `ChorusEntity = "task" AND ChorusStatus = "to_verify"`)
 	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity = "task" AND ChorusStatus = "done" AND ChorusProjectUuid = %q`, p),
 		workflows.TaskID(t1), workflows.TaskID(t2))
