@@ -101,10 +101,13 @@ func TestNonDeterministicChangeIsTriaged(t *testing.T) {
 
 	// Fixed by terminating the run; repair (with the database) then starts a new one from the rows.
 	require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.IdeaID(idea), "", "non-deterministic"))
-	runs, err := x.Failed(ctx)
-	require.NoError(t, err)
-	require.Len(t, runs, 1)
-	require.Equal(t, ops.RunTerminated, runs[0].Status)
+	var runs []ops.FailedRun
+	requireEventually(t, func() bool { // the listing reads visibility, which follows within moments
+		var err error
+		runs, err = x.Failed(ctx)
+		require.NoError(t, err)
+		return len(runs) == 1 && runs[0].Status == ops.RunTerminated
+	}, "ops failed lists the terminated run")
 	require.Contains(t, runs[0].Reason, "non-deterministic")
 	found, err := e.ops().Check(ctx, "")
 	require.NoError(t, err)
