@@ -249,6 +249,8 @@ type ideaWorkflow struct {
 	// refreshes receives SignalRefreshProgress; refreshing: a refresh is under way.
 	refreshes  workflow.ReceiveChannel
 	refreshing bool
+	// progressShown: a refresh of this run published the progress (refreshProgress).
+	progressShown bool
 }
 
 // createWindow is how long a workflow started by update-with-start waits for its create to be

@@ -87,7 +87,20 @@ func (w *ideaWorkflow) refreshProgress(ctx workflow.Context) {
 	before, rollup := w.state.Progress, w.state.ProgressRollup
 	w.state.Progress, w.state.ProgressRollup = p.Status, p.Rollup
 	w.state.Progress = w.state.progress() // what it shows (the same, but while a row disagrees)
-	if w.state.Progress != before || p.Rollup != rollup {
+	// The first refresh of a run publishes even when the reading did not change: a run begun
+	// before ChorusProgress existed replays its old commands with this code, which computes the
+	// progress in memory, but the server never got it (version progressShownVersion).
+	first := workflow.GetVersion(ctx, progressShownChange, workflow.DefaultVersion, progressShownVersion) ==
+		progressShownVersion && !w.progressShown
+	if w.state.Progress != before || p.Rollup != rollup || first {
 		w.publish(ctx)
+		w.progressShown = true
 	}
 }
+
+// progressShownChange is the workflow.GetVersion change id of "the first refresh of a run
+// publishes"; histories recorded before it publish only a changed reading.
+const (
+	progressShownChange  = "progress-first-refresh-publishes"
+	progressShownVersion = workflow.Version(1)
+)

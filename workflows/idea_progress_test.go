@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/activities"
@@ -78,4 +79,35 @@ func TestIdeaWorkflowRefreshesProgressBeforeContinuingAsNew(t *testing.T) {
 	for _, r := range reads[1:] {
 		require.Equal(t, store.DerivedDone, r)
 	}
+}
+
+// An idea run begun before ChorusProgress existed holds the progress in memory once this code
+// replays it, but its search attributes never got it; its first refresh publishes it even when
+// the reading is unchanged (found by a newcomer upgrading a running Chorus). Later unchanged
+// readings add nothing to the history.
+func TestFirstRefreshOfARunPublishesTheProgress(t *testing.T) {
+	env, _ := newEnv(t)
+	var a *activities.Activities
+	env.OnActivity(a.IdeaProgress, mock.Anything, "idea-1", mock.Anything).Return(
+		store.IdeaProgress{Found: true, Status: store.DerivedInProgress}, nil)
+	var shown []string
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		p, _ := sa.GetKeyword(ProgressKey)
+		shown = append(shown, p)
+	}).Return(nil)
+	env.OnUpsertMemo(mock.Anything).Return(nil)
+	st := IdeaState{UUID: "idea-1", ProjectUUID: "p", Title: "Idea", Created: true, Status: "elaborated",
+		Progress: store.DerivedInProgress}
+	for i := range 3 {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRefreshProgress, nil) }, time.Duration(i+1)*time.Second)
+	}
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 4*time.Second)
+	env.RegisterDelayedCallback(func() {}, 5*time.Second)
+	env.ExecuteWorkflow(IdeaWorkflow, IdeaRun{State: &st})
+
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
+	require.Equal(t, []string{store.DerivedInProgress, store.DerivedInProgress}, shown,
+		"the run's start publishes, its first refresh publishes again, the unchanged later ones do not")
 }
