@@ -205,7 +205,7 @@ func TestClaimNextDeadlineMidClaim(t *testing.T) {
 
 // moveOnReserve is a query hook that runs move once, just before a chorus_claim_next_task call
 // reserves its first candidate: the candidates it read name the project the tasks left.
-type moveOnReserve struct {
+type moveOnReserve struct { // runs move (any change) once
 	once sync.Once
 	move func()
 }
@@ -218,6 +218,17 @@ func (h *moveOnReserve) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) con
 }
 
 func (h *moveOnReserve) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// softCall calls a tool from a server goroutine (a query hook), where a test may not stop:
+// a failure is reported and the test goes on.
+func softCall(t *testing.T, s *mcpsdk.ClientSession, name string, args any) {
+	res, err := s.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Errorf("tools/call %s: %v", name, err)
+	} else if res.IsError {
+		t.Errorf("%s failed: %s", name, text(res))
+	}
+}
 
 // An idea moved (chorus_move_idea) between a call's read of its candidates and its claim: the
 // workflows refuse the claims that name the old project, but the tasks are still open, unheld and
@@ -236,7 +247,7 @@ func TestClaimNextCandidateMovedMidCall(t *testing.T) {
 
 		devKey := e.agent("Dev", perm.DeveloperAgent)
 		hook := &moveOnReserve{move: func() {
-			ok(t, admin, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": q}, nil)
+			softCall(t, admin, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": q})
 		}}
 		dev := e.process(hook).client(devKey)
 		var v TaskView
@@ -246,4 +257,51 @@ func TestClaimNextCandidateMovedMidCall(t *testing.T) {
 		require.Zero(t, reservationRows(t, e))
 		e.requireAgreement()
 	})
+}
+
+// Candidates deleted or blocked between a call's read and its claim are skipped for the next
+// one, never claimed; a reservation of a candidate deleted meanwhile is not left behind.
+func TestClaimNextCandidatesDeletedOrBlockedMidCall(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		ids := quickTasks(t, admin, project, "A:high", "B:medium", "C:low", "D:low")
+		devKey := e.agent("Dev", perm.DeveloperAgent)
+		hook := &moveOnReserve{move: func() {
+			softCall(t, admin, "chorus_admin_delete_task", map[string]any{"taskUuid": ids["A"]})
+			softCall(t, admin, "chorus_update_task", map[string]any{"taskUuid": ids["B"], "addDependsOn": []string{ids["D"]}})
+		}}
+		dev := e.process(hook).client(devKey)
+		var v TaskView
+		ok(t, dev, "chorus_claim_next_task", map[string]any{"projectUuid": project, "requestId": "n"}, &v)
+		require.Equal(t, ids["C"], v.UUID)
+		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": ids["B"]}, &v)
+		require.Equal(t, "open", v.Status)
+		require.Nil(t, v.Assignee)
+		require.Zero(t, reservationRows(t, e))
+		e.requireAgreement()
+	})
+}
+
+// A call that waits for a reservation longer than its deadline ends "Still in progress"; its
+// retry with the requestId claims the task once the reservation lapses.
+func TestClaimNextWaitOutlastsDeadline(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startEnv(t, dialect, envOptions{flows: true, callTimeout: 2 * time.Second})
+			admin := e.client(e.adminKey)
+			dev := e.client(e.agent("Dev", perm.DeveloperAgent))
+			project := createProject(t, admin, "Apollo")
+			ids := quickTasks(t, admin, project, "A:high")
+			ghostReservation(t, e, ids["A"], time.Now().Add(3*time.Second))
+			args := map[string]any{"projectUuid": project, "requestId": "n"}
+			msg := fails(t, dev, "chorus_claim_next_task", args)
+			require.Contains(t, msg, "Still in progress")
+			var v TaskView
+			ok(t, dev, "chorus_claim_next_task", args, &v)
+			require.Equal(t, ids["A"], v.UUID)
+			require.Equal(t, 1, activityCount(t, e.st, ids["A"], "assigned"))
+			e.requireAgreement()
+		})
+	}
 }
