@@ -995,9 +995,23 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 			if err != nil || ok {
 				return task, err
 			}
+			if movedSinceRead(ctx, d, t) {
+				// Its idea moved after the read, so its workflow refused a claim naming the old
+				// project: the next read proposes it again from its new project, if the caller
+				// may claim there, rather than answer "none available" while it is open.
+				continue
+			}
 			tried = append(tried, t.UUID)
 		}
 	}
+}
+
+// movedSinceRead reports whether candidate t's row now names another project than when it was
+// read (chorus_move_idea moved it meanwhile). Each answer "yes" needs another move of the task,
+// so asking a moved task again cannot go on forever.
+func movedSinceRead(ctx context.Context, d *Deps, t store.Task) bool {
+	row, err := d.Store.TaskRow(ctx, t.UUID)
+	return err == nil && row.ProjectUUID != t.ProjectUUID
 }
 
 // claimReservationTTL bounds how long a call's reservation of a candidate keeps other calls

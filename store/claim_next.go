@@ -117,9 +117,14 @@ func (s *Store) ReserveClaim(ctx context.Context, taskUUID, holder string, ttl t
 	return n == 1, err
 }
 
-// ReleaseClaim ends holder's reservation of taskUUID, if it still holds it.
+// ReleaseClaim ends holder's reservation of taskUUID, if it still holds it. It also removes
+// every reservation that has lapsed: a lapsed row reserves nothing (ReserveClaim takes it over),
+// and one left by a call that died on a task no call asks for again (claimed meanwhile, done,
+// deleted) would otherwise stay forever.
 func (s *Store) ReleaseClaim(ctx context.Context, taskUUID, holder string) error {
 	_, err := s.DB.NewDelete().Model((*claimReservation)(nil)).
-		Where("task_uuid = ?", taskUUID).Where("holder = ?", holder).Exec(ctx)
+		WhereGroup(" AND ", func(q *bun.DeleteQuery) *bun.DeleteQuery {
+			return q.Where("task_uuid = ? AND holder = ?", taskUUID, holder).WhereOr("expires_at <= ?", Now())
+		}).Exec(ctx)
 	return err
 }

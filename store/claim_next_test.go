@@ -43,5 +43,15 @@ func TestClaimReservations(t *testing.T) {
 		got, err = st.ReserveClaim(ctx, "task-1", "c", time.Minute)
 		require.NoError(t, err)
 		require.True(t, got, "a lapsed reservation (its call died) is taken over")
+
+		// A lapsed reservation of a task nobody asks for again goes with the next release.
+		got, err = st.ReserveClaim(ctx, "task-3", "dead", time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, got)
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, st.ReleaseClaim(ctx, "task-1", "c"))
+		n, err := st.DB.NewSelect().Table("claim_reservations").Count(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "only task-2's live reservation is left")
 	})
 }
