@@ -283,8 +283,9 @@ func TestClaimNextCandidatesDeletedOrBlockedMidCall(t *testing.T) {
 	})
 }
 
-// A call that waits for a reservation longer than its deadline ends "Still in progress"; its
-// retry with the requestId claims the task once the reservation lapses.
+// A call that waits for a reservation longer than its deadline says it claimed nothing (no claim
+// of its own is in flight); called again with the same requestId, it claims the task once the
+// reservation lapses.
 func TestClaimNextWaitOutlastsDeadline(t *testing.T) {
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
@@ -296,7 +297,7 @@ func TestClaimNextWaitOutlastsDeadline(t *testing.T) {
 			ghostReservation(t, e, ids["A"], time.Now().Add(3*time.Second))
 			args := map[string]any{"projectUuid": project, "requestId": "n"}
 			msg := fails(t, dev, "chorus_claim_next_task", args)
-			require.Contains(t, msg, "Still in progress")
+			require.Contains(t, msg, "Nothing was claimed for you; call again.")
 			var v TaskView
 			ok(t, dev, "chorus_claim_next_task", args, &v)
 			require.Equal(t, ids["A"], v.UUID)

@@ -976,7 +976,10 @@ func claimNext(ctx context.Context, d *Deps, call *Call, projects, proposals []s
 			// rather than answer "none available" while one of them may yet be refused.
 			select {
 			case <-ctx.Done():
-				return "", ctx.Err()
+				// Nothing of this call is in flight (every claim it sent was answered), so say so
+				// rather than "Still in progress".
+				return "", refuseAs("conflict", "No task could be claimed before this call's deadline: every task left "+
+					"was being claimed by another agent at the same moment. Nothing was claimed for you; call again.")
 			case <-time.After(pause):
 			}
 			pause, busy = min(pause*2, 250*time.Millisecond), nil
