@@ -55,38 +55,48 @@ func (s *Store) DeriveStatuses(ctx context.Context, projectUUIDs []string) (map[
 }
 
 func deriveStatuses(ctx context.Context, db bun.IDB, projectUUIDs []string) (map[string]Derived, error) {
-	out := map[string]Derived{}
 	if len(projectUUIDs) == 0 {
-		return out, nil
+		return map[string]Derived{}, nil
 	}
 	var ideas []ideaFacts
-	err := db.NewSelect().Table("ideas").Column("uuid", "project_uuid", "status", "elaboration_status", "is_container", "parent_uuid").
+	err := db.NewSelect().Table("ideas").Column(ideaFactColumns...).
 		Where("project_uuid IN (?)", bun.List(projectUUIDs)).Scan(ctx, &ideas)
 	if err != nil {
 		return nil, err
 	}
+	return deriveFrom(ctx, db, projectUUIDs, ideas)
+}
+
+var ideaFactColumns = []string{"uuid", "project_uuid", "status", "elaboration_status", "is_container", "parent_uuid"}
+
+// deriveFrom computes the derived status of each of ideas (of projectUUIDs). A theme's roll-up
+// counts only the children among ideas, so ideas holds every descendant of each idea whose
+// status is wanted. Only the statuses of the tasks that count are read: those of the newest
+// approved proposal of each idea, one row per distinct status.
+func deriveFrom(ctx context.Context, db bun.IDB, projectUUIDs []string, ideas []ideaFacts) (map[string]Derived, error) {
+	out := map[string]Derived{}
 	var props []proposalFacts
-	err = db.NewSelect().Table("proposals").Column("uuid", "input_uuids", "status", "created_at").
+	err := db.NewSelect().Table("proposals").Column("uuid", "input_uuids", "status", "created_at").
 		Where("project_uuid IN (?)", bun.List(projectUUIDs)).
 		Where("input_type = 'idea'").Where("status IN ('pending', 'approved')").
 		Scan(ctx, &props)
 	if err != nil {
 		return nil, err
 	}
-	var approved []string
-	for _, p := range props {
-		if p.Status == "approved" {
-			approved = append(approved, p.UUID)
+	var counted []string // the newest approved proposal of each idea
+	for _, i := range ideas {
+		if u := latestApproved(i.UUID, props); u != "" && !slices.Contains(counted, u) {
+			counted = append(counted, u)
 		}
 	}
-	taskStatuses := map[string][]string{} // proposal uuid -> statuses of its tasks
-	if len(approved) > 0 {
+	taskStatuses := map[string][]string{} // proposal uuid -> the distinct statuses of its tasks
+	if len(counted) > 0 {
 		var rows []struct {
 			ProposalUUID string `bun:"proposal_uuid"`
 			Status       string `bun:"status"`
 		}
-		err = db.NewSelect().Table("tasks").Column("proposal_uuid", "status").
-			Where("proposal_uuid IN (?)", bun.List(approved)).Scan(ctx, &rows)
+		err = db.NewSelect().Table("tasks").Distinct().Column("proposal_uuid", "status").
+			Where("proposal_uuid IN (?)", bun.List(counted)).Scan(ctx, &rows)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +181,13 @@ func (s *Store) IdeaProgress(ctx context.Context, ideaUUID string) (IdeaProgress
 		if err != nil {
 			return out, err
 		}
-		derived, err := deriveStatuses(ctx, s.DB, []string{i.ProjectUUID})
+		// Only the idea and its descendants (its theme roll-up): every task write of the project
+		// asks for a refresh, so reading the whole project here would cost O(project) per write.
+		subtree, err := s.ideaSubtree(ctx, i.ProjectUUID, ideaUUID)
+		if err != nil {
+			return out, err
+		}
+		derived, err := deriveFrom(ctx, s.DB, []string{i.ProjectUUID}, subtree)
 		if err != nil {
 			return out, err
 		}
@@ -184,6 +200,31 @@ func (s *Store) IdeaProgress(ctx context.Context, ideaUUID string) (IdeaProgress
 		}
 	}
 	return out, errors.New("the idea kept moving between projects while its progress was read")
+}
+
+// ideaSubtree reads the facts of an idea of the project and of all its descendants, a level at
+// a time (at most 64 levels, which also stops a corrupt cycle).
+func (s *Store) ideaSubtree(ctx context.Context, projectUUID, root string) ([]ideaFacts, error) {
+	var out []ideaFacts
+	frontier := []string{root}
+	for depth := 0; len(frontier) > 0 && depth < 64; depth++ {
+		var level []ideaFacts
+		q := s.DB.NewSelect().Table("ideas").Column(ideaFactColumns...).Where("project_uuid = ?", projectUUID)
+		if depth == 0 {
+			q = q.Where("uuid IN (?)", bun.List(frontier))
+		} else {
+			q = q.Where("parent_uuid IN (?)", bun.List(frontier))
+		}
+		if err := q.Scan(ctx, &level); err != nil {
+			return nil, err
+		}
+		out = append(out, level...)
+		frontier = frontier[:0]
+		for _, i := range level {
+			frontier = append(frontier, i.UUID)
+		}
+	}
+	return out, nil
 }
 
 // IdeaParent is an idea's parent: "" when it has none or no longer exists.
@@ -219,6 +260,23 @@ func (s *Store) ProposalInputIdeas(ctx context.Context, proposalUUIDs ...string)
 	return out, nil
 }
 
+// latestApproved is the uuid of the newest approved proposal listing idea among props ("" for
+// none); only its tasks count toward the idea's status (docs/rules.md §5.1).
+func latestApproved(idea string, props []proposalFacts) string {
+	var latest *proposalFacts
+	for k := range props {
+		p := &props[k]
+		if p.Status == "approved" && slices.Contains(p.InputUUIDs, idea) &&
+			(latest == nil || p.CreatedAt.After(latest.CreatedAt)) {
+			latest = p
+		}
+	}
+	if latest == nil {
+		return ""
+	}
+	return latest.UUID
+}
+
 // ownStatus is the table of docs/rules.md §5.1 for one idea, before any theme roll-up.
 func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]string) string {
 	switch i.Status {
@@ -233,23 +291,16 @@ func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]str
 	default:
 		return DerivedTodo
 	}
-	var latest *proposalFacts
-	for k := range props {
-		p := &props[k]
-		if !slices.Contains(p.InputUUIDs, i.UUID) {
-			continue
-		}
-		if p.Status == "pending" {
+	for _, p := range props {
+		if p.Status == "pending" && slices.Contains(p.InputUUIDs, i.UUID) {
 			return DerivedHumanConductRequired // a proposal waits for review
 		}
-		if latest == nil || p.CreatedAt.After(latest.CreatedAt) {
-			latest = p
-		}
 	}
-	if latest == nil {
+	latest := latestApproved(i.UUID, props)
+	if latest == "" {
 		return DerivedInProgress // planning
 	}
-	ts := taskStatuses[latest.UUID]
+	ts := taskStatuses[latest]
 	if slices.Contains(ts, "to_verify") {
 		return DerivedHumanConductRequired // work waits for verification
 	}
