@@ -142,6 +142,7 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 		in.PropertyOrder = append(in.PropertyOrder, requestIDField)
 	}
 	publishable(in)
+	closeObjects(in)
 	mt := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Desc, InputSchema: in, Annotations: annotations(t.spec())}
 	isText := reflect.TypeFor[Out]() == reflect.TypeFor[textResult]()
 	if !isText {
