@@ -55,7 +55,8 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 			// Every request carries a bearer key, so the DNS-rebinding guard for unauthenticated
 			// localhost servers does not apply; leaving it on would refuse proxied requests.
 			DisableLocalhostProtection: true,
-			MaxRequestBodyBytes:        MaxRequestBytes, // the edge (http.go) already holds bodies to this
+			// The edge (http.go) holds bodies to MaxRequestBytes; a swapped request id may add a few bytes.
+			MaxRequestBodyBytes: MaxRequestBytes + int64(len(edgeID)),
 		})
 		if asJSON {
 			e.jsonHandler = h
