@@ -87,6 +87,8 @@ type Deps struct {
 type entry interface {
 	spec() toolSpec
 	build(d *Deps) (*builtTool, error)
+	// outType is the Go type of the tool's result.
+	outType() reflect.Type
 }
 
 type toolSpec struct {
@@ -97,6 +99,8 @@ type toolSpec struct {
 	Desc       string
 	HasRun     bool
 }
+
+func (t tool[In, Out]) outType() reflect.Type { return reflect.TypeFor[Out]() }
 
 func (t tool[In, Out]) spec() toolSpec {
 	return toolSpec{Name: t.Name, Perm: t.Perm, Effect: t.Effect, Idempotent: t.Idempotent, Desc: t.Desc, HasRun: t.Run != nil}
@@ -267,7 +271,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		if n, ok := any(out).(noter); ok {
 			note = n.Note()
 		}
-		return json.Marshal(out)
+		return encodeResult(out)
 	}
 	var body json.RawMessage
 	if call.RequestID != "" {
@@ -288,6 +292,71 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		text += "\n" + note
 	}
 	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
+}
+
+// encodeResult is the JSON of a tool's result. An empty list is [], never null, at any depth
+// (issue 19; TestResultsHaveNoNullArrays): a nil slice reaches the client as an empty one.
+func encodeResult(out any) ([]byte, error) {
+	v := reflect.New(reflect.TypeOf(out)).Elem()
+	v.Set(reflect.ValueOf(out))
+	emptyLists(v)
+	return json.Marshal(v.Interface())
+}
+
+var rawJSON = reflect.TypeFor[json.RawMessage]()
+
+// emptyLists replaces, in the settable value v and everything it holds, each nil slice with an
+// empty one. It copies every pointee, slice and map on its way instead of changing them, since
+// a result may share them with other data; raw JSON and byte slices are left as they are.
+func emptyLists(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			c := reflect.New(v.Type().Elem())
+			c.Elem().Set(v.Elem())
+			emptyLists(c.Elem())
+			v.Set(c)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				emptyLists(f)
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawJSON || v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(c, v)
+		for i := range c.Len() {
+			emptyLists(c.Index(i))
+		}
+		v.Set(c)
+	case reflect.Array:
+		for i := range v.Len() {
+			emptyLists(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(it.Value())
+			emptyLists(e)
+			c.SetMapIndex(it.Key(), e)
+		}
+		v.Set(c)
+	case reflect.Interface:
+		if !v.IsNil() {
+			e := reflect.New(v.Elem().Type()).Elem()
+			e.Set(v.Elem())
+			emptyLists(e)
+			v.Set(e)
+		}
+	}
 }
 
 // knownKeysOnly refuses an argument key the schema does not have (a Strict tool).
