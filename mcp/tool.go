@@ -386,7 +386,8 @@ type noter interface{ Note() string }
 // runOnce applies docs/rules.md §8.5 for a call carrying a requestId (docs/write-path.md, "Exactly
 // once"): a retry of a call that succeeded gets its result without running again; a requestId
 // reused for another tool or other arguments is refused; a call that was refused moves the key
-// to its next generation, so a retry after the state changed runs again; and a call whose outcome
+// to its next generation, so a retry after the state changed runs again (one refused as invalid
+// input also unbinds the key, so the corrected call runs with it); and a call whose outcome
 // is unknown (its deadline passed) keeps its generation, so its retry reaches the same update
 // and gets its outcome. Everything run under one generation is idempotent for it.
 func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args json.RawMessage, run func() (json.RawMessage, error)) (json.RawMessage, error) {
@@ -419,7 +420,11 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
 		}
 	case refused(err):
-		if ferr := d.Store.RefuseToolRequest(bg, agent, call.RequestID, call.Generation); ferr != nil {
+		release := d.Store.RefuseToolRequest
+		if _, kind := classify(err); kind == "invalid_input" {
+			release = d.Store.ReleaseToolRequest // nothing ran: the corrected call may use the key
+		}
+		if ferr := release(bg, agent, call.RequestID, call.Generation); ferr != nil {
 			d.Log.ErrorContext(ctx, "could not release requestId", "requestId", call.RequestID, "err", ferr)
 		}
 	}
