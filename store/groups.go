@@ -424,6 +424,9 @@ func applyMember(ctx context.Context, tx bun.Tx, c Caller, g ProjectGroup, m Mem
 			if cur.Role == m.Role {
 				return nil
 			}
+			if err := keepAGroupAdmin(ctx, tx, g.UUID, cur); err != nil {
+				return err
+			}
 			_, err = tx.NewUpdate().Model(&cur).Set("role = ?", m.Role).Set("updated_at = ?", now).WherePK().Exec(ctx)
 		} else {
 			row := ProjectGroupMember{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, GroupUUID: g.UUID, UserUUID: m.UserUUID,
@@ -437,6 +440,9 @@ func applyMember(ctx context.Context, tx bun.Tx, c Caller, g ProjectGroup, m Mem
 		if !found {
 			return nil
 		}
+		if err := keepAGroupAdmin(ctx, tx, g.UUID, cur); err != nil {
+			return err
+		}
 		_, err = tx.NewDelete().Model(&cur).WherePK().Exec(ctx)
 	default:
 		return fmt.Errorf("unknown member action %q", m.Action)
@@ -447,6 +453,18 @@ func applyMember(ctx context.Context, tx bun.Tx, c Caller, g ProjectGroup, m Mem
 	_, err = tx.NewUpdate().Table("project_groups").Set("access_version = access_version + 1").Set("updated_at = ?", now).
 		Where("uuid = ?", g.UUID).Exec(ctx)
 	return err
+}
+
+// keepAGroupAdmin refuses to take the admin role of cur away when it is the group's last one.
+func keepAGroupAdmin(ctx context.Context, tx bun.Tx, groupUUID string, cur ProjectGroupMember) error {
+	if cur.Role != "admin" {
+		return nil
+	}
+	n, err := tx.NewSelect().Model((*ProjectGroupMember)(nil)).Where("group_uuid = ?", groupUUID).Where("role = 'admin'").Count(ctx)
+	if err != nil || n > 1 {
+		return err
+	}
+	return errLastAdmin("project group")
 }
 
 // ---- delete ----
