@@ -14,12 +14,6 @@ import (
 // Path is where the MCP endpoint is served.
 const Path = "/api/mcp"
 
-const instructions = `Chorus tracks software delivery for teams of agents: ideas are claimed and clarified
-through elaboration rounds, turned into proposals of document and task drafts, approved into real
-tasks, then claimed, worked, self-checked, submitted and verified. Call chorus_checkin first to
-learn who you are, what you may do, and which projects you are active in. Every mutating tool takes
-an optional requestId: reuse it when you retry so nothing happens twice.`
-
 // Endpoint is the MCP endpoint (docs/rules.md §3.1): stateless Streamable HTTP through the go-sdk, one
 // cached server per permission set, each listing exactly the tools that set may call.
 type Endpoint struct {
@@ -64,33 +58,58 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 	return e, nil
 }
 
-// serverFor returns the MCP server for the request's permission set, building it on first use.
-// The SDK calls it twice per request; both calls hit the cache.
+// serverKey names a cached server: what its tools/list shows depends on these alone.
+type serverKey struct {
+	perms    perm.Set
+	toolsets selection
+	readOnly bool
+}
+
+// serverFor returns the MCP server for the request's permission set and connection selection,
+// building it on first use. The SDK calls it twice per request; both calls hit the cache.
 func (e *Endpoint) serverFor(r *http.Request) *mcpsdk.Server {
 	p, ok := principalFrom(r.Context())
 	if !ok {
 		return nil // unreachable behind authenticate; the SDK answers 400
 	}
-	if s, ok := e.servers.Load(p.Perms); ok {
+	conn, _ := connFrom(r.Context())
+	k := serverKey{p.Perms, conn.Toolsets, conn.ReadOnly}
+	if s, ok := e.servers.Load(k); ok {
 		return s.(*mcpsdk.Server)
 	}
-	s, _ := e.servers.LoadOrStore(p.Perms, e.newServer(p.Perms))
+	s, _ := e.servers.LoadOrStore(k, e.newServer(p.Perms, conn))
 	return s.(*mcpsdk.Server)
 }
 
-func (e *Endpoint) newServer(perms perm.Set) *mcpsdk.Server {
+func (e *Endpoint) newServer(perms perm.Set, conn Conn) *mcpsdk.Server {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "chorus", Title: "Chorus", Version: e.version},
-		&mcpsdk.ServerOptions{Instructions: instructions, Logger: sdkLogger(e.deps.Log), Capabilities: &mcpsdk.ServerCapabilities{
-			Tools: &mcpsdk.ToolCapabilities{}}})
-	allowed := map[string]bool{}
+		&mcpsdk.ServerOptions{Instructions: instructions, Logger: sdkLogger(e.deps.Log),
+			Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{}, Prompts: &mcpsdk.PromptCapabilities{}},
+			// The lists depend on the key: no shared cache may keep one for another caller.
+			SetCacheable: func(_ context.Context, _ mcpsdk.Request, c *mcpsdk.Cacheable) { c.CacheScope = "private" }})
+	listed := map[string]bool{}
+	for _, t := range e.listed(perms, conn) {
+		mt := t.tool
+		if conn.ReadOnly && t.readOnlyTool != nil {
+			mt = t.readOnlyTool
+		}
+		s.AddTool(mt, t.handler)
+		listed[t.spec.Name] = true
+	}
+	addPrompts(s)
+	s.AddReceivingMiddleware(e.refuseUnlisted(perms, listed))
+	return s
+}
+
+// listed is the tools a connection with perms and conn lists, in table order.
+func (e *Endpoint) listed(perms perm.Set, conn Conn) []*builtTool {
+	var out []*builtTool
 	for _, t := range e.tools {
-		if perms.Has(t.spec.Perm) {
-			s.AddTool(t.tool, t.handler)
-			allowed[t.spec.Name] = true
+		if conn.serves(perms, t.spec) {
+			out = append(out, t)
 		}
 	}
-	s.AddReceivingMiddleware(hideUnlisted(allowed))
-	return s
+	return out
 }
 
 // sdkLogger passes the SDK's warnings and errors; its per-request session logs are noise for a
@@ -123,29 +142,59 @@ func (f levelFloor) WithAttrs(as []slog.Attr) slog.Handler {
 }
 func (f levelFloor) WithGroup(g string) slog.Handler { return levelFloor{f.h.WithGroup(g), f.min} }
 
-// ToolNames lists the tools a permission set sees, in table order.
+// ToolNames lists the tools a permission set sees with every toolset selected, in table order.
 func (e *Endpoint) ToolNames(perms perm.Set) []string {
 	var out []string
-	for _, t := range e.tools {
-		if perms.Has(t.spec.Perm) {
-			out = append(out, t.spec.Name)
-		}
+	for _, t := range e.listed(perms, Conn{Toolsets: allToolsets}) {
+		out = append(out, t.spec.Name)
 	}
 	return out
 }
 
-// hideUnlisted answers a call to a tool this server does not list with the same isError result
-// for unknown and for permission-hidden tools, so a key cannot probe what it lacks (docs/rules.md §3.3).
-func hideUnlisted(allowed map[string]bool) mcpsdk.Middleware {
+// refuseUnlisted answers a call to a tool this server does not list (docs/rules.md §3.3). An
+// unknown tool and one the key lacks the bit for get the same answer, so a key cannot probe what
+// it lacks; a tool outside the connection's toolsets, or blocked by read-only mode, gets a
+// sentence that says why. Each refusal keeps its answer and is logged and counted under its own
+// kind, so an operator can tell why an agent could not call a tool (README "Agents and keys").
+func (e *Endpoint) refuseUnlisted(perms perm.Set, listed map[string]bool) mcpsdk.Middleware {
+	specs := map[string]toolSpec{}
+	for _, t := range e.tools {
+		specs[t.spec.Name] = t.spec
+	}
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-			if method == "tools/call" {
-				if p, ok := req.GetParams().(*mcpsdk.CallToolParamsRaw); ok && !allowed[p.Name] {
-					return &mcpsdk.CallToolResult{IsError: true,
-						Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: toolNotFound(p.Name).Error()}}}, nil
-				}
+			p, isCall := req.GetParams().(*mcpsdk.CallToolParamsRaw)
+			if method != "tools/call" || !isCall || listed[p.Name] {
+				return next(ctx, method, req)
 			}
-			return next(ctx, method, req)
+			spec, known := specs[p.Name]
+			var err error
+			kind, reason := KindUnknownTool, "no tool has this name"
+			switch {
+			case !known:
+				err = toolNotFound(p.Name)
+			case !perms.Has(spec.Perm):
+				err = toolNotFound(p.Name)
+				kind, reason = KindMissingPermission, "the key lacks "+spec.Perm.String()
+			default:
+				conn, _ := connFrom(ctx) // this request's: why it is read-only differs between requests
+				err = conn.refusal(spec)
+				_, kind = classify(err)
+				reason = err.Error()
+			}
+			e.logRefusal(ctx, p.Name, kind, reason)
+			return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: err.Error()}}}, nil
 		}
 	}
+}
+
+// logRefusal records a call refused before any tool ran: a log line with the tool, the agent and
+// the reason, and a count under its kind.
+func (e *Endpoint) logRefusal(ctx context.Context, tool, kind, reason string) {
+	e.deps.Metrics.refusal(kind)
+	attrs := []any{"tool", clipped(tool), "kind", kind, "reason", reason, "ref", refFrom(ctx)}
+	if p, ok := principalFrom(ctx); ok {
+		attrs = append(attrs, "agent", p.Caller.AgentUUID, "agentName", p.Caller.AgentName, "key", p.KeyUUID)
+	}
+	e.deps.Log.InfoContext(ctx, "tool refused", attrs...)
 }

@@ -135,7 +135,7 @@ func TestBodyLimitIsOneDocumentedJSONRPCError(t *testing.T) {
 	// Just under the limit the body is read and the tool answers for itself.
 	under := callWith(strings.Repeat("x", MaxRequestBytes-len(callWith(""))))
 	require.Len(t, under, MaxRequestBytes)
-	a = e.send(http.MethodPost, Path, auth, under)
+	a = e.send(http.MethodPost, Path+"/x/projects", auth, under)
 	require.Equal(t, http.StatusOK, a.status)
 	require.Contains(t, a.body, "name must be at most 200 characters long")
 
