@@ -189,7 +189,7 @@ func newKeyCmd(g *globals) *cobra.Command {
 
 --read-only makes a key that lists and calls only the tools that change nothing, whatever the
 agent's permissions and whatever its connection selects (docs/rules.md §3.3).`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if agentUUID == "" {
 				return errors.New("--agent is required (see chorus agent list)")
