@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chorus-dev/chorus/perm"
@@ -97,6 +99,7 @@ func (e *Endpoint) newServer(perms perm.Set, conn Conn) *mcpsdk.Server {
 		listed[t.spec.Name] = true
 	}
 	addPrompts(s)
+	addRefusalTool(s)
 	s.AddReceivingMiddleware(e.refuseUnlisted(perms, listed))
 	return s
 }
@@ -151,11 +154,37 @@ func (e *Endpoint) ToolNames(perms perm.Set) []string {
 	return out
 }
 
-// refuseUnlisted answers a call to a tool this server does not list (docs/rules.md §3.3). An
-// unknown tool and one the key lacks the bit for get the same answer, so a key cannot probe what
-// it lacks; a tool outside the connection's toolsets, or blocked by read-only mode, gets a
-// sentence that says why. Each refusal keeps its answer and is logged and counted under its own
-// kind, so an operator can tell why an agent could not call a tool (README "Agents and keys").
+// refusalTool is registered on every server and never listed. A call to a tool the server does
+// not list is routed to it (refuseUnlisted), so the refusal is built by the SDK's tools/call path
+// like any other tool result and is valid on every protocol revision the server offers (from
+// 2026-07-28 on, it carries resultType; case 09).
+const refusalTool = "chorus_refused_call"
+
+type refusalKey struct{}
+
+// refuseCall is the refusal tool's handler: an isError result with the refusal that
+// refuseUnlisted put in the context.
+func refuseCall(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	err, ok := ctx.Value(refusalKey{}).(error)
+	if !ok {
+		err = toolNotFound(req.Params.Name)
+	}
+	msg, _ := agentMessage(err)
+	return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: msg}},
+		Meta: mcpsdk.Meta{refMetaKey: refFrom(ctx)}}, nil
+}
+
+// addRefusalTool registers the refusal tool on s.
+func addRefusalTool(s *mcpsdk.Server) {
+	s.AddTool(&mcpsdk.Tool{Name: refusalTool, InputSchema: &jsonschema.Schema{Type: "object"}}, refuseCall)
+}
+
+// refuseUnlisted answers a call to a tool this server does not list (docs/rules.md §3.3), and
+// keeps the refusal tool out of tools/list. An unknown tool and one the key lacks the bit for get
+// the same answer, so a key cannot probe what it lacks; a tool outside the connection's
+// toolsets, or blocked by read-only mode, gets a sentence that says why. Each refusal keeps its
+// answer and is logged and counted under its own kind, so an operator can tell why an agent
+// could not call a tool (README "Agents and keys").
 func (e *Endpoint) refuseUnlisted(perms perm.Set, listed map[string]bool) mcpsdk.Middleware {
 	specs := map[string]toolSpec{}
 	for _, t := range e.tools {
@@ -163,27 +192,41 @@ func (e *Endpoint) refuseUnlisted(perms perm.Set, listed map[string]bool) mcpsdk
 	}
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-			p, isCall := req.GetParams().(*mcpsdk.CallToolParamsRaw)
-			if method != "tools/call" || !isCall || listed[p.Name] {
-				return next(ctx, method, req)
+			switch method {
+			case "tools/call":
+				r, ok := req.(*mcpsdk.CallToolRequest)
+				if !ok || r.Params == nil || listed[r.Params.Name] {
+					break
+				}
+				name := r.Params.Name
+				spec, known := specs[name]
+				var err error
+				kind, reason := KindUnknownTool, "no tool has this name"
+				switch {
+				case !known:
+					err = toolNotFound(name)
+				case !perms.Has(spec.Perm):
+					err = toolNotFound(name)
+					kind, reason = KindMissingPermission, "the key lacks "+spec.Perm.String()
+				default:
+					conn, _ := connFrom(ctx) // this request's: why it is read-only differs between requests
+					err = conn.refusal(spec)
+					_, kind = classify(err)
+					reason = err.Error()
+				}
+				e.logRefusal(ctx, name, kind, reason)
+				routed, params := *r, *r.Params
+				params.Name = refusalTool
+				routed.Params = &params
+				return next(context.WithValue(ctx, refusalKey{}, err), method, &routed)
+			case "tools/list":
+				res, err := next(ctx, method, req)
+				if l, ok := res.(*mcpsdk.ListToolsResult); ok {
+					l.Tools = slices.DeleteFunc(l.Tools, func(t *mcpsdk.Tool) bool { return t.Name == refusalTool })
+				}
+				return res, err
 			}
-			spec, known := specs[p.Name]
-			var err error
-			kind, reason := KindUnknownTool, "no tool has this name"
-			switch {
-			case !known:
-				err = toolNotFound(p.Name)
-			case !perms.Has(spec.Perm):
-				err = toolNotFound(p.Name)
-				kind, reason = KindMissingPermission, "the key lacks "+spec.Perm.String()
-			default:
-				conn, _ := connFrom(ctx) // this request's: why it is read-only differs between requests
-				err = conn.refusal(spec)
-				_, kind = classify(err)
-				reason = err.Error()
-			}
-			e.logRefusal(ctx, p.Name, kind, reason)
-			return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: err.Error()}}}, nil
+			return next(ctx, method, req)
 		}
 	}
 }

@@ -14,15 +14,15 @@ import (
 // instructions is what every server tells the model when a client connects (at most 1.5 KB,
 // TestSurfaceBudgets): the lifecycle, where to start, and the rules every tool shares, told
 // once here rather than in each tool.
-const instructions = `Chorus runs software delivery for teams of agents. An idea is claimed and clarified in elaboration rounds (questions a person answers); a proposal turns it into document drafts (a PRD at least) and task drafts with acceptance criteria; an admin approves the proposal, which creates the tasks; a developer claims a task, moves it to in_progress, self-checks its criteria and submits it; an admin marks the criteria and verifies it to done.
+const instructions = `Chorus runs software delivery for teams of agents. A PM claims an idea, clarifies it in elaboration rounds (questions a person answers) and writes a proposal: document drafts (a PRD at least) and task drafts with acceptance criteria. An admin approves it, which creates the tasks. A developer claims a task, moves it to in_progress, self-checks its criteria and submits it; an admin marks the criteria and verifies it to done.
 
-Start with chorus_checkin (who you are, what you may do, your toolsets and notifications), then chorus_get_my_assignments for the work you hold. The prompts of this server are step-by-step playbooks per role.
+Start with chorus_checkin, then chorus_get_my_assignments. This server's prompts are step-by-step playbooks per role.
 
-Tools come in toolsets: core, ideas, proposals, develop, sessions, review, collab, projects. A connection lists only those it selected (header X-Chorus-Toolsets or path /api/mcp/x/<toolsets>; core is always on); calling a tool outside them says which toolset holds it.
+Tools come in toolsets (core, ideas, proposals, develop, sessions, review, collab, projects); a connection lists those it selects (header X-Chorus-Toolsets or path /api/mcp/x/<toolsets>; core always). A tool outside them says which toolset holds it.
 
-Every tool that changes data takes an optional requestId (1-128 characters). Send a new one with each change and reuse it only to retry that change (after a timeout or an answer that never came): the retry returns the first result and changes nothing; with other arguments it is refused.
+Every tool that changes data takes an optional requestId (1-128 characters): send a new one with each change, and reuse it only to retry that change; the retry returns the first result and changes nothing.
 
-List tools are paged: page from 1, pageSize 1-100 (default 20). Entities are named by uuid. A refusal is one sentence: what failed, why, and what to do next.`
+Lists are paged: page from 1, pageSize 1-100 (default 20). A refusal says what failed, why, and what to do next.`
 
 // playbook is one MCP prompt: a step-by-step guide for a role, written from docs/rules.md, that
 // any client can fetch (prompts/get) and hand to its model.

@@ -44,9 +44,8 @@ func commentView(ctx context.Context, nm *store.Namer, c store.Comment) CommentV
 }
 
 var addComment = tool[AddCommentIn, CommentView]{
-	Name: "chorus_add_comment", Title: "Comment on an idea, proposal, task or document", Toolset: tsCollab, Perm: perm.Public, Effect: writes,
-	Desc: "Comment on an idea, proposal, task or document; the people it concerns and everyone @-mentioned are " +
-		"notified.",
+	Name: "chorus_add_comment", Title: "Add a comment", Toolset: tsCollab, Perm: perm.Public, Effect: writes,
+	Desc: "Comment on an idea, proposal, task or document; the people it concerns and @-mentions are notified.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddCommentIn) (CommentView, error) {
 		if strings.TrimSpace(in.Content) == "" {
 			return CommentView{}, invalid("content must not be blank: write the comment's text")
@@ -140,9 +139,9 @@ type NotificationList struct {
 }
 
 var getNotifications = tool[GetNotificationsIn, NotificationList]{
-	Name: "chorus_get_notifications", Title: "Read your notifications", Toolset: tsCore, Perm: perm.Public, Effect: writes,
-	Desc: "List your notifications, newest first; unread ones by default, which are then marked read unless " +
-		"autoMarkRead is false.",
+	Name: "chorus_get_notifications", Title: "Notifications", Toolset: tsCore, Perm: perm.Public, Effect: writes,
+	Desc: "List your notifications, newest first; unread ones by default, then marked read unless autoMarkRead " +
+		"is false.",
 	ReadOnlyForm: true,
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetNotificationsIn) (NotificationList, error) {
 		markRead := in.AutoMarkRead == nil || *in.AutoMarkRead
@@ -243,8 +242,8 @@ type ActivityList struct {
 }
 
 var getActivity = tool[GetActivityIn, ActivityList]{
-	Name: "chorus_get_activity", Title: "Read the activity stream", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
-	Desc: "List what happened in a project or to one entity, newest first.",
+	Name: "chorus_get_activity", Title: "Activity", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List what happened in a project, or to one entity, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetActivityIn) (ActivityList, error) {
 		if (in.TargetType == "") != (in.TargetUUID == nil) {
 			return ActivityList{}, invalid("targetType and targetUuid go together: give both to follow one entity, or neither for the whole project")

@@ -90,8 +90,7 @@ type CreateDocumentIn struct {
 
 var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
 	Name: "chorus_pm_create_document", Title: "Create a document", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
-	Desc: "Create a document in a project, optionally attached to a proposal. Reports go through " +
-		"chorus_create_report.",
+	Desc: "Create a document in a project, optionally of a proposal (reports: chorus_create_report).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateDocumentIn) (DocumentView, error) {
 		if strings.TrimSpace(in.Title) == "" {
 			return DocumentView{}, invalid("title must not be blank")
@@ -184,7 +183,7 @@ type CreatedReport struct {
 }
 
 var createReport = tool[CreateReportIn, CreatedReport]{
-	Name: "chorus_create_report", Title: "Write a completion report", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
+	Name: "chorus_create_report", Title: "Write a report", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
 	Desc: "Write the completion report of an approved proposal; one per proposal unless force.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateReportIn) (CreatedReport, error) {
 		if !store.IsUUID(string(in.ProposalUUID)) {

@@ -47,7 +47,7 @@ type GroupList struct {
 
 var getProjectGroups = tool[PageIn, GroupList]{
 	Name: "chorus_get_project_groups", Title: "List project groups", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
-	Desc: "List the project groups you can see, with their project counts.",
+	Desc: "List the project groups you can see.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (GroupList, error) {
 		page, size, offset := in.window(20)
 		rows, total, ungrouped, err := d.Store.ListGroups(ctx, call.Who.Caller, size, offset)
@@ -149,9 +149,8 @@ type DashboardActivity struct {
 }
 
 var getGroupDashboard = tool[GroupIn, DashboardOut]{
-	Name: "chorus_get_group_dashboard", Title: "Get a group's dashboard", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
-	Desc: "A project group's progress: task totals, completion rate, open ideas, active proposals, recent " +
-		"activity.",
+	Name: "chorus_get_group_dashboard", Title: "Group dashboard", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
+	Desc: "A project group's progress: task totals, completion, open ideas, active proposals, recent activity.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (DashboardOut, error) {
 		g, dash, err := d.Store.Dashboard(ctx, call.Who.Caller, string(in.GroupUUID))
 		if err != nil {
@@ -186,7 +185,7 @@ type CreateGroupIn struct {
 
 var adminCreateProjectGroup = tool[CreateGroupIn, GroupView]{
 	Name: "chorus_admin_create_project_group", Title: "Create a project group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
-	Desc: "Create a project group; your owner becomes its admin. Projects in a private group are private.",
+	Desc: "Create a project group; your owner becomes its admin.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateGroupIn) (GroupView, error) {
 		if strings.TrimSpace(in.Name) == "" {
 			return GroupView{}, invalid("name must not be blank")
@@ -250,8 +249,8 @@ type ProjectImpact struct {
 var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 	Name: "chorus_admin_update_project_group", Title: "Update a project group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
 	Strict: true,
-	Desc: "Change one thing per call: name and description, visibility (preview first, then confirmationToken), " +
-		"or one member. Needs a group admin, except to rename a public group.",
+	Desc: "Change a group's name and description, its visibility (preview, then confirmationToken) or one " +
+		"member; one per call.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateGroupIn) (UpdatedGroup, error) {
 		u := store.GroupUpdate{GroupUUID: string(in.GroupUUID), Name: in.Name, Description: in.Description,
 			Preview: in.Preview, Token: in.ConfirmationToken}
@@ -309,8 +308,8 @@ type DeleteGroupIn struct {
 
 var adminDeleteProjectGroup = tool[DeleteGroupIn, textResult]{
 	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: destroys,
-	Desc: "Delete a project group; its projects become ungrouped, or are deleted with deleteProjects (refused " +
-		"while they hold ideas, proposals or tasks).",
+	Desc: "Delete a project group; its projects become ungrouped, or deleted with deleteProjects if they hold " +
+		"no work.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (textResult, error) {
 		if err := d.Store.DeleteGroup(ctx, call.Who.Caller, string(in.GroupUUID), in.DeleteProjects); err != nil {
 			return "", err
@@ -321,10 +320,11 @@ var adminDeleteProjectGroup = tool[DeleteGroupIn, textResult]{
 
 // MoveProjectIn is chorus_admin_move_project_to_group's input.
 type MoveProjectIn struct {
-	ProjectUUID       UUID         `json:"projectUuid"`
-	GroupUUID         NullableUUID `json:"groupUuid" jsonschema:"null takes the project out of its group"`
-	Preview           bool         `json:"preview,omitempty" jsonschema:"show the move and its confirmationToken, changing nothing"`
-	ConfirmationToken string       `json:"confirmationToken,omitempty" chorus:"maxLength=100"`
+	ProjectUUID       UUID   `json:"projectUuid"`
+	GroupUUID         *UUID  `json:"groupUuid,omitempty"`
+	RemoveFromGroup   bool   `json:"removeFromGroup,omitempty" jsonschema:"true: take the project out of its group"`
+	Preview           bool   `json:"preview,omitempty" jsonschema:"show the move and its confirmationToken, changing nothing"`
+	ConfirmationToken string `json:"confirmationToken,omitempty" chorus:"maxLength=100"`
 }
 
 // MovedProject is chorus_admin_move_project_to_group's result: the project after the move, or
@@ -354,11 +354,14 @@ type RoleChange struct {
 
 var adminMoveProjectToGroup = tool[MoveProjectIn, MovedProject]{
 	Name: "chorus_admin_move_project_to_group", Title: "Move a project to a group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
-	Desc: "Move a project into or out of a group. Preview first; a move that changes anyone's access needs the " +
-		"preview's confirmationToken.",
+	Desc: "Move a project into a group, or out (removeFromGroup). Preview first; a change of anyone's access " +
+		"needs its confirmationToken.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveProjectIn) (MovedProject, error) {
+		if (in.GroupUUID != nil) == in.RemoveFromGroup {
+			return MovedProject{}, invalid("give groupUuid (the target group) or removeFromGroup: true (no group), one of them")
+		}
 		p, prev, err := d.Store.MoveProject(ctx, call.Who.Caller, store.ProjectMove{ProjectUUID: string(in.ProjectUUID),
-			GroupUUID: in.GroupUUID.Ptr(), Preview: in.Preview, Token: in.ConfirmationToken})
+			GroupUUID: (*string)(in.GroupUUID), Preview: in.Preview, Token: in.ConfirmationToken})
 		if err != nil {
 			return MovedProject{}, err
 		}

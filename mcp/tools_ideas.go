@@ -92,8 +92,7 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 
 var getIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_get_idea", Title: "Get an idea", Toolset: tsCore, Perm: perm.Public, Effect: reads,
-	Desc: "Get an idea: content, status and derived progress, assignee, elaboration state, parent, children, " +
-		"reports.",
+	Desc: "Get an idea: content, status, progress, assignee, elaboration state, parent, children, reports.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
 		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
 	},
@@ -155,7 +154,7 @@ func elaborationOf(ctx context.Context, d *Deps, who Principal, ideaUUID string)
 
 var getElaboration = tool[IdeaIn, ElaborationView]{
 	Name: "chorus_get_elaboration", Title: "Get elaboration", Toolset: tsIdeas, Perm: perm.Public, Effect: reads,
-	Desc: "Get an idea's elaboration rounds with their questions and answers.",
+	Desc: "Get an idea's elaboration rounds with questions and answers.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
 		return elaborationOf(ctx, d, call.Who, string(in.IdeaUUID))
 	},
@@ -185,7 +184,7 @@ type CreatedIdea struct {
 
 var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 	Name: "chorus_pm_create_idea", Title: "Create an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Create an open idea in a project, optionally under a parent, or as a theme that groups child ideas.",
+	Desc: "Create an open idea in a project, optionally under a parent or as a theme grouping child ideas.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateIdeaIn) (CreatedIdea, error) {
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedIdea{}, invalid("title must not be blank")
@@ -251,24 +250,24 @@ func ideaCommand(cmd workflows.Command[workflows.IdeaCommand, workflows.IdeaResu
 
 var claimIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_claim_idea", Title: "Claim an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Claim an open idea: you become its assignee and it moves to elaborating. Refused when someone holds " +
-		"it.",
-	Run: ideaCommand(workflows.ClaimIdea),
+	Desc: "Claim an open idea; it moves to elaborating. Refused when someone holds it.",
+	Run:  ideaCommand(workflows.ClaimIdea),
 }
 
 var releaseIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_release_idea", Title: "Release an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Give up an idea you hold: it returns to open. Refused once its elaboration is resolved.",
+	Desc: "Give up an idea you hold. Refused once its elaboration is resolved.",
 	Run:  ideaCommand(workflows.ReleaseIdea),
 }
 
 // EditIdeaIn is chorus_edit_idea's input.
 type EditIdeaIn struct {
-	IdeaUUID    UUID         `json:"ideaUuid"`
-	Title       *string      `json:"title,omitempty"`
-	Content     *string      `json:"content,omitempty" jsonschema:"an empty string clears it"`
-	ParentUUID  NullableUUID `json:"parentUuid,omitzero" jsonschema:"null detaches"`
-	IsContainer *bool        `json:"isContainer,omitempty"`
+	IdeaUUID     UUID    `json:"ideaUuid"`
+	Title        *string `json:"title,omitempty"`
+	Content      *string `json:"content,omitempty" jsonschema:"an empty string clears it"`
+	ParentUUID   *UUID   `json:"parentUuid,omitempty"`
+	DetachParent bool    `json:"detachParent,omitempty" jsonschema:"true: make the idea top-level"`
+	IsContainer  *bool   `json:"isContainer,omitempty"`
 }
 
 // EditedIdea is chorus_edit_idea's result.
@@ -280,15 +279,18 @@ type EditedIdea struct {
 
 var editIdea = tool[EditIdeaIn, EditedIdea]{
 	Name: "chorus_edit_idea", Title: "Edit an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes, Idempotent: true,
-	Desc: "Change an idea's title, content, parent or theme flag; never its status. The parent must be in the " +
-		"same project and not a descendant.",
+	Desc: "Change an idea's title, content, parent or theme flag. The parent must be in the same project, not a " +
+		"descendant.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in EditIdeaIn) (EditedIdea, error) {
 		i, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
 		if err != nil {
 			return EditedIdea{}, err
 		}
-		if in.ParentUUID.Value != nil {
-			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID.Value), store.AccessViewer)
+		if in.ParentUUID != nil && in.DetachParent {
+			return EditedIdea{}, invalid("give parentUuid (a new parent) or detachParent (no parent), not both")
+		}
+		if in.ParentUUID != nil {
+			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID), store.AccessViewer)
 			if err != nil {
 				return EditedIdea{}, refuse("Failed to edit Idea: %s", mustMessage(err))
 			}
@@ -298,7 +300,7 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 		}
 		a := actor(call.Who)
 		_, err = workflows.Send(ctx, d.Flows, workflows.EditIdea, string(in.IdeaUUID), flowCall(call), a.UUID, workflows.EditIdeaInput{
-			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID.Set, ParentUUID: (*string)(in.ParentUUID.Value),
+			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID != nil || in.DetachParent, ParentUUID: (*string)(in.ParentUUID),
 			IsContainer: in.IsContainer})
 		if err != nil {
 			return EditedIdea{}, err
@@ -356,9 +358,9 @@ type StartElaborationIn struct {
 }
 
 var pmStartElaboration = tool[StartElaborationIn, RoundView]{
-	Name: "chorus_pm_start_elaboration", Title: "Start an elaboration round", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Ask clarifying questions on an idea you hold: a round of 1-15 questions with 2-5 options each. " +
-		"Refused before you claim it, or after 10 rounds.",
+	Name: "chorus_pm_start_elaboration", Title: "Start elaboration", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Ask 1-15 clarifying questions (2-5 options each) on an idea you hold. Refused before you claim it, " +
+		"or after 10 rounds.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in StartElaborationIn) (RoundView, error) {
 		cmd := workflows.StartElaborationInput{Actor: actor(call.Who), Depth: in.Depth}
 		for _, q := range in.Questions {
@@ -375,8 +377,8 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 // AnswerIn is one answer.
 type AnswerIn struct {
 	QuestionID       string  `json:"questionId"`
-	SelectedOptionID *string `json:"selectedOptionId" jsonschema:"null: answer in customText" chorus:"nullable"`
-	CustomText       *string `json:"customText" jsonschema:"required without selectedOptionId" chorus:"nullable"`
+	SelectedOptionID *string `json:"selectedOptionId,omitempty" jsonschema:"leave it out to answer in customText"`
+	CustomText       *string `json:"customText,omitempty" jsonschema:"required without selectedOptionId"`
 }
 
 // AnswerElaborationIn is chorus_answer_elaboration's input.
@@ -387,9 +389,8 @@ type AnswerElaborationIn struct {
 }
 
 var answerElaboration = tool[AnswerElaborationIn, RoundView]{
-	Name: "chorus_answer_elaboration", Title: "Answer elaboration questions", Toolset: tsIdeas, Perm: perm.Public, Effect: writes,
-	Desc: "Answer an idea's pending elaboration round; answering every required question completes it. One " +
-		"wrong answer refuses them all.",
+	Name: "chorus_answer_elaboration", Title: "Answer elaboration", Toolset: tsIdeas, Perm: perm.Public, Effect: writes,
+	Desc: "Answer an idea's pending elaboration round; one invalid answer refuses them all.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AnswerElaborationIn) (RoundView, error) {
 		cmd := workflows.AnswerElaborationInput{Actor: actor(call.Who), RoundUUID: (*string)(in.RoundUUID)}
 		for _, x := range in.Answers {
@@ -401,7 +402,7 @@ var answerElaboration = tool[AnswerElaborationIn, RoundView]{
 
 var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
 	Name: "chorus_pm_validate_elaboration", Title: "Resolve elaboration", Toolset: tsIdeas, Perm: perm.IdeaAdmin, Effect: writes,
-	Desc: "Resolve the elaboration of an idea you hold once no round is pending: it becomes elaborated.",
+	Desc: "Resolve the elaboration of an idea you hold once no round is pending.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
 		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.ValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return ElaborationView{}, err
@@ -451,9 +452,8 @@ type MovedIdea struct {
 }
 
 var moveIdea = tool[MoveIdeaIn, MovedIdea]{
-	Name: "chorus_move_idea", Title: "Move an idea to another project", Toolset: tsProjects, Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Move an idea, its descendants and the proposals, documents and tasks that follow from them to " +
-		"another project. Needs editor on both.",
+	Name: "chorus_move_idea", Title: "Move an idea", Toolset: tsProjects, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Move an idea with its descendants and their proposals, documents and tasks to another project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveIdeaIn) (MovedIdea, error) {
 		wrap := func(err error) error {
 			if m, ok := agentMessage(err); ok && !strings.HasPrefix(m, "Failed to move Idea: ") {

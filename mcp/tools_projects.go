@@ -110,8 +110,8 @@ var checkin = tool[NoInput, CheckinOut]{
 	Toolset: tsCore,
 	Perm:    perm.Public,
 	Effect:  writes,
-	Desc: "Start here: who you are, your permissions and toolsets, active projects, unread notifications (the " +
-		"five returned are marked read), your sessions.",
+	Desc: "Start here: who you are, your permissions and toolsets, active projects, unread notifications " +
+		"(returned ones are marked read), sessions.",
 	ReadOnlyForm: true,
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (CheckinOut, error) {
 		checkin := d.Store.Checkin
@@ -221,7 +221,7 @@ var listProjects = tool[PageIn, ProjectList]{
 	Toolset: tsCore,
 	Perm:    perm.Public,
 	Effect:  reads,
-	Desc:    "List the projects you can see, most recently updated first, with their counts.",
+	Desc:    "List the projects you can see, most recently updated first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (ProjectList, error) {
 		page, size, offset := in.window(20)
 		views, total, err := d.Store.ListProjects(ctx, call.Who.Caller, size, offset)
@@ -290,8 +290,7 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 	Toolset: tsProjects,
 	Perm:    perm.ProjectWrite,
 	Effect:  writes,
-	Desc: "Create a project; your owner becomes its admin. claimTtlSeconds makes claims lapse when their holder " +
-		"goes silent.",
+	Desc:    "Create a project; your owner becomes its admin. claimTtlSeconds makes silent claims lapse.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProjectIn) (CreatedProject, error) {
 		if strings.TrimSpace(in.Name) == "" {
 			return CreatedProject{}, invalid("name must not be blank")

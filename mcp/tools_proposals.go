@@ -275,7 +275,7 @@ func checkInputs(ctx context.Context, d *Deps, who Principal, inputType string, 
 var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 	Name: "chorus_pm_create_proposal", Title: "Create a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Create an empty draft proposal from ideas you hold, or from documents. note names other proposals " +
-		"already using an input idea.",
+		"using an input idea.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProposalIn) (CreatedProposal, error) {
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedProposal{}, invalid("title must not be blank")
@@ -349,7 +349,7 @@ func validationOf(ctx context.Context, d *Deps, call *Call, proposalUUID string)
 
 var pmValidateProposal = tool[ProposalIn, ValidationOut]{
 	Name: "chorus_pm_validate_proposal", Title: "Validate a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: reads,
-	Desc: "Check a proposal as submission will, changing nothing: errors block submission, warnings advise.",
+	Desc: "Check a proposal as submission will, changing nothing: errors block submission.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (ValidationOut, error) {
 		_, v, err := validationOf(ctx, d, call, string(in.ProposalUUID))
 		return ValidationOut{Valid: v.Valid, Issues: v.Issues}, err
@@ -364,7 +364,7 @@ type StatusOut struct {
 
 var pmSubmitProposal = tool[ProposalIn, StatusOut]{
 	Name: "chorus_pm_submit_proposal", Title: "Submit a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Submit a draft proposal for review. Refused with every issue when validation finds an error.",
+	Desc: "Submit a draft proposal for review. Refused, listing every issue, when validation finds an error.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (StatusOut, error) {
 		if _, _, err := validationOf(ctx, d, call, string(in.ProposalUUID)); err != nil {
 			return StatusOut{}, err
@@ -464,7 +464,7 @@ type AddTaskDraftIn struct {
 
 var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
 	Name: "chorus_pm_add_task_draft", Title: "Add a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Add a task draft with its acceptance criteria and dependencies to a draft proposal.",
+	Desc: "Add a task draft with acceptance criteria and dependencies to a draft proposal.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddTaskDraftIn) (DraftOut, error) {
 		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.AddTaskDraft, "task_draft_added",
 			workflows.TaskDraftInput{Actor: actor(call.Who), Title: &in.Title, Description: in.Description,
@@ -488,8 +488,7 @@ type UpdateTaskDraftIn struct {
 
 var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
 	Name: "chorus_pm_update_task_draft", Title: "Update a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
-	Desc: "Change a task draft of a draft proposal; fields left out keep their value, lists given replace the " +
-		"old.",
+	Desc: "Change a task draft of a draft proposal; fields left out are kept, lists given replace the old.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskDraftIn) (DraftOut, error) {
 		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateTaskDraft, "task_draft_updated",
 			workflows.TaskDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Title: in.Title, Description: in.Description,
@@ -553,8 +552,7 @@ func reviewCommand(ctx context.Context, d *Deps, call *Call, proposalUUID string
 
 var pmRejectProposal = tool[ReviewIn, StatusOut]{
 	Name: "chorus_pm_reject_proposal", Title: "Reject a proposal", Toolset: tsReview, Perm: perm.ProposalWrite, Effect: destroys,
-	Desc: "Send a pending proposal back to draft with a review note. Only its author can, without " +
-		"proposal:admin.",
+	Desc: "Send a pending proposal back to draft with a review note. Author or proposal:admin only.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
 		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RejectProposal, &in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
@@ -614,9 +612,9 @@ type NamedRef struct {
 }
 
 var pmRevokeProposal = tool[OptionalReviewIn, Revoked]{
-	Name: "chorus_pm_revoke_proposal", Title: "Revoke an approved proposal", Toolset: tsReview, Perm: perm.ProposalWrite, Effect: destroys,
-	Desc: "Take back an approved proposal: its tasks close, its documents go, and it returns to draft. Only its " +
-		"author can, without proposal:admin.",
+	Name: "chorus_pm_revoke_proposal", Title: "Revoke a proposal", Toolset: tsReview, Perm: perm.ProposalWrite, Effect: destroys,
+	Desc: "Take back an approved proposal: its tasks close, its documents go, it returns to draft. Author or " +
+		"proposal:admin only.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (Revoked, error) {
 		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RevokeProposal, in.ReviewNote)
 		if err != nil {

@@ -59,8 +59,7 @@ const searchLimit = 50
 
 var search = tool[SearchIn, SearchOut]{
 	Name: "chorus_search", Title: "Search", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
-	Desc: "Find tasks, ideas, proposals, documents, projects and groups by words (all must match) or uuid; the " +
-		"50 newest matches.",
+	Desc: "Find tasks, ideas, proposals, documents, projects and groups by words (all must match) or uuid.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SearchIn) (SearchOut, error) {
 		q := strings.TrimSpace(in.Query)
 		if q == "" {
@@ -199,8 +198,7 @@ type Mentionables struct {
 
 var searchMentionables = tool[MentionablesIn, Mentionables]{
 	Name: "chorus_search_mentionables", Title: "Find people to mention", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
-	Desc: "Find users and agents to @-mention by name or email. Mention as @[Name](user:<uuid>) or " +
-		"@[Name](agent:<uuid>).",
+	Desc: "Find users and agents to @-mention, as @[Name](user:<uuid>) or @[Name](agent:<uuid>).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MentionablesIn) (Mentionables, error) {
 		if (in.EntityType == "") != (in.EntityUUID == nil) {
 			return Mentionables{}, invalid("entityType and entityUuid go together: give both to see who can access an entity, or neither")

@@ -144,7 +144,7 @@ type CreateSessionIn struct {
 
 var createSession = tool[CreateSessionIn, SessionView]{
 	Name: "chorus_create_session", Title: "Start a session", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
-	Desc: "Start a named work session, e.g. one per worktree; pass its sessionUuid to task commands.",
+	Desc: "Start a named work session (one per worktree or sub-agent).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateSessionIn) (SessionView, error) {
 		name := strings.TrimSpace(in.Name)
 		if name == "" {
@@ -252,7 +252,7 @@ var reopenSession = tool[SessionIn, SessionView]{
 
 var sessionHeartbeat = tool[SessionIn, textResult]{
 	Name: "chorus_session_heartbeat", Title: "Session heartbeat", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
-	Desc: "Keep one of your sessions active and renew your claims on its tasks.",
+	Desc: "Keep your session active and renew your claims on its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (textResult, error) {
 		s, open, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
 		if err != nil {
@@ -314,8 +314,8 @@ type CheckedIn struct {
 }
 
 var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
-	Name: "chorus_session_checkin_task", Title: "Check a session in to a task", Toolset: tsSessions, Perm: perm.Public, Effect: writes, Idempotent: true,
-	Desc: "Record that your session works on a task, claiming it when nobody holds it.",
+	Name: "chorus_session_checkin_task", Title: "Session check-in", Toolset: tsSessions, Perm: perm.Public, Effect: writes, Idempotent: true,
+	Desc: "Record that your session works on a task, claiming it if nobody holds it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (CheckedIn, error) {
 		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
@@ -346,7 +346,7 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 }
 
 var sessionCheckoutTask = tool[SessionTaskIn, textResult]{
-	Name: "chorus_session_checkout_task", Title: "Check a session out of a task", Toolset: tsSessions, Perm: perm.Public, Effect: writes, Idempotent: true,
+	Name: "chorus_session_checkout_task", Title: "Session check-out", Toolset: tsSessions, Perm: perm.Public, Effect: writes, Idempotent: true,
 	Desc: "Record that your session stopped working on a task.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (textResult, error) {
 		taskUUID := string(in.TaskUUID)

@@ -240,7 +240,7 @@ func taskList(ts []store.Task, page, size, total int) TaskList {
 
 var listTasks = tool[ListTasksIn, TaskList]{
 	Name: "chorus_list_tasks", Title: "List tasks", Toolset: tsReview, Perm: perm.Public, Effect: reads,
-	Desc: "List a project's tasks, high priority first; status to_verify lists the ones waiting for review.",
+	Desc: "List a project's tasks, high priority first; status to_verify lists those waiting for review.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ListTasksIn) (TaskList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
@@ -257,8 +257,7 @@ var listTasks = tool[ListTasksIn, TaskList]{
 
 var getTask = tool[TaskIn, TaskView]{
 	Name: "chorus_get_task", Title: "Get a task", Toolset: tsCore, Perm: perm.Public, Effect: reads,
-	Desc: "Get a task: description, status, assignee, acceptance criteria with both marks, dependencies, " +
-		"references.",
+	Desc: "Get a task: description, status, assignee, criteria with both marks, dependencies, references.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
 		return taskView(ctx, d, call.Who, string(in.TaskUUID))
 	},
@@ -272,7 +271,7 @@ type AvailableTasksIn struct {
 
 var getAvailableTasks = tool[AvailableTasksIn, TaskList]{
 	Name: "chorus_get_available_tasks", Title: "Tasks open to claim", Toolset: tsDevelop, Perm: perm.Public, Effect: reads,
-	Desc: "List up to 50 unclaimed open tasks of a project; some may still be blocked.",
+	Desc: "List up to 50 unclaimed open tasks of a project; some may be blocked.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AvailableTasksIn) (TaskList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
@@ -294,7 +293,7 @@ type UnblockedTasksIn struct {
 
 var getUnblockedTasks = tool[UnblockedTasksIn, TaskList]{
 	Name: "chorus_get_unblocked_tasks", Title: "Tasks you can start now", Toolset: tsDevelop, Perm: perm.Public, Effect: reads,
-	Desc: "List open or assigned tasks whose dependencies are all done or closed: work that can start now.",
+	Desc: "List open or assigned tasks whose dependencies are all done or closed.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UnblockedTasksIn) (TaskList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
@@ -382,7 +381,7 @@ func scopeHeaders(ctx context.Context, d *Deps, c store.Caller, h http.Header) (
 
 var getMyAssignments = tool[NoInput, MyAssignments]{
 	Name: "chorus_get_my_assignments", Title: "My assignments", Toolset: tsCore, Perm: perm.Public, Effect: reads,
-	Desc: "Your unfinished ideas and tasks (and your owner's), by project, with their progress.",
+	Desc: "Your unfinished ideas and tasks, by project, with their progress.",
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (MyAssignments, error) {
 		only, err := scopeHeaders(ctx, d, call.Who.Caller, call.Header)
 		if err != nil {
@@ -448,7 +447,7 @@ type CreatedTasks struct {
 
 var createTasks = tool[CreateTasksIn, CreatedTasks]{
 	Name: "chorus_create_tasks", Title: "Create tasks", Toolset: tsProposals, Perm: perm.Public, Effect: writes,
-	Desc: "Create up to 100 tasks, each with acceptance criteria, outside a proposal or in one; all or none.",
+	Desc: "Create up to 100 tasks with acceptance criteria, in a proposal or not; all or none.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateTasksIn) (CreatedTasks, error) {
 		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
 		if err != nil {
@@ -574,8 +573,8 @@ type UpdateTaskIn struct {
 
 var updateTask = tool[UpdateTaskIn, TaskView]{
 	Name: "chorus_update_task", Title: "Update a task", Toolset: tsProposals, Perm: perm.Public, Effect: writes,
-	Desc: "Edit a task's fields, criteria or dependencies; as its assignee, move it to in_progress " +
-		"(dependencies done) or to_verify.",
+	Desc: "Edit a task's fields, criteria or dependencies; as its assignee, move it to in_progress or " +
+		"to_verify.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskIn) (TaskView, error) {
 		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor); err != nil {
 			return TaskView{}, err
@@ -620,8 +619,7 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 
 var claimTask = tool[TaskIn, TaskView]{
 	Name: "chorus_claim_task", Title: "Claim a task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
-	Desc: "Claim an open task; you become its assignee. Refused when another agent holds it. _hints say what " +
-		"blocks it.",
+	Desc: "Claim an open task. Refused when another agent holds it. _hints say what blocks it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
 		_, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
@@ -647,14 +645,14 @@ var releaseTask = tool[TaskIn, StatusOut]{
 
 // AssignTaskIn is chorus_pm_assign_task's input.
 type AssignTaskIn struct {
-	TaskUUID     UUID         `json:"taskUuid"`
-	AgentUUID    UUID         `json:"agentUuid"`
-	InstanceUUID NullableUUID `json:"instanceUuid,omitzero" jsonschema:"none exist yet"`
+	TaskUUID     UUID  `json:"taskUuid"`
+	AgentUUID    UUID  `json:"agentUuid"`
+	InstanceUUID *UUID `json:"instanceUuid,omitempty" jsonschema:"none exist yet"`
 }
 
 var pmAssignTask = tool[AssignTaskIn, TaskView]{
 	Name: "chorus_pm_assign_task", Title: "Assign a task", Toolset: tsDevelop, Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Assign an open or assigned task to an agent holding task:write, replacing any assignee.",
+	Desc: "Assign an open or assigned task to an agent holding task:write.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignTaskIn) (TaskView, error) {
 		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
@@ -674,7 +672,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 			return TaskView{}, refuse("Agent %q cannot work in this task's project (it needs editor access there); "+
 				"add its owner to the project or pick another agent", target.Name)
 		}
-		if in.InstanceUUID.Value != nil {
+		if in.InstanceUUID != nil {
 			return TaskView{}, refuse("Agent instance not found")
 		}
 		a := actor(call.Who)
@@ -700,8 +698,8 @@ type ReportWorkIn struct {
 
 var reportWork = tool[ReportWorkIn, textResult]{
 	Name: "chorus_report_work", Title: "Report work", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
-	Desc: "As the assignee, record progress as a comment, optionally moving the task; a move it cannot make " +
-		"records nothing.",
+	Desc: "As the assignee, record progress as a comment, optionally moving the task; an illegal move records " +
+		"nothing.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReportWorkIn) (textResult, error) {
 		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor); err != nil {
 			return "", err
@@ -754,8 +752,8 @@ func criteriaOut(ctx context.Context, d *Deps, taskUUID string) (CriteriaOut, er
 }
 
 var reportCriteriaSelfCheck = tool[SelfCheckIn, CriteriaOut]{
-	Name: "chorus_report_criteria_self_check", Title: "Self-check acceptance criteria", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
-	Desc: "As the assignee, mark acceptance criteria passed or failed with evidence, for the reviewer.",
+	Name: "chorus_report_criteria_self_check", Title: "Self-check criteria", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
+	Desc: "As the assignee, mark acceptance criteria passed or failed with evidence.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SelfCheckIn) (CriteriaOut, error) {
 		cmd := workflows.MarkCriteriaInput{Actor: actor(call.Who)}
 		for _, c := range in.Criteria {
@@ -782,7 +780,7 @@ type MarkCriteriaIn struct {
 }
 
 var markAcceptanceCriteria = tool[MarkCriteriaIn, CriteriaOut]{
-	Name: "chorus_mark_acceptance_criteria", Title: "Verify acceptance criteria", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: writes, Idempotent: true,
+	Name: "chorus_mark_acceptance_criteria", Title: "Mark criteria", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: writes, Idempotent: true,
 	Desc: "As a reviewer, mark acceptance criteria passed or failed with evidence.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MarkCriteriaIn) (CriteriaOut, error) {
 		cmd := workflows.MarkCriteriaInput{Actor: actor(call.Who)}
@@ -803,7 +801,7 @@ type SubmitIn struct {
 }
 
 var submitForVerify = tool[SubmitIn, StatusOut]{
-	Name: "chorus_submit_for_verify", Title: "Submit for verification", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
+	Name: "chorus_submit_for_verify", Title: "Submit for review", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
 	Desc: "As the assignee, submit an in_progress task for review (to_verify).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SubmitIn) (StatusOut, error) {
 		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.SubmitForVerify,
@@ -876,8 +874,7 @@ const claimNextBatch = 10
 
 var claimNextTask = tool[ClaimNextIn, TaskView]{
 	Name: "chorus_claim_next_task", Title: "Claim the next task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
-	Desc: "Claim the most important unclaimed task you can start now, in one project or all. Refused when none " +
-		"is available.",
+	Desc: "Claim the most important unclaimed task you can start now. Refused when none is available.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ClaimNextIn) (TaskView, error) {
 		var projects []string
 		if in.ProjectUUID != nil {
