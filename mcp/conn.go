@@ -28,8 +28,6 @@ const (
 type Conn struct {
 	// Toolsets are the toolsets on (core always is).
 	Toolsets selection
-	// Named: the connection named its toolsets; otherwise they are its presets' default.
-	Named bool
 	// ReadOnly: only tools that change nothing are listed and callable, and the tools with a
 	// ReadOnlyForm change nothing.
 	ReadOnly bool
@@ -48,7 +46,7 @@ func withConn(ctx context.Context, c Conn) context.Context {
 func connFrom(ctx context.Context) (Conn, bool) {
 	c, ok := ctx.Value(connKey{}).(Conn)
 	if !ok {
-		return Conn{Toolsets: allToolsets, Named: true}, false
+		return Conn{Toolsets: allToolsets}, false
 	}
 	return c, ok
 }
@@ -117,7 +115,7 @@ func (e *Endpoint) connOf(r *http.Request, p Principal, sub string) (Conn, int, 
 			}
 			return Conn{}, http.StatusBadRequest, fmt.Sprintf("Bad toolset selection in the %s: %s", where, err)
 		}
-		c.Toolsets, c.Named = sel, true
+		c.Toolsets = sel
 	default:
 		c.Toolsets = defaultSelection(e.tools, p.Agent.Roles, p.Perms)
 	}

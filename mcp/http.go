@@ -48,7 +48,7 @@ const (
 
 const (
 	corsMethods = "POST, OPTIONS"
-	corsHeaders = "Content-Type, Authorization, mcp-protocol-version"
+	corsHeaders = "Content-Type, Authorization, mcp-protocol-version, " + ToolsetsHeader + ", " + ReadonlyHeader
 	// corsExpose lets browser clients read the auth challenge and the MCP headers.
 	corsExpose = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version"
 )

@@ -56,7 +56,7 @@ type tool[In, Out any] struct {
 	// tool where a misspelt key would silently change what the call does.
 	Strict bool
 	// ReadOnlyForm marks a tool that writes (Effect is not reads) but also serves read-only
-	// connections, by changing nothing there (Call.ReadOnly): chorus_checkin,
+	// connections, by changing nothing there (Call.Conn.ReadOnly): chorus_checkin,
 	// chorus_get_notifications. Read-only connections list it as read-only.
 	ReadOnlyForm bool
 	Desc         string
@@ -155,7 +155,7 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 		in.Properties = map[string]*jsonschema.Schema{}
 	}
 	if t.Effect != reads {
-		// The rule is told once, in the server's instructions (endpoint.go), not in every tool.
+		// The rule is told once, in the server's instructions (prompts.go), not in every tool.
 		one, most := 1, 128
 		in.Properties[requestIDField] = &jsonschema.Schema{Type: "string", MinLength: &one, MaxLength: &most}
 		in.PropertyOrder = append(in.PropertyOrder, requestIDField)

@@ -250,7 +250,7 @@ func TestPreflightOnEveryPath(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, a.status, path)
 		require.Equal(t, "*", a.header.Get("Access-Control-Allow-Origin"), path)
 		require.Equal(t, "POST, OPTIONS", a.header.Get("Access-Control-Allow-Methods"), path)
-		require.Equal(t, "Content-Type, Authorization, mcp-protocol-version", a.header.Get("Access-Control-Allow-Headers"), path)
+		require.Equal(t, "Content-Type, Authorization, mcp-protocol-version, X-Chorus-Toolsets, X-Chorus-Readonly", a.header.Get("Access-Control-Allow-Headers"), path)
 	}
 }
 
