@@ -55,6 +55,6 @@ describe('toolsets and read-only mode', () => {
 
   test('an unknown toolset is refused with the list of known ones', async () => {
     await assert.rejects(connect(s.url, s.key.developer.key, { 'X-Chorus-Toolsets': 'develop,bogus' }),
-      (err) => /unknown toolset "bogus"; the toolsets are core, ideas/.test(String(err?.message)));
+      (err) => /unknown toolset \\?"bogus\\?"; the toolsets are core, ideas/.test(String(err?.message)));
   });
 });
