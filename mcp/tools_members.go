@@ -45,8 +45,8 @@ type GroupMembersOut struct {
 
 // ProjectMemberIn names a project member.
 type ProjectMemberIn struct {
-	ProjectUUID UUID `json:"projectUuid" jsonschema:"the project's uuid"`
-	UserUUID    UUID `json:"userUuid" jsonschema:"a user of your company"`
+	ProjectUUID UUID `json:"projectUuid"`
+	UserUUID    UUID `json:"userUuid"`
 }
 
 // AddProjectMemberIn is chorus_admin_add_project_member's input.
@@ -57,8 +57,8 @@ type AddProjectMemberIn struct {
 
 // GroupMemberIn names a project group member.
 type GroupMemberIn struct {
-	GroupUUID UUID `json:"groupUuid" jsonschema:"the project group's uuid"`
-	UserUUID  UUID `json:"userUuid" jsonschema:"a user of your company"`
+	GroupUUID UUID `json:"groupUuid"`
+	UserUUID  UUID `json:"userUuid"`
 }
 
 // AddGroupMemberIn is chorus_admin_add_project_group_member's input.
@@ -70,8 +70,8 @@ type AddGroupMemberIn struct {
 func agentManager(c *Call) store.Manager { return store.Manager{Caller: c.Who.Caller} }
 
 var listProjectMembers = tool[ProjectIn, ProjectMembersOut]{
-	Name: "chorus_list_project_members", Title: "List a project's members", Perm: perm.Public, Effect: reads,
-	Desc: "List the users who hold a role on a project you can see, with their role.",
+	Name: "chorus_list_project_members", Title: "List a project's members", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
+	Desc: "List a project's members and their roles.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectIn) (ProjectMembersOut, error) {
 		p, ms, err := d.Store.ProjectMembers(ctx, agentManager(call), string(in.ProjectUUID))
 		if err != nil {
@@ -82,9 +82,9 @@ var listProjectMembers = tool[ProjectIn, ProjectMembersOut]{
 }
 
 var adminAddProjectMember = tool[AddProjectMemberIn, ProjectMembersOut]{
-	Name: "chorus_admin_add_project_member", Title: "Give a user a role on a project", Perm: perm.ProjectWrite, Effect: writes,
+	Name: "chorus_admin_add_project_member", Title: "Give a user a role on a project", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
 	Idempotent: true,
-	Desc:       "Give a user a role on a project, or change it; agents act with their owner's role. Needs admin on the project.",
+	Desc:       "Give a user of your company a role on a project, or change it. Needs admin on the project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddProjectMemberIn) (ProjectMembersOut, error) {
 		p, _, _, err := d.Store.GrantProjectRole(ctx, agentManager(call), string(in.ProjectUUID), string(in.UserUUID), in.Role)
 		if err != nil {
@@ -95,7 +95,7 @@ var adminAddProjectMember = tool[AddProjectMemberIn, ProjectMembersOut]{
 }
 
 var adminRemoveProjectMember = tool[ProjectMemberIn, ProjectMembersOut]{
-	Name: "chorus_admin_remove_project_member", Title: "Take a user's role on a project away", Perm: perm.ProjectWrite,
+	Name: "chorus_admin_remove_project_member", Title: "Take a user's role on a project away", Toolset: tsProjects, Perm: perm.ProjectWrite,
 	Effect: destroys, Idempotent: true,
 	Desc: "Take a user's role on a project away. Needs admin on the project; the last admin stays.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectMemberIn) (ProjectMembersOut, error) {
@@ -118,8 +118,8 @@ func projectMembersAfter(ctx context.Context, d *Deps, projectUUID string) (Proj
 }
 
 var listProjectGroupMembers = tool[GroupIn, GroupMembersOut]{
-	Name: "chorus_list_project_group_members", Title: "List a project group's members", Perm: perm.Public, Effect: reads,
-	Desc: "List the users who hold a role on a project group you can see, with their role.",
+	Name: "chorus_list_project_group_members", Title: "List a project group's members", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
+	Desc: "List a project group's members and their roles.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (GroupMembersOut, error) {
 		g, ms, err := d.Store.GroupMembers(ctx, call.Who.Caller, string(in.GroupUUID))
 		if err != nil {
@@ -130,16 +130,16 @@ var listProjectGroupMembers = tool[GroupIn, GroupMembersOut]{
 }
 
 var adminAddProjectGroupMember = tool[AddGroupMemberIn, GroupMembersOut]{
-	Name: "chorus_admin_add_project_group_member", Title: "Give a user a role on a project group", Perm: perm.ProjectWrite,
+	Name: "chorus_admin_add_project_group_member", Title: "Give a user a role on a project group", Toolset: tsProjects, Perm: perm.ProjectWrite,
 	Effect: writes, Idempotent: true,
-	Desc: "Give a user a role on a project group, or change it; the role reaches every project in the group. Needs admin on the group.",
+	Desc: "Give a user of your company a role on every project of a group, or change it. Needs admin on the group.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddGroupMemberIn) (GroupMembersOut, error) {
 		return groupMemberAction(ctx, d, call, in.GroupMemberIn, store.MemberAction{Action: "add", UserUUID: string(in.UserUUID), Role: in.Role})
 	},
 }
 
 var adminRemoveProjectGroupMember = tool[GroupMemberIn, GroupMembersOut]{
-	Name: "chorus_admin_remove_project_group_member", Title: "Take a user's role on a project group away",
+	Name: "chorus_admin_remove_project_group_member", Title: "Take a user's role on a project group away", Toolset: tsProjects,
 	Perm: perm.ProjectWrite, Effect: destroys, Idempotent: true,
 	Desc: "Take a user's role on a project group away. Needs admin on the group; the last admin stays.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupMemberIn) (GroupMembersOut, error) {

@@ -3,7 +3,9 @@
 // official SDK's tools/list is the reference), calls chorus_checkin, creates something and
 // reads it back, and gets a readable refusal for a bad argument and for a tool the key does not
 // have. No model is involved: each library's own tool objects are called directly, with the
-// arguments a model would produce.
+// arguments a model would produce. Both sides select every toolset (the libraries through the
+// URL form /api/mcp/x/all, the reference through the X-Chorus-Toolsets header), so the tools
+// compared are all those the key's permissions grant.
 //
 // A library is an adapter (see mainstreamSuite); each *.test.mjs file next to this one wires
 // one library in and adds the checks peculiar to it.
@@ -11,7 +13,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
-import { closeAll, connectAll, stack } from './lib.mjs';
+import { allToolsetsUrl, closeAll, connectAll, stack } from './lib.mjs';
 
 export const PRESET_KEYS = ['admin', 'pm', 'developer'];
 
@@ -78,7 +80,7 @@ export function mainstreamSuite(lib, extra) {
 
     for (const key of PRESET_KEYS) {
       test(`${key} key: tools, check-in, a create and a read, readable refusals`, async () => {
-        const conn = await lib.connect(s.url, s.key[key].key, key);
+        const conn = await lib.connect(allToolsetsUrl(s), s.key[key].key, key);
         try {
           const want = [...reference[key].tools.keys()].sort();
           const got = (await lib.toolNames(conn)).sort();
