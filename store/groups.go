@@ -892,7 +892,20 @@ func (s *Store) Dashboard(ctx context.Context, c Caller, groupUUID string) (*Gro
 		ColumnExpr("a.action, a.value, a.session_uuid, a.session_name, a.created_at").ColumnExpr("p.name AS project_name").
 		Join("JOIN projects AS p ON p.uuid = a.project_uuid").Where("a.project_uuid IN (?)", bun.List(ids)).
 		Order("a.created_at DESC", "a.uuid DESC").Limit(20).Scan(ctx, &d.Recent)
-	return g, d, err
+	if err != nil {
+		return nil, nil, err
+	}
+	acts := make([]Activity, len(d.Recent))
+	for i := range d.Recent {
+		acts[i] = d.Recent[i].Activity
+	}
+	if err := s.foreignNames(ctx, c, acts); err != nil {
+		return nil, nil, err
+	}
+	for i := range d.Recent {
+		d.Recent[i].Value = acts[i].Value
+	}
+	return g, d, nil
 }
 
 // CompletionRate is round(100*completed/total), 0 without tasks.
