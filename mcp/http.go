@@ -26,7 +26,8 @@ import (
 //     are 404; methods other than POST are 405 (a stateless server has no streams or sessions).
 //   - A POST must be one JSON-RPC 2.0 message in JSON (Content-Type application/json, any
 //     case, charset utf-8 if one is given; a missing Content-Type is taken as JSON) of at most
-//     MaxRequestBytes. Batches (JSON arrays) are refused: MCP 2025-06-18 removed them.
+//     MaxRequestBytes, nesting objects and arrays at most maxNesting levels deep. Batches (JSON
+//     arrays) are refused: MCP 2025-06-18 removed them.
 //   - The answer is JSON when the client accepts application/json (or sends no Accept), a
 //     single server-sent event when it accepts only text/event-stream, else 406.
 //
@@ -187,6 +188,10 @@ func readMessage(body []byte) (message, *refusal) {
 	if !json.Valid(trimmed) {
 		return m, &refusal{http.StatusBadRequest, codeParseError, nil, "Parse error: the request body is not valid JSON"}
 	}
+	if nesting(trimmed) > maxNesting {
+		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil, fmt.Sprintf(
+			"Invalid Request: the message nests objects and arrays more than %d levels deep; send a flatter one", maxNesting)}
+	}
 	if trimmed[0] == '[' {
 		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil,
 			"Invalid Request: JSON-RPC batches are not supported (MCP removed them in 2025-06-18); send one message per POST"}
@@ -238,6 +243,38 @@ func readMessage(body []byte) (message, *refusal) {
 		return m, &refusal{http.StatusOK, codeInvalidParams, m.id, msg}
 	}
 	return m, nil
+}
+
+// maxNesting is how deeply a message may nest objects and arrays: far more than any tool's
+// arguments need (about six levels), and refused here in plain words before the SDK's decoder
+// meets it (docs/rules.md §3.1).
+const maxNesting = 64
+
+// nesting returns how deeply valid JSON nests objects and arrays.
+func nesting(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // checkParams holds the params of the methods this server answers to the shapes MCP defines, so

@@ -263,6 +263,9 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		if err != nil {
 			return nil, err
 		}
+		if f, ok := any(&out).(fitter); ok {
+			f.fit()
+		}
 		if n, ok := any(out).(noter); ok {
 			note = n.Note()
 		}

@@ -308,19 +308,52 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 
 // DeleteGroupIn is chorus_admin_delete_project_group's input.
 type DeleteGroupIn struct {
-	GroupUUID      UUID `json:"groupUuid" jsonschema:"the project group's uuid"`
-	DeleteProjects bool `json:"deleteProjects,omitempty" jsonschema:"also delete the group's projects (only projects without ideas, proposals or tasks); default false: they become ungrouped"`
+	GroupUUID         UUID   `json:"groupUuid" jsonschema:"the project group's uuid"`
+	DeleteProjects    bool   `json:"deleteProjects,omitempty" jsonschema:"also delete the group's projects with their documents (only projects without ideas, proposals or tasks); default false: they become ungrouped"`
+	Preview           bool   `json:"preview,omitempty" jsonschema:"show what the deletion would do, with its confirmationToken, deleting nothing"`
+	ConfirmationToken string `json:"confirmationToken,omitempty" jsonschema:"the token a preview of this very deletion returned" chorus:"maxLength=100"`
 }
 
-var adminDeleteProjectGroup = tool[DeleteGroupIn, textResult]{
-	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Perm: perm.ProjectWrite, Effect: destroys,
-	Desc: "Delete a project group. Its projects become ungrouped, or with deleteProjects=true are deleted too (refused " +
-		"while they hold ideas, proposals or tasks). Needs the right to manage the group and every project in it.",
-	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (textResult, error) {
-		if err := d.Store.DeleteGroup(ctx, call.Who.Caller, string(in.GroupUUID), in.DeleteProjects); err != nil {
-			return "", err
+// DeletedGroup is chorus_admin_delete_project_group's result: what the deletion does (a
+// preview, with its token) or did.
+type DeletedGroup struct {
+	GroupUUID         string            `json:"groupUuid"`
+	Name              string            `json:"name"`
+	DeleteProjects    bool              `json:"deleteProjects"`
+	Projects          []DeletionProject `json:"projects" jsonschema:"each project of the group and what happens to it: deleted (with its documents, their comments and its activities) or ungrouped"`
+	Members           int               `json:"members" jsonschema:"users whose role on the group goes with it"`
+	Summary           string            `json:"summary"`
+	Deleted           bool              `json:"deleted" jsonschema:"true once the group is deleted; false for a preview"`
+	ConfirmationToken string            `json:"confirmationToken,omitempty" jsonschema:"preview: pass it back to apply this very deletion"`
+}
+
+// DeletionProject is one project of a group being deleted.
+type DeletionProject = store.ProjectDeletion
+
+var adminDeleteProjectGroup = tool[DeleteGroupIn, DeletedGroup]{
+	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Perm: perm.ProjectAdmin, Effect: destroys,
+	Strict: true,
+	Desc: "Delete a project group: first with preview=true, which shows every project and what happens to it and " +
+		"returns a confirmationToken, then again with that token to apply (refused once anything the preview " +
+		"covered changed). Its projects become ungrouped, or with deleteProjects=true are deleted with their " +
+		"documents (refused while they hold ideas, proposals or tasks). Needs an explicit admin role on the group " +
+		"and on every project it deletes. Unknown argument keys are refused.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (DeletedGroup, error) {
+		if in.Preview && in.ConfirmationToken != "" {
+			return DeletedGroup{}, invalid("preview and confirmationToken do not go together: preview first, then " +
+				"apply with the token it returned (nothing was changed)")
 		}
-		return textResult(fmt.Sprintf("Project group %s deleted", in.GroupUUID)), nil
+		p, err := d.Store.DeleteGroup(ctx, call.Who.Caller, store.GroupDeletion{GroupUUID: string(in.GroupUUID),
+			DeleteProjects: in.DeleteProjects, Preview: in.Preview, Token: in.ConfirmationToken})
+		if err != nil {
+			return DeletedGroup{}, err
+		}
+		out := DeletedGroup{GroupUUID: p.GroupUUID, Name: p.Name, DeleteProjects: p.DeleteProjects, Projects: p.Projects,
+			Members: p.Members, Summary: p.Summary, Deleted: !in.Preview, ConfirmationToken: p.Token}
+		if !in.Preview {
+			out.Summary = fmt.Sprintf("Project group %s deleted", p.GroupUUID)
+		}
+		return out, nil
 	},
 }
 
