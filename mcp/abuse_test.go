@@ -116,9 +116,13 @@ func TestAbuseMoveTakesNoOtherProjectsProposals(t *testing.T) {
 			Where("target_uuid = ?", idea).Count(ctx)
 		require.NoError(t, err)
 
+		// The move's write commits and then reports a failure: its retry finds it applied and
+		// answers the same counts.
+		e.faults.FailAfterCommit("MoveIdeaCascade", 1)
 		moved := object(t, w.bPM.s, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": sink})
 		require.Equal(t, map[string]any{"ideas": 1.0, "proposals": 0.0, "documents": 0.0, "tasks": 0.0,
 			"activities": float64(about)}, moved["moved"], "the move counts only the backlog's rows about the idea")
+		require.Equal(t, 1, e.faults.Injected("MoveIdeaCascade"))
 
 		// The vault keeps its proposal, document and task, and bob still finds none of them.
 		w.requireHiddenFromBob(t, proposal, doc, task)
@@ -156,7 +160,9 @@ func TestAbuseRevokeChangesNothingElsewhere(t *testing.T) {
 		}
 		require.Equal(t, 1, edges(), "the move kept the edge")
 
+		e.faults.FailAfterCommit("RevokeCascade", 1) // committed, then reported failed: the retry finds it applied
 		ok(t, w.bAdmin.s, "chorus_pm_revoke_proposal", map[string]any{"proposalUuid": pa, "reviewNote": "not now"}, nil)
+		require.Equal(t, 1, e.faults.Injected("RevokeCascade"))
 		require.Equal(t, 1, edges(), "the vault's task keeps its edge")
 		got := object(t, w.aPM.s, "chorus_get_task", map[string]any{"taskUuid": tb})
 		require.Equal(t, []any{map[string]any{"uuid": ta, "title": store.ElsewhereTitle, "status": "closed"}}, got["dependsOn"])

@@ -456,15 +456,15 @@ type MoveIdeaIn struct {
 type MovedIdea struct {
 	UUID    string           `json:"uuid"`
 	Project ProjectRef       `json:"project" jsonschema:"the project the idea is in now"`
-	Moved   store.MoveCounts `json:"moved" jsonschema:"rows moved: the idea and its descendants, the proposals built on them, their documents and tasks, and the activities about all of these"`
+	Moved   store.MoveCounts `json:"moved" jsonschema:"rows moved, all of the idea's project: the idea and its descendants, the project's proposals built on them, their documents and tasks, and the project's activities about all of these"`
 }
 
 var moveIdea = tool[MoveIdeaIn, MovedIdea]{
 	Name: "chorus_move_idea", Title: "Move an idea to another project", Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Move an idea to another project, with everything that follows from it: its descendant ideas, the proposals " +
-		"that take any of them as input, those proposals' documents and tasks, and the activities about all of these. " +
-		"The idea leaves its parent; comments, dependencies, criteria and assignees stay as they are. Needs editor on " +
-		"both projects.",
+	Desc: "Move an idea to another project, with everything of its project that follows from it: its descendant " +
+		"ideas, the project's proposals that take any of them as input, those proposals' documents and tasks, and the " +
+		"activities about all of these. Proposals of other projects stay where they are. The idea leaves its parent; " +
+		"comments, dependencies, criteria and assignees stay as they are. Needs editor on both projects.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveIdeaIn) (MovedIdea, error) {
 		wrap := func(err error) error {
 			if m, ok := agentMessage(err); ok && !strings.HasPrefix(m, "Failed to move Idea: ") {

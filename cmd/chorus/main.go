@@ -41,7 +41,7 @@ func main() {
 		if errors.As(err, &ex) {
 			os.Exit(ex.code)
 		}
-		fmt.Fprintln(os.Stderr, "chorus:", err)
+		fmt.Fprintln(terminalSafe(os.Stderr), "chorus:", err)
 		os.Exit(1)
 	}
 }
@@ -64,6 +64,12 @@ func newRootCmd() *cobra.Command {
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Whatever a command prints passes through terminalSafe (terminal.go).
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			r := cmd.Root()
+			r.SetOut(terminalSafe(r.OutOrStdout()))
+			r.SetErr(terminalSafe(r.ErrOrStderr()))
+		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")

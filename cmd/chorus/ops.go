@@ -302,6 +302,6 @@ func repairOutcome(did string, err error) string {
 
 // exitWith prints err and ends the process with code.
 func exitWith(code int, err error) error {
-	fmt.Fprintln(os.Stderr, "chorus:", err)
+	fmt.Fprintln(terminalSafe(os.Stderr), "chorus:", err)
 	return exitError{code: code}
 }
