@@ -65,7 +65,7 @@ func TestAbuseCLIPrintsNoTerminalEscapes(t *testing.T) {
 		out := runChorus(t, append([]string{data}, args...)...)
 		requireTerminalSafe(t, out)
 		require.Contains(t, out, `Evil\u001b]0;pwned\u0007\u001b[2J\u009b2J`, "chorus %v shows the name, escaped", args)
-		if slices := args[len(args)-1]; slices == "--json" {
+		if args[len(args)-1] == "--json" {
 			var rows []map[string]any
 			require.NoError(t, json.Unmarshal([]byte(out), &rows), "chorus %v stays JSON", args)
 			found := false
@@ -104,8 +104,8 @@ func TestAbuseCLIPrintsNoTerminalEscapes(t *testing.T) {
 // between two writes judged whole, and JSON still valid and the same.
 func TestTerminalSafeWriter(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain text, tabs\tand\nnewlines": "plain text, tabs\tand\nnewlines",
-		"é ü 日本 🙂":                        "é ü 日本 🙂",
+		"plain text, tabs\tand\nnewlines":  "plain text, tabs\tand\nnewlines",
+		"é ü 日本 🙂":                         "é ü 日本 🙂",
 		"\x1b[31mred\x1b[0m":               `\u001b[31mred\u001b[0m`,
 		"bell\a back\b cr\r del\x7f":       `bell\u0007 back\u0008 cr\u000d del\u007f`,
 		"csi\u009b2J osc\u009d0;x\u009c":   `csi\u009b2J osc\u009d0;x\u009c`,
