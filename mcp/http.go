@@ -54,28 +54,15 @@ const (
 )
 
 // Mount serves the endpoint on an echo server: /api/mcp, /api/mcp/ and everything below
-// through the edge described above, and CORS preflights on every path of the server.
+// through the edge described above, and, on every path of the server, the Host check and CORS
+// preflights (edge.go). Every route of the MCP group passes, in order, the Origin check, the
+// key (authenticate) and the per-key and per-company limits (limits.go): a path added to the
+// endpoint is added to the group, never beside it.
 func (e *Endpoint) Mount(ech *echo.Echo) {
-	ech.Pre(cors)
-	for _, p := range []string{Path, Path + "/*"} {
-		ech.Any(p, e.serve, e.authenticate)
-	}
-}
-
-// cors answers preflights on every path and marks every other answer as readable cross-origin.
-func cors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		if c.Request().Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Methods", corsMethods)
-			h.Set("Access-Control-Allow-Headers", corsHeaders)
-			h.Set("Access-Control-Max-Age", "86400")
-			return c.NoContent(http.StatusNoContent)
-		}
-		h.Set("Access-Control-Expose-Headers", corsExpose)
-		return next(c)
-	}
+	ech.Pre(e.checkHost, e.cors)
+	g := ech.Group(Path, e.checkOrigin, e.authenticate, e.limit)
+	g.Any("", e.serve)
+	g.Any("/*", e.serve)
 }
 
 // serve runs behind authenticate: it routes by path and method, checks the request's shape,

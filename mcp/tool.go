@@ -81,6 +81,12 @@ type Deps struct {
 	CallTimeout time.Duration
 	// Metrics records tool calls and refusals; nil records nothing.
 	Metrics *Metrics
+	// Limits bound each API key's and each company's requests (limits.go); the zero value
+	// limits nothing. `chorus serve` and `chorus dev` pass DefaultLimits unless told otherwise.
+	Limits Limits
+	// Edge says which Host names and Origins the server admits (edge.go); the zero value
+	// admits loopback ones only.
+	Edge EdgeOptions
 }
 
 // entry is a tool table row with its types erased, so rows of different types share a table.

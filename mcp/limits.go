@@ -1,0 +1,195 @@
+package mcp
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// Limits bound what one API key, and one company's keys together, may ask of one API process
+// (docs/rules.md §3.8, README "Security"): a token bucket (Rate requests a second on average, at
+// most Burst at once after a quiet spell) and a cap on requests in flight. A zero field turns
+// that limit off; the zero Limits limits nothing.
+type Limits struct {
+	KeyRate     float64 // requests per second, per API key
+	KeyBurst    int     // bucket size, per API key
+	KeyInFlight int     // requests being served at once, per API key
+	// The same, for all the keys of one company together.
+	CompanyRate     float64
+	CompanyBurst    int
+	CompanyInFlight int
+}
+
+// DefaultLimits are what `chorus serve` and `chorus dev` apply unless told otherwise. An agent
+// driven by a model makes a call every second or two and a few at once; a team of 50 makes a
+// few dozen a second. A runaway loop makes hundreds a second, or hundreds at once, and meets
+// them at once.
+func DefaultLimits() Limits {
+	return Limits{KeyRate: 20, KeyBurst: 200, KeyInFlight: 16,
+		CompanyRate: 300, CompanyBurst: 1000, CompanyInFlight: 200}
+}
+
+// The limits a refusal names: the "limit" label of chorus_limit_refusals_total.
+const (
+	LimitKeyRate         = "key_rate"
+	LimitKeyInFlight     = "key_in_flight"
+	LimitCompanyRate     = "company_rate"
+	LimitCompanyInFlight = "company_in_flight"
+)
+
+// LimitNames are the limits chorus_limit_refusals_total counts, each exported from the start.
+var LimitNames = []string{LimitKeyRate, LimitKeyInFlight, LimitCompanyRate, LimitCompanyInFlight}
+
+// limiter holds one bucket and one in-flight count per key and per company.
+type limiter struct {
+	cfg       Limits
+	mu        sync.Mutex
+	keys      map[string]*budget
+	companies map[string]*budget
+	sweptAt   time.Time
+}
+
+// budget is the state of one key or company.
+type budget struct {
+	bucket   *rate.Limiter // nil when the rate limit is off
+	inFlight int
+	seen     time.Time
+}
+
+func newLimiter(cfg Limits) *limiter {
+	return &limiter{cfg: cfg, keys: map[string]*budget{}, companies: map[string]*budget{}, sweptAt: time.Now()}
+}
+
+// off reports whether no limit applies.
+func (l *limiter) off() bool {
+	c := l.cfg
+	return c.KeyRate <= 0 && c.KeyInFlight <= 0 && c.CompanyRate <= 0 && c.CompanyInFlight <= 0
+}
+
+func budgetFor(m map[string]*budget, id string, r float64, burst int, now time.Time) *budget {
+	b := m[id]
+	if b == nil {
+		b = &budget{}
+		if r > 0 {
+			b.bucket = rate.NewLimiter(rate.Limit(r), max(burst, 1))
+		}
+		m[id] = b
+	}
+	b.seen = now
+	return b
+}
+
+// admit takes a slot for one request of key in company, or says which limit refuses it and
+// after how long a retry may pass. A refused request takes nothing; release gives back what an
+// admitted one took.
+func (l *limiter) admit(key, company string) (release func(), refused string, retryAfter time.Duration) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep(now)
+	kb := budgetFor(l.keys, key, l.cfg.KeyRate, l.cfg.KeyBurst, now)
+	cb := budgetFor(l.companies, company, l.cfg.CompanyRate, l.cfg.CompanyBurst, now)
+	// In-flight caps first: a request refused for them spends no token.
+	if l.cfg.KeyInFlight > 0 && kb.inFlight >= l.cfg.KeyInFlight {
+		return nil, LimitKeyInFlight, time.Second
+	}
+	if l.cfg.CompanyInFlight > 0 && cb.inFlight >= l.cfg.CompanyInFlight {
+		return nil, LimitCompanyInFlight, time.Second
+	}
+	var kr *rate.Reservation
+	if kb.bucket != nil {
+		kr = kb.bucket.ReserveN(now, 1)
+		if d := kr.DelayFrom(now); d > 0 {
+			kr.CancelAt(now)
+			return nil, LimitKeyRate, d
+		}
+	}
+	if cb.bucket != nil {
+		cr := cb.bucket.ReserveN(now, 1)
+		if d := cr.DelayFrom(now); d > 0 {
+			cr.CancelAt(now)
+			if kr != nil {
+				kr.CancelAt(now) // the key's token goes back: nothing ran
+			}
+			return nil, LimitCompanyRate, d
+		}
+	}
+	kb.inFlight++
+	cb.inFlight++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			kb.inFlight--
+			cb.inFlight--
+			l.mu.Unlock()
+		})
+	}, "", 0
+}
+
+// sweep forgets, every minute, the keys and companies idle for ten: their buckets are full
+// again, so a new budget is the same. It keeps the maps as small as the set of active keys.
+func (l *limiter) sweep(now time.Time) {
+	if now.Sub(l.sweptAt) < time.Minute {
+		return
+	}
+	l.sweptAt = now
+	for _, m := range []map[string]*budget{l.keys, l.companies} {
+		for id, b := range m {
+			if b.inFlight == 0 && now.Sub(b.seen) > 10*time.Minute {
+				delete(m, id)
+			}
+		}
+	}
+}
+
+// limit is the MCP route middleware after authenticate: it admits the request under the
+// caller's key and company budgets, or answers HTTP 429 with Retry-After (whole seconds, at
+// least 1) and a JSON-RPC error naming the limit, before the body is read.
+//
+// Why 429 rather than a tool result with isError: the limit guards every request (tools/list
+// and initialize too, not only tools/call), a refusal costs nothing past authentication, and
+// 429 with Retry-After is what HTTP clients, proxies and the MCP SDKs already understand. The
+// TypeScript SDK puts the status and this body's text in the error it raises, so an agent reads
+// the same sentence a tool error would give it.
+func (e *Endpoint) limit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if e.limits == nil {
+			return next(c)
+		}
+		p, ok := principalFrom(c.Request().Context())
+		if !ok {
+			return next(c)
+		}
+		release, refused, wait := e.limits.admit(p.KeyUUID, p.Caller.CompanyUUID)
+		if refused != "" {
+			e.deps.Metrics.limitRefusal(refused)
+			secs := max(1, int(math.Ceil(wait.Seconds())))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return rpcError(c, http.StatusTooManyRequests, codeRateLimited, nil, limitMessage(refused, secs))
+		}
+		defer release()
+		return next(c)
+	}
+}
+
+// codeRateLimited is the JSON-RPC error code of a request refused by a limit (a server error
+// code, in the range JSON-RPC leaves to implementations).
+const codeRateLimited = -32029
+
+func limitMessage(limit string, secs int) string {
+	what := map[string]string{
+		LimitKeyRate:         "this API key sent more requests per second than it may",
+		LimitKeyInFlight:     "this API key has too many requests running at once",
+		LimitCompanyRate:     "your company's agents together sent more requests per second than they may",
+		LimitCompanyInFlight: "your company's agents together have too many requests running at once",
+	}[limit]
+	return fmt.Sprintf("Too many requests: %s, so nothing was run. Retry after %d second(s), and send fewer calls "+
+		"at once; a retry with the same requestId is safe.", what, secs)
+}
