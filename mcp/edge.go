@@ -89,17 +89,24 @@ func (o EdgeOptions) originAllowed(origin string) bool {
 	return false
 }
 
+// GuardHost makes ech refuse, on every path, a request whose Host o does not allow, as Mount
+// does for a server with the MCP endpoint: for a process that serves no endpoint (a worker's
+// /healthz, /readyz, /metrics).
+func GuardHost(ech *echo.Echo, o EdgeOptions, m *Metrics) { ech.Pre(checkHost(o, m)) }
+
 // checkHost refuses, on every path of the server, a request whose Host is not allowed: a page
 // that rebinds its own name to this machine reaches it under that name. 403, JSON, nothing run.
-func (e *Endpoint) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !e.deps.Edge.hostAllowed(c.Request().Host) {
-			e.deps.Metrics.refusal(KindForbiddenHost)
+func checkHost(o EdgeOptions, m *Metrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if o.hostAllowed(c.Request().Host) {
+				return next(c)
+			}
+			m.refusal(KindForbiddenHost)
 			secureHeaders(c)
 			return rpcError(c, http.StatusForbidden, codeInvalidRequest, nil, "Forbidden: this server does not answer "+
 				"to the host name in the request's Host header; an operator adds it with --allowed-hosts")
 		}
-		return next(c)
 	}
 }
 

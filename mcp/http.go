@@ -59,7 +59,7 @@ const (
 // key (authenticate) and the per-key and per-company limits (limits.go): a path added to the
 // endpoint is added to the group, never beside it.
 func (e *Endpoint) Mount(ech *echo.Echo) {
-	ech.Pre(e.checkHost, e.cors)
+	ech.Pre(checkHost(e.deps.Edge, e.deps.Metrics), e.cors)
 	g := ech.Group(Path, e.checkOrigin, e.authenticate, e.limit)
 	g.Any("", e.serve)
 	g.Any("/*", e.serve)
