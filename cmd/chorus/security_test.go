@@ -59,7 +59,10 @@ func TestServeListensOnLoopbackByDefault(t *testing.T) {
 		def := c.Flags().Lookup("addr").DefValue
 		require.True(t, mcp.IsLoopbackAddr(def), "chorus %s listens on %s by default", cmd, def)
 	}
-	require.Equal(t, "127.0.0.1:8637", func() string { c, _, _ := newRootCmd().Find([]string{"serve"}); return c.Flags().Lookup("addr").DefValue }())
+	require.Equal(t, "127.0.0.1:8637", func() string {
+		c, _, _ := newRootCmd().Find([]string{"serve"})
+		return c.Flags().Lookup("addr").DefValue
+	}())
 }
 
 // serveTest runs runServer with cfg (role api unless set) until the test ends, logging into log,
@@ -121,8 +124,12 @@ type syncLog struct {
 	buf bytes.Buffer
 }
 
-func (l *syncLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.Write(p) }
-func (l *syncLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+func (l *syncLog) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
 
 // /metrics is never open to other machines: on an address that is not loopback it is served
 // only on --metrics-addr or behind CHORUS_METRICS_TOKEN. /readyz says what is wrong without an
@@ -179,7 +186,11 @@ func TestMetricsAndReadyzExposure(t *testing.T) {
 		})
 	}
 	require.Equal(t, "stopped (the process log says why)",
-		func() string { h := &workerHealth{role: roleWorker}; h.stopped(fmt.Errorf("dial 10.0.0.7: token abc")); return h.status() }())
+		func() string {
+			h := &workerHealth{role: roleWorker}
+			h.stopped(fmt.Errorf("dial 10.0.0.7: token abc"))
+			return h.status()
+		}())
 }
 
 // chorus dev never writes an API key into its output or its log: not one taken from
