@@ -374,3 +374,63 @@ func TestAnswersAreNotSniffedOrStored(t *testing.T) {
 		require.Equal(t, "no-store", c.a.header.Get("Cache-Control"), c.name)
 	}
 }
+
+// markGate holds every SELECT that contains mark until it is opened, counting those it holds.
+type markGate struct {
+	mark string
+	held atomic.Int32
+	open chan struct{}
+	once sync.Once
+}
+
+func (g *markGate) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) context.Context {
+	if strings.HasPrefix(ev.Query, "SELECT") && strings.Contains(ev.Query, g.mark) {
+		g.held.Add(1)
+		<-g.open
+	}
+	return ctx
+}
+
+func (g *markGate) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+func (g *markGate) release() { g.once.Do(func() { close(g.open) }) }
+
+// A key's mutating calls take turns (Limits.KeyWrites, default 1): of five comments sent at
+// once, one reaches the database and the others wait their turn, none refused, while another
+// key's comment goes straight through and the key's own reads are not held back.
+func TestKeyWritesTakeTurns(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			base := newEnv(t, d)
+			admin := base.client(base.adminKey)
+			project := createProject(t, admin, "Apollo")
+			noisyDoc, quietDoc := createDocument(t, admin, project), createDocument(t, admin, project)
+			// The gate holds the noisy comments' first look at their target, before any write.
+			gate := &markGate{mark: noisyDoc, open: make(chan struct{})}
+			t.Cleanup(gate.release)
+			e := base.edgeProcess(DefaultLimits(), EdgeOptions{}, nil, gate)
+			noisy, quiet := e.agent("Noisy", perm.PMAgent), e.agent("Quiet", perm.PMAgent)
+			answers := make(chan answer, 5)
+			for i := range 5 {
+				go func() {
+					answers <- e.post(Path, noisy, toolCallBody(i, "chorus_add_comment", map[string]any{
+						"targetType": "document", "targetUuid": noisyDoc, "content": fmt.Sprintf("noise %d", i)}), nil)
+				}()
+			}
+			requireEventually(t, func() bool { return gate.held.Load() >= 1 }, "the key's first write reaches the database")
+			// Meanwhile: the noisy key reads, the quiet key writes.
+			require.True(t, callOK(e.post(Path, noisy, toolCallBody(7, "chorus_get_comments", map[string]any{
+				"targetType": "document", "targetUuid": quietDoc}), nil)))
+			require.True(t, callOK(e.post(Path, quiet, toolCallBody(8, "chorus_add_comment", map[string]any{
+				"targetType": "document", "targetUuid": quietDoc, "content": "real work"}), nil)))
+			require.Equal(t, int32(1), gate.held.Load(), "the noisy key's other writes wait their turn")
+			require.Len(t, answers, 0)
+			gate.release()
+			for range 5 {
+				a := <-answers
+				require.True(t, callOK(a), "a write that waited runs: %d %s", a.status, a.body)
+			}
+			require.Equal(t, 6, countRows(t, e, "comments"))
+		})
+	}
+}

@@ -34,11 +34,13 @@ type Endpoint struct {
 	jsonHandler, streamHandler http.Handler
 	// limits is nil when Deps.Limits limits nothing.
 	limits *limiter
+	// mutating names the tools that are not read-only: their calls take turns per key.
+	mutating map[string]bool
 }
 
 // NewEndpoint builds every tool of the table once. version is reported in serverInfo.
 func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
-	e := &Endpoint{deps: d, version: version}
+	e := &Endpoint{deps: d, version: version, mutating: map[string]bool{}}
 	if l := newLimiter(d.Limits); !l.off() {
 		e.limits = l
 	}
@@ -51,6 +53,9 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 			return nil, err
 		}
 		e.tools = append(e.tools, bt)
+		if bt.spec.Effect != reads {
+			e.mutating[bt.spec.Name] = true
+		}
 	}
 	for _, asJSON := range []bool{true, false} {
 		h := mcpsdk.NewStreamableHTTPHandler(e.serverFor, &mcpsdk.StreamableHTTPOptions{

@@ -110,6 +110,16 @@ func (e *Endpoint) serve(c echo.Context) error {
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
+	// A key's mutating calls take turns (Limits.KeyWrites): this one waits for its key's turn.
+	if e.limits != nil && e.mutating[msg.tool] {
+		if p, ok := principalFrom(req.Context()); ok {
+			release, err := e.limits.writeTurn(req.Context(), p.KeyUUID)
+			if err != nil {
+				return nil // the client went away while waiting: nothing ran
+			}
+			defer release()
+		}
+	}
 
 	handler := e.jsonHandler
 	if asEvents {
@@ -150,6 +160,7 @@ func checkContentType(h http.Header) (string, bool) {
 type message struct {
 	id     json.RawMessage // nil for a notification or a response
 	method string
+	tool   string // the tool a tools/call names
 }
 
 // refusal is an answer the edge gives itself. Status 200 means the message is a request whose
@@ -223,6 +234,13 @@ func readMessage(body []byte) (message, *refusal) {
 			return m, &refusal{http.StatusBadRequest, codeInvalidParams, nil, msg}
 		}
 		return m, &refusal{http.StatusOK, codeInvalidParams, m.id, msg}
+	}
+	if m.method == "tools/call" {
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(env["params"], &p) // checkParams held it to an object with a string name
+		m.tool = p.Name
 	}
 	return m, nil
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -9,17 +10,24 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 )
 
 // Limits bound what one API key, and one company's keys together, may ask of one API process
 // (docs/rules.md §3.8, README "Security"): a token bucket (Rate requests a second on average, at
-// most Burst at once after a quiet spell) and a cap on requests in flight. A zero field turns
-// that limit off; the zero Limits limits nothing.
+// most Burst at once after a quiet spell) and a cap on requests in flight, past which requests
+// are refused; and, per key, how many mutating tool calls run at once, past which they wait
+// their turn. A zero field turns that limit off; the zero Limits limits nothing.
 type Limits struct {
 	KeyRate     float64 // requests per second, per API key
 	KeyBurst    int     // bucket size, per API key
 	KeyInFlight int     // requests being served at once, per API key
+	// KeyWrites is how many mutating tool calls (tools that are not read-only) of one key run at
+	// once; the key's further ones wait, in order, within KeyInFlight. Lifecycle writes share
+	// Temporal and the database with every other key, so a key's burst of them would queue
+	// everyone's behind it (BenchmarkNoisyNeighbor); one at a time, it queues only its own.
+	KeyWrites int
 	// The same, for all the keys of one company together.
 	CompanyRate     float64
 	CompanyBurst    int
@@ -31,7 +39,7 @@ type Limits struct {
 // few dozen a second. A runaway loop makes hundreds a second, or hundreds at once, and meets
 // them at once.
 func DefaultLimits() Limits {
-	return Limits{KeyRate: 20, KeyBurst: 200, KeyInFlight: 16,
+	return Limits{KeyRate: 20, KeyBurst: 200, KeyInFlight: 16, KeyWrites: 1,
 		CompanyRate: 300, CompanyBurst: 1000, CompanyInFlight: 200}
 }
 
@@ -60,6 +68,7 @@ type budget struct {
 	bucket   *rate.Limiter // nil when the rate limit is off
 	inFlight int
 	seen     time.Time
+	writes   *semaphore.Weighted // a key's turns for mutating calls; made on first use
 }
 
 func newLimiter(cfg Limits) *limiter {
@@ -69,7 +78,27 @@ func newLimiter(cfg Limits) *limiter {
 // off reports whether no limit applies.
 func (l *limiter) off() bool {
 	c := l.cfg
-	return c.KeyRate <= 0 && c.KeyInFlight <= 0 && c.CompanyRate <= 0 && c.CompanyInFlight <= 0
+	return c.KeyRate <= 0 && c.KeyInFlight <= 0 && c.CompanyRate <= 0 && c.CompanyInFlight <= 0 && c.KeyWrites <= 0
+}
+
+// writeTurn waits until the key may run one more mutating call (KeyWrites at once) and returns
+// what gives the turn back; an error when ctx ends first (the client went away). The key's
+// budget exists: the request was admitted, and holds it until it ends.
+func (l *limiter) writeTurn(ctx context.Context, key string) (func(), error) {
+	if l.cfg.KeyWrites <= 0 {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	b := budgetFor(l.keys, key, l.cfg.KeyRate, l.cfg.KeyBurst, time.Now())
+	if b.writes == nil {
+		b.writes = semaphore.NewWeighted(int64(l.cfg.KeyWrites))
+	}
+	sem := b.writes
+	l.mu.Unlock()
+	if err := sem.Acquire(ctx, 1); err != nil {
+		return nil, err
+	}
+	return func() { sem.Release(1) }, nil
 }
 
 func budgetFor(m map[string]*budget, id string, r float64, burst int, now time.Time) *budget {

@@ -41,6 +41,8 @@ func (c *edgeConfig) flags(cmd *cobra.Command) {
 		"requests one API key may send at once after a quiet spell (env CHORUS_LIMIT_KEY_BURST)")
 	f.IntVar(&c.limits.KeyInFlight, "limit-key-inflight", envIntZero("CHORUS_LIMIT_KEY_INFLIGHT", d.KeyInFlight),
 		"requests of one API key served at once; 0: no limit (env CHORUS_LIMIT_KEY_INFLIGHT)")
+	f.IntVar(&c.limits.KeyWrites, "limit-key-writes", envIntZero("CHORUS_LIMIT_KEY_WRITES", d.KeyWrites),
+		"mutating tool calls of one API key run at once; its further ones wait their turn; 0: no limit (env CHORUS_LIMIT_KEY_WRITES)")
 	f.Float64Var(&c.limits.CompanyRate, "limit-company-rate", envFloat("CHORUS_LIMIT_COMPANY_RATE", d.CompanyRate),
 		"requests per second the keys of one company may send together on average; 0: no limit (env CHORUS_LIMIT_COMPANY_RATE)")
 	f.IntVar(&c.limits.CompanyBurst, "limit-company-burst", envIntZero("CHORUS_LIMIT_COMPANY_BURST", d.CompanyBurst),
@@ -113,7 +115,8 @@ func envIntZero(name string, def int) int {
 // checkLimits refuses negative limits and a rate limit with no burst.
 func (c *edgeConfig) checkLimits() error {
 	l := c.limits
-	if l.KeyRate < 0 || l.KeyBurst < 0 || l.KeyInFlight < 0 || l.CompanyRate < 0 || l.CompanyBurst < 0 || l.CompanyInFlight < 0 {
+	if l.KeyRate < 0 || l.KeyBurst < 0 || l.KeyInFlight < 0 || l.KeyWrites < 0 || l.CompanyRate < 0 || l.CompanyBurst < 0 ||
+		l.CompanyInFlight < 0 {
 		return fmt.Errorf("limits cannot be negative; 0 turns one off")
 	}
 	if (l.KeyRate > 0 && l.KeyBurst == 0) || (l.CompanyRate > 0 && l.CompanyBurst == 0) {
