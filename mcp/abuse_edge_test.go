@@ -44,7 +44,7 @@ func (e *env) edgeProcess(limits Limits, edge EdgeOptions, m *Metrics, hooks ...
 // post sends one JSON-RPC message with key and extra headers, and returns the answer.
 func (e *env) post(path, key, body string, header map[string]string) answer {
 	e.t.Helper()
-	h := map[string]string{"Content-Type": "application/json"}
+	h := map[string]string{"Content-Type": "application/json", ToolsetsHeader: "all"}
 	if key != "" {
 		h["Authorization"] = "Bearer " + key
 	}
@@ -321,6 +321,7 @@ func (e *env) hostPost(path, host, key, body string, header map[string]string) a
 	require.NoError(e.t, err)
 	req.Host = host
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(ToolsetsHeader, "all")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}

@@ -46,6 +46,7 @@ func BenchmarkNoisyNeighbor(b *testing.B) {
 				req, _ := http.NewRequest(http.MethodPost, e.url, strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+key)
 				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(ToolsetsHeader, "all")
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					return 0
@@ -72,6 +73,7 @@ func BenchmarkNoisyNeighbor(b *testing.B) {
 							"chorus_pm_create_idea", map[string]any{"projectUuid": project.UUID, "title": fmt.Sprintf("Noise %d", body)})))
 						req.Header.Set("Authorization", "Bearer "+noisy)
 						req.Header.Set("Content-Type", "application/json")
+						req.Header.Set(ToolsetsHeader, "all")
 						resp, err := http.DefaultClient.Do(req)
 						if err != nil {
 							codes <- 0
