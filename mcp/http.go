@@ -56,11 +56,12 @@ const (
 // Mount serves the endpoint on an echo server: /api/mcp, /api/mcp/ and everything below
 // through the edge described above, and, on every path of the server, the Host check and CORS
 // preflights (edge.go). Every route of the MCP group passes, in order, the Origin check, the
-// key (authenticate) and the per-key and per-company limits (limits.go): a path added to the
+// per-key and per-company limits (limits.go: limitKnown before the key is looked up, limit
+// after, for a key seen for the first time) and the key (authenticate): a path added to the
 // endpoint is added to the group, never beside it.
 func (e *Endpoint) Mount(ech *echo.Echo) {
 	ech.Pre(checkHost(e.deps.Edge, e.deps.Metrics), e.cors)
-	g := ech.Group(Path, e.checkOrigin, e.authenticate, e.limit)
+	g := ech.Group(Path, e.checkOrigin, e.limitKnown, e.authenticate, e.limit)
 	g.Any("", e.serve)
 	g.Any("/*", e.serve)
 }
@@ -114,8 +115,8 @@ func (e *Endpoint) serve(c echo.Context) error {
 	req.ContentLength = int64(len(body))
 	// A key's mutating calls take turns (Limits.KeyWrites): this one waits for its key's turn.
 	if e.limits != nil && e.mutating[msg.tool] {
-		if p, ok := principalFrom(req.Context()); ok {
-			release, err := e.limits.writeTurn(req.Context(), p.KeyUUID)
+		if hash, ok := req.Context().Value(limitKey{}).(string); ok {
+			release, err := e.limits.writeTurn(req.Context(), hash)
 			if err != nil {
 				return nil // the client went away while waiting: nothing ran
 			}

@@ -6,12 +6,15 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
+
+	"github.com/chorus-dev/chorus/store"
 )
 
 // Limits bound what one API key, and one company's keys together, may ask of one API process
@@ -54,7 +57,8 @@ const (
 // LimitNames are the limits chorus_limit_refusals_total counts, each exported from the start.
 var LimitNames = []string{LimitKeyRate, LimitKeyInFlight, LimitCompanyRate, LimitCompanyInFlight}
 
-// limiter holds one bucket and one in-flight count per key and per company.
+// limiter holds one bucket and one in-flight count per key (by the SHA-256 of the key, as the
+// store keeps it) and per company.
 type limiter struct {
 	cfg       Limits
 	mu        sync.Mutex
@@ -69,6 +73,7 @@ type budget struct {
 	inFlight int
 	seen     time.Time
 	writes   *semaphore.Weighted // a key's turns for mutating calls; made on first use
+	company  string              // a key's company, once a request of it authenticated
 }
 
 func newLimiter(cfg Limits) *limiter {
@@ -114,6 +119,25 @@ func budgetFor(m map[string]*budget, id string, r float64, burst int, now time.T
 	return b
 }
 
+// admitKnown is admit for a key a request authenticated with before (its company is known):
+// the request is judged before its key is looked up in the database, so a flood past the
+// limits costs no database read. known is false for a key not seen yet (or forgotten when
+// idle), which admit judges after authentication.
+func (l *limiter) admitKnown(key string) (release func(), refused string, retryAfter time.Duration, known bool) {
+	l.mu.Lock()
+	kb := l.keys[key]
+	company := ""
+	if kb != nil {
+		company = kb.company
+	}
+	l.mu.Unlock()
+	if company == "" {
+		return nil, "", 0, false
+	}
+	release, refused, retryAfter = l.admit(key, company)
+	return release, refused, retryAfter, true
+}
+
 // admit takes a slot for one request of key in company, or says which limit refuses it and
 // after how long a retry may pass. A refused request takes nothing; release gives back what an
 // admitted one took.
@@ -123,6 +147,7 @@ func (l *limiter) admit(key, company string) (release func(), refused string, re
 	defer l.mu.Unlock()
 	l.sweep(now)
 	kb := budgetFor(l.keys, key, l.cfg.KeyRate, l.cfg.KeyBurst, now)
+	kb.company = company
 	cb := budgetFor(l.companies, company, l.cfg.CompanyRate, l.cfg.CompanyBurst, now)
 	// In-flight caps first: a request refused for them spends no token.
 	if l.cfg.KeyInFlight > 0 && kb.inFlight >= l.cfg.KeyInFlight {
@@ -178,34 +203,77 @@ func (l *limiter) sweep(now time.Time) {
 	}
 }
 
-// limit is the MCP route middleware after authenticate: it admits the request under the
-// caller's key and company budgets, or answers HTTP 429 with Retry-After (whole seconds, at
-// least 1) and a JSON-RPC error naming the limit, before the body is read.
+// limitKnown and limit are the MCP route middlewares around authenticate: they admit the
+// request under its key's and its company's budgets, or answer HTTP 429 with Retry-After (whole
+// seconds, at least 1) and a JSON-RPC error naming the limit, before the body is read. A key
+// that authenticated before is judged by limitKnown, before its database lookup, so refusing a
+// flood costs no database read; a key seen for the first time is judged by limit, once
+// authenticate has found its company.
 //
 // Why 429 rather than a tool result with isError: the limit guards every request (tools/list
-// and initialize too, not only tools/call), a refusal costs nothing past authentication, and
-// 429 with Retry-After is what HTTP clients, proxies and the MCP SDKs already understand. The
-// TypeScript SDK puts the status and this body's text in the error it raises, so an agent reads
-// the same sentence a tool error would give it.
-func (e *Endpoint) limit(next echo.HandlerFunc) echo.HandlerFunc {
+// and initialize too, not only tools/call), a refusal costs nothing past reading the headers,
+// and 429 with Retry-After is what HTTP clients, proxies and the MCP SDKs already understand.
+// The TypeScript SDK puts the status and this body's text in the error it raises, so an agent
+// reads the same sentence a tool error would give it.
+func (e *Endpoint) limitKnown(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if e.limits == nil {
 			return next(c)
 		}
-		p, ok := principalFrom(c.Request().Context())
-		if !ok {
+		headers := c.Request().Header.Values("Authorization")
+		key, ok := bearerKey(strings.Join(headers, ", "))
+		if !ok || len(headers) > 1 {
+			return next(c) // authenticate answers 401
+		}
+		hash := store.HashKey(key)
+		ctx := context.WithValue(c.Request().Context(), limitKey{}, hash)
+		release, refused, wait, known := e.limits.admitKnown(hash)
+		if !known {
+			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
 		}
-		release, refused, wait := e.limits.admit(p.KeyUUID, p.Caller.CompanyUUID)
 		if refused != "" {
-			e.deps.Metrics.limitRefusal(refused)
-			secs := max(1, int(math.Ceil(wait.Seconds())))
-			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-			return rpcError(c, http.StatusTooManyRequests, codeRateLimited, nil, limitMessage(refused, secs))
+			return e.tooMany(c, refused, wait)
+		}
+		defer release()
+		c.SetRequest(c.Request().WithContext(context.WithValue(ctx, admittedKey{}, true)))
+		return next(c)
+	}
+}
+
+// limitKey carries the request's key hash from limitKnown to limit; admittedKey marks a
+// request limitKnown admitted.
+type (
+	limitKey    struct{}
+	admittedKey struct{}
+)
+
+func (e *Endpoint) limit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		if e.limits == nil || ctx.Value(admittedKey{}) != nil {
+			return next(c)
+		}
+		p, ok := principalFrom(ctx)
+		hash, _ := ctx.Value(limitKey{}).(string)
+		if !ok || hash == "" {
+			return next(c)
+		}
+		release, refused, wait := e.limits.admit(hash, p.Caller.CompanyUUID)
+		if refused != "" {
+			return e.tooMany(c, refused, wait)
 		}
 		defer release()
 		return next(c)
 	}
+}
+
+// tooMany answers a request a limit refused.
+func (e *Endpoint) tooMany(c echo.Context, limit string, wait time.Duration) error {
+	e.deps.Metrics.limitRefusal(limit)
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return rpcError(c, http.StatusTooManyRequests, codeRateLimited, nil, limitMessage(limit, secs))
 }
 
 // codeRateLimited is the JSON-RPC error code of a request refused by a limit (a server error
