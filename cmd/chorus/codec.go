@@ -79,7 +79,7 @@ Temporal UI's origin, which CORS admits with credentials.`,
 	cmd.Flags().StringVar(&o.addr, "addr", envOr("CHORUS_CODEC_ADDR", "127.0.0.1:8081"), "HTTP listen address (env CHORUS_CODEC_ADDR)")
 	cmd.Flags().StringSliceVar(&o.uiOrigins, "ui-origin", envList("CHORUS_CODEC_UI_ORIGINS"),
 		"origin of the Temporal UI that may call it from the browser, e.g. https://temporal.example.com (env CHORUS_CODEC_UI_ORIGINS)")
-	o.temporal.flags(cmd, false, "")
+	o.temporal.payloadFlags(cmd)
 	return cmd
 }
 

@@ -61,6 +61,12 @@ func (c *temporalConfig) flags(cmd *cobra.Command, withAddress bool, defaultAddr
 	f.StringVar(&c.tlsServerName, "temporal-tls-server-name", envOr("TEMPORAL_TLS_SERVER_NAME", ""), "the name Temporal's certificate must carry, when not the address's host (env TEMPORAL_TLS_SERVER_NAME)")
 	f.BoolVar(&c.tlsSkipVerification, "temporal-tls-disable-host-verification", envBool("TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"), "do not verify Temporal's certificate (tests only; env TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
 	c.apiKey = strings.TrimSpace(os.Getenv("TEMPORAL_API_KEY"))
+	c.payloadFlags(cmd)
+}
+
+// payloadFlags registers the payload-key flags alone (chorus codec-server needs no connection).
+func (c *temporalConfig) payloadFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.StringVar(&c.payloadKeysFile, "payload-keys-file", envOr("CHORUS_PAYLOAD_KEYS_FILE", ""), "file of payload encryption keys, one <id>:<base64 32 bytes> per line, the first sealing new payloads; or set CHORUS_PAYLOAD_KEYS (env CHORUS_PAYLOAD_KEYS_FILE)")
 	f.StringVar(&c.payloadKeyID, "payload-key-id", envOr("CHORUS_PAYLOAD_KEY_ID", ""), "id of the payload key that seals new payloads (default: the first listed; none: seal nothing, still open sealed ones) (env CHORUS_PAYLOAD_KEY_ID)")
 }
