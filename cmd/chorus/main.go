@@ -8,6 +8,7 @@
 //	chorus mcp tools|call               an MCP client for shells and scripts
 //	chorus ops check|repair             compare workflows with their rows, and make them agree
 //	chorus bench                        load-test over MCP against bare Temporal floors (make bench)
+//	chorus codec-server                 decode encrypted Temporal payloads for the Temporal UI and CLI
 //
 // This package is wiring only: configuration, subcommands, process lifecycle.
 package main
@@ -76,7 +77,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
-	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd())
+	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd(), newCodecServerCmd())
 	return root
 }
 
