@@ -314,8 +314,8 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- runServer(srvCtx, benchLogger(), st, serverConfig{role: roleAll, addr: addr, namespace: o.namespace,
-			temporalAddress: dev.Address(), temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}, func() { close(ready) })
+		done <- runServer(srvCtx, benchLogger(), st, serverConfig{role: roleAll, addr: addr,
+			temporal: temporalConfig{address: dev.Address(), namespace: o.namespace}, temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}, func() { close(ready) })
 	}()
 	t.cleanup = append(t.cleanup, func() { cancel(); <-done })
 	select {
@@ -656,7 +656,7 @@ func (b *bencher) temporal(ctx context.Context) (client.Client, error) {
 	if b.t.temporalAddress == "" {
 		return nil, errors.New("no Temporal address (pass --temporal-address with --endpoint)")
 	}
-	tc, err := dialTemporal(ctx, benchLogger(), b.t.temporalAddress, b.t.namespace, 30*time.Second)
+	tc, err := dialTemporal(ctx, benchLogger(), temporalConfig{address: b.t.temporalAddress, namespace: b.t.namespace}, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
