@@ -77,18 +77,22 @@ func TestCallFieldOnAResultWithoutIt(t *testing.T) {
 		err = cmd.ExecuteContext(ctx)
 		return out.String(), errOut.String(), err
 	}
-	group, _, err := run("chorus_admin_create_project_group", "name=Platform", "--field", "uuid")
+	project, _, err := run("chorus_admin_create_project", "name=Platform", "--field", "uuid")
 	require.NoError(t, err)
-	group = strings.TrimSpace(group)
-	require.True(t, store.IsUUID(group), group)
+	project = strings.TrimSpace(project)
+	require.True(t, store.IsUUID(project), project)
+	doc, _, err := run("chorus_pm_create_document", "projectUuid="+project, "type=guide", "title=Runbook", "--field", "uuid")
+	require.NoError(t, err)
+	doc = strings.TrimSpace(doc)
+	require.True(t, store.IsUUID(doc), doc)
 
 	// A text result: printed, with a note, and exit 3.
-	out, errOut, err := run("chorus_admin_delete_project_group", "groupUuid="+group, "--field", "uuid")
+	out, errOut, err := run("chorus_admin_delete_document", "documentUuid="+doc, "--field", "uuid")
 	require.Equal(t, exitError{code: 3}, err)
-	require.Equal(t, "Project group "+group+" deleted\n", out)
+	require.Equal(t, "Document "+doc+" deleted\n", out)
 	require.Contains(t, errOut, "answered with text, not JSON, so --field uuid does not apply; the call succeeded")
-	_, _, err = run("chorus_get_project_group", "groupUuid="+group)
-	require.Equal(t, exitError{code: 1}, err, "the group was deleted")
+	_, _, err = run("chorus_get_document", "documentUuid="+doc)
+	require.Equal(t, exitError{code: 1}, err, "the document was deleted")
 
 	// A JSON result without the field: the same.
 	out, errOut, err = run("chorus_admin_create_project_group", "name=Data", "--field", "nope")
