@@ -130,8 +130,8 @@ func TestReadingNotifications(t *testing.T) {
 		dev := e.member("Dev", e.owner, perm.DeveloperAgent)
 		other := e.member("Other", e.owner, perm.DeveloperAgent)
 		project := createProject(t, admin, "Apollo")
-		// Eight mentions of Dev, each on its own document (mentions of one reader by one actor on one
-		// entity merge into one unread notification, §7.2), and one of Other.
+		// Eight mentions of Dev, each on a document of its own (mentions of one reader about one
+		// document merge, §7.2), then one of Other; doc is the newest document.
 		var doc string
 		for i := 1; i <= 8; i++ {
 			doc = createDocument(t, admin, project)

@@ -470,6 +470,8 @@ func TestReadOnlyToolsChangeNothing(t *testing.T) {
 			"chorus_get_project":                {"projectUuid": project},
 			"chorus_get_idea":                   {"ideaUuid": idea},
 			"chorus_get_task":                   {"taskUuid": tasks[0]},
+			"chorus_get_references":             {"targetType": "task", "targetUuid": tasks[0]},
+			"chorus_get_task_dependencies":      {"taskUuid": tasks[0], "direction": "dependedBy"},
 			"chorus_get_my_assignments":         {},
 			"chorus_get_notifications":          {},
 			"chorus_get_ideas":                  {"projectUuid": project},
@@ -492,8 +494,6 @@ func TestReadOnlyToolsChangeNothing(t *testing.T) {
 			"chorus_get_project_groups":         {},
 			"chorus_get_project_group":          {"groupUuid": group.UUID},
 			"chorus_get_group_dashboard":        {"groupUuid": group.UUID},
-			"chorus_get_references":             {"targetType": "task", "targetUuid": tasks[0]},
-			"chorus_get_task_dependencies":      {"taskUuid": tasks[0], "direction": "dependsOn"},
 			"chorus_list_project_members":       {"projectUuid": project},
 			"chorus_list_project_group_members": {"groupUuid": group.UUID},
 		}
