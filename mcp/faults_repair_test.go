@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Repairs and the answers agents were given (docs/write-path.md, "Check and repair", "Exactly
@@ -35,6 +37,31 @@ func TestDivergedRefusalDoesNotPinTheRequestID(t *testing.T) {
 		require.Equal(t, "in_progress", v.Status, "after the repair, the same requestId runs")
 		ok(t, admin, "chorus_update_task", args, &v)
 		require.Equal(t, 1, activityCount(t, e.st, task, "status_changed"), "and its retry answers, once")
+		e.requireAgreement()
+	})
+}
+
+// A closed proposal's workflow stays open (docs/write-path.md, "Every row has its workflow"):
+// a command to the proposal is refused with its state, not as a divergence an operator must
+// repair, a move of its idea reaches it like any other, and chorus ops check finds it agreeing
+// with its row rather than a row whose workflow ended.
+func TestClosedProposalKeepsItsWorkflow(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		project := createProject(t, admin, "Apollo")
+		other := createProject(t, admin, "Borealis")
+		idea := elaboratedIdea(t, pm, admin, project, "Idea")
+		proposal, _ := fullProposal(t, pm, project, idea)
+		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+		ok(t, admin, "chorus_admin_close_proposal", map[string]any{"proposalUuid": proposal, "reviewNote": "not now"}, nil)
+		d, err := e.tc.DescribeWorkflowExecution(ctx, workflows.ProposalID(proposal), "")
+		require.NoError(t, err)
+		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus())
+		require.Contains(t, fails(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}),
+			"Can only approve pending Proposals, current status: closed")
+		ok(t, pm, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": other}, nil)
 		e.requireAgreement()
 	})
 }
