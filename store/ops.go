@@ -53,6 +53,36 @@ func (s *Store) TaskRow(ctx context.Context, uuid string) (Task, error) {
 	return t, mapErr(err, "Task")
 }
 
+// TaskRows are task rows with their acceptance criteria.
+type TaskRows struct {
+	Tasks    []Task
+	Criteria []AcceptanceCriterion
+}
+
+// TaskRows reads the rows of the tasks of uuids that exist, in the order of uuids, with their
+// criteria.
+func (s *Store) TaskRows(ctx context.Context, uuids []string) (TaskRows, error) {
+	var out TaskRows
+	if len(uuids) == 0 {
+		return out, nil
+	}
+	var rows []Task
+	if err := s.DB.NewSelect().Model(&rows).Where("uuid IN (?)", bun.List(uuids)).Scan(ctx); err != nil {
+		return out, err
+	}
+	for _, u := range uuids {
+		if i := slices.IndexFunc(rows, func(t Task) bool { return t.UUID == u }); i >= 0 {
+			out.Tasks = append(out.Tasks, rows[i])
+		}
+	}
+	if len(out.Tasks) == 0 {
+		return out, nil
+	}
+	err := s.DB.NewSelect().Model(&out.Criteria).Where("task_uuid IN (?)", bun.List(uuids)).
+		Order("task_uuid ASC", "sort_order ASC").Scan(ctx)
+	return out, err
+}
+
 // LifecycleRowExists reports whether the row of a lifecycle entity exists: kind is "idea",
 // "proposal" or "task" (the entity's workflow id prefix), uuid its uuid. It tells a workflow
 // that ended under a live row (a divergence, which chorus ops repair resolves) from an entity

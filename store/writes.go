@@ -197,6 +197,14 @@ func journaled(ctx context.Context, db bun.IDB, uuid string, w Write) (bool, err
 	return db.NewSelect().Model((*ChangeJournal)(nil)).Where("change_id = ?", w.ID).Where("entity_uuid = ?", uuid).Exists(ctx)
 }
 
+// ChangeApplied reports whether the change changeID moved the lifecycle row entityUUID: the
+// change journal lists it. A workflow asks before the guards of a command that read other rows,
+// which a reset re-applying the command would otherwise judge on today's rows
+// (docs/write-path.md, "Check and repair").
+func (s *Store) ChangeApplied(ctx context.Context, changeID, entityUUID string) (bool, error) {
+	return journaled(ctx, s.DB, entityUUID, Write{ID: changeID})
+}
+
 // UpdateApplied reports whether a change made by the workflow update with key updateKey (see
 // UpdateKey) was committed: docs/write-path.md, "Exactly once", for a retry whose workflow no
 // longer remembers the update.

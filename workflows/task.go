@@ -581,7 +581,7 @@ func (s TaskState) checkClaimNext(in TaskCommand) error {
 // under the task's lock, and an edge can only be added to it through this workflow, so the
 // answer holds until the claim is written (a resolved dependency never becomes unresolved).
 func (w *taskWorkflow) claimNext(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
-	blockers, err := w.blockers(ctx)
+	blockers, err := w.unlessApplied(ctx)
 	if err != nil {
 		return TaskResult{}, err
 	}
@@ -674,6 +674,16 @@ func (w *taskWorkflow) assign(ctx workflow.Context, in AssignTaskInput) (TaskRes
 
 // ---- status moves shared by update_task, report_work, submit, verify, reopen, close ----
 
+// unlessApplied reads the task's unresolved dependencies for a guard, unless the change the
+// running update makes is already journaled (alreadyApplied: a reset re-applies it), when it
+// returns none.
+func (w *taskWorkflow) unlessApplied(ctx workflow.Context) ([]store.TaskLink, error) {
+	if applied, err := alreadyApplied(ctx, w.state.UUID, w.state.Row); err != nil || applied {
+		return nil, err
+	}
+	return w.blockers(ctx)
+}
+
 // blockers reads the task's unresolved dependencies.
 func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) {
 	var a *activities.Activities
@@ -758,7 +768,7 @@ func (s TaskState) checkUpdate(in UpdateTaskInput) error {
 
 func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskResult, error) {
 	if in.Status != nil && TaskStatus(*in.Status) == TaskInProgress {
-		blockers, err := w.blockers(ctx)
+		blockers, err := w.unlessApplied(ctx)
 		if err != nil {
 			return TaskResult{}, err
 		}
@@ -1082,7 +1092,7 @@ func blockerViews(ls []store.TaskLink) []BlockerView {
 
 func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult, error) {
 	if !in.Force {
-		blockers, err := w.blockers(ctx)
+		blockers, err := w.unlessApplied(ctx)
 		if err != nil {
 			return TaskResult{}, err
 		}
