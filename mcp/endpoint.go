@@ -36,7 +36,7 @@ type Endpoint struct {
 func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 	e := &Endpoint{deps: d, version: version}
 	if d.Flows != nil && d.Flows.Applied == nil && d.Store != nil {
-		d.Flows.Applied = d.Store.UpdateApplied // a retried call's update is not applied twice
+		d.Flows.Applied = d.Store.UpdateOutcome // a retried call's update is not applied twice
 	}
 	for _, t := range toolTable() {
 		bt, err := t.build(d)

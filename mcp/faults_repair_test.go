@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -119,5 +120,96 @@ func TestResetReappliesAcceptedCommandsWhoseGuardsNoLongerHold(t *testing.T) {
 		ok(t, admin, "chorus_edit_idea", map[string]any{"ideaUuid": child, "title": "Child, again"}, nil)
 		require.Equal(t, 1, activityCount(t, e.st, t1, "status_changed"), "nothing applied twice")
 		e.requireAgreement()
+	})
+}
+
+// A repair that cannot follow the rows forward (the row's history past the workflow ends in a
+// change Chorus never made: an edit by hand) rolls the row back to the workflow, undoing a
+// command its agent was told succeeded. It says so: the change journal entry of that command is
+// marked rolled back, a retry with the call's requestId is told its command was rolled back
+// instead of getting the old answer, and an activity on the task records it.
+func TestRollbackByRepairIsToldToARetry(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		task := createTask(t, admin, project)
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": "claim"}, nil)
+		report := map[string]any{"taskUuid": task, "report": "halfway", "status": "in_progress", "requestId": "report"}
+		ok(t, admin, "chorus_report_work", report, nil)
+
+		// The workflow loses the report (a reset), and the row is then edited by hand.
+		id := workflows.TaskID(task)
+		rollBack(t, e, id, 1)
+		requireEventually(t, func() bool {
+			var s workflows.TaskState
+			v, err := e.tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
+			return err == nil && v.Get(&s) == nil && s.Status == "assigned"
+		}, "the reset workflow is back at assigned")
+		_, err := e.st.DB.NewUpdate().Table("tasks").Set("version = version + 1").Set("change_id = 'by-hand'").
+			Where("uuid = ?", task).Exec(ctx)
+		require.NoError(t, err)
+
+		_, did := e.repairOnly(t, ops.Diverged)
+		require.Contains(t, did, "rewrote the task row")
+		require.Contains(t, did, "rolled back 1 change(s) Chorus had applied")
+		e.requireAgreement()
+		var v TaskView
+		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": task}, &v)
+		require.Equal(t, "assigned", v.Status, "the row follows the workflow")
+		require.Equal(t, 1, activityCount(t, e.st, task, "rolled_back"))
+
+		msg := fails(t, admin, "chorus_report_work", report)
+		require.True(t, strings.HasPrefix(msg, "This requestId's command was applied and then rolled back"), msg)
+		require.Equal(t, msg, fails(t, admin, "chorus_report_work", report), "the ledger keeps that answer")
+		var again TaskView
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": "claim"}, &again)
+		require.Equal(t, "assigned", again.Status, "a call whose command stands is answered as before")
+		report["requestId"] = "report-again"
+		ok(t, admin, "chorus_report_work", report, nil)
+		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": task}, &v)
+		require.Equal(t, "in_progress", v.Status, "sent again under a new requestId, it applies")
+		e.requireAgreement()
+	})
+}
+
+// A revoke whose signal a task's workflow lost (a reset that dropped it along with a claim) is a
+// divergence once nothing delivers it any more, not a change "being adopted" for ever: repair
+// makes the workflow follow the row, which holds both the claim and the revoke.
+func TestLostRevokeIsRepairedForward(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		project := createProject(t, admin, "Apollo")
+		idea := elaboratedIdea(t, pm, admin, project, "Idea")
+		proposal, _ := fullProposal(t, pm, project, idea)
+		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+		var pv ProposalView
+		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+		task := pv.MaterializedTasks[0].TaskUUID
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
+		ok(t, pm, "chorus_pm_revoke_proposal", map[string]any{"proposalUuid": proposal}, nil)
+		id := workflows.TaskID(task)
+		requireEventually(t, func() bool {
+			var s workflows.TaskState
+			v, err := e.tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
+			return err == nil && v.Get(&s) == nil && s.Status == "closed"
+		}, "the task follows the revoke")
+
+		rollBack(t, e, id, 1) // to before the claim: the claim and the revoke's signal are dropped
+		requireEventually(t, func() bool {
+			var s workflows.TaskState
+			v, err := e.tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
+			return err == nil && v.Get(&s) == nil && s.Status == "open"
+		}, "the reset workflow is back at open")
+		f, did := e.repairOnly(t, ops.Diverged)
+		require.Equal(t, id, f.WorkflowID)
+		require.Contains(t, did, "started a new run from the rows")
+		e.requireAgreement()
+		var v TaskView
+		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": task}, &v)
+		require.Equal(t, "closed", v.Status)
+		require.NotNil(t, v.Assignee, "the claim stays")
 	})
 }

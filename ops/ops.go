@@ -336,6 +336,16 @@ type observation struct {
 	// moveInFlight: the row holds a move of an idea (movedRow) that is still being delivered: the
 	// moving idea's workflow has work pending, or this workflow is taking in an event.
 	moveInFlight bool
+	// revokeInFlight: the row holds its proposal's revoke (revokedRow) that is still being
+	// delivered, likewise.
+	revokeInFlight bool
+}
+
+// revokedRow reports whether a task's row holds its proposal's revoke that its workflow has not
+// adopted: closed, ahead of the state, marked with the proposal's change.
+func (ob observation) revokedRow() bool {
+	return ob.entity == workflows.EntityTask && ob.proposalID != "" && ob.row.exists && ob.wf.exists &&
+		ob.row.status == "closed" && ob.row.version > ob.wf.version && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#")
 }
 
 // movedRow reports whether the row holds a move of an idea that its workflow has not adopted:
@@ -375,6 +385,13 @@ func (o *Ops) observe(ctx context.Context, entity workflows.Entity, uuid string)
 			return ob, err
 		}
 		ob.moveInFlight = len(m.pending) > 0 || m.pendingTask || ob.run.pendingTask
+	}
+	if ob.revokedRow() && ob.run.status == "running" {
+		p, err := o.describe(ctx, ob.proposalID)
+		if err != nil {
+			return ob, err
+		}
+		ob.revokeInFlight = len(p.pending) > 0 || p.pendingTask || ob.run.pendingTask
 	}
 	switch {
 	case !before.same(ob.row):
@@ -638,8 +655,7 @@ func (ob observation) midChange() (string, bool) {
 			return why, true
 		}
 	}
-	if ob.entity == workflows.EntityTask && ob.proposalID != "" && ob.row.exists && ob.row.status == "closed" &&
-		ob.row.version > ob.wf.version && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#") {
+	if ob.revokedRow() && ob.revokeInFlight {
 		return "its proposal's revoke closed the row, and the workflow is adopting it", true
 	}
 	if mover, ok := ob.movedRow(); ok && ob.moveInFlight {
@@ -831,13 +847,39 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	case len(ob.run.pending) > 0:
 		return "", skipped("%s has %s pending: it is applying a change", v.id, ob.run.pending[0].Type)
 	}
+	if ownNextChange(ob) && ob.run.pendingTask {
+		return "", skipped("the row holds %s's own next change (%s), which the workflow may still record; if it stays so, "+
+			"terminate the workflow and run chorus ops repair %s to restart it from its rows", v.id, ob.row.changeID, v.id)
+	}
+	// A move or revoke that is all the workflow lacks (the row one version ahead) is adopted through
+	// its signal, as its delivery would have.
+	if mover, ok := ob.movedRow(); ok && ob.row.version == ob.wf.version+1 {
+		return o.adoptMove(ctx, ob, mover)
+	}
+	if ob.revokedRow() && ob.row.version == ob.wf.version+1 {
+		return o.adoptRevoke(ctx, ob)
+	}
+	// Rows that hold changes Chorus applied (the change journal lists the row's) and the workflow
+	// lost (a reset that dropped updates or signals, a move or revoke never delivered): agents were
+	// told those commands succeeded, so the rows are the truth, and the workflow follows them
+	// forward instead of the rows being rolled back.
+	if forward, err := o.rowsAhead(ctx, ob, uuid); err != nil {
+		return "", err
+	} else if forward {
+		return o.restartFromRows(ctx, ob, entity, uuid)
+	}
+	// A move or revoke further ahead that the journal does not list (a revoke written before
+	// revokes were journaled) is adopted through its signal too.
 	if mover, ok := ob.movedRow(); ok {
 		return o.adoptMove(ctx, ob, mover)
 	}
-	switch {
-	case ownNextChange(ob) && ob.run.pendingTask:
-		return "", skipped("the row holds %s's own next change (%s), which the workflow may still record; if it stays so, "+
-			"terminate the workflow and run chorus ops repair %s to restart it from its rows", v.id, ob.row.changeID, v.id)
+	if ob.revokedRow() {
+		return o.adoptRevoke(ctx, ob)
+	}
+	if deletedBy, err := o.deletedByOwnChange(ctx, ob, uuid); err != nil {
+		return "", err
+	} else if deletedBy != "" {
+		return o.endDeleted(ctx, ob, deletedBy)
 	}
 	// Re-verify right before writing: the same run, nothing in flight, the same state.
 	again, err := o.describe(ctx, v.id)
@@ -854,7 +896,8 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	if !wf.same(ob.wf) {
 		return "", skipped("%s's state moved while it was being repaired", v.id)
 	}
-	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID}}
+	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID},
+		Undo: rollbackActivity(entity, uuid, state, ob.row.version)}
 	var lost, lostDrafts int
 	switch s := state.(type) {
 	case workflows.IdeaState:
@@ -907,7 +950,114 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 		msg += fmt.Sprintf(". The row lost %d of the drafts the workflow holds; their text lived only in the database, so "+
 			"they cannot be recreated: restore them from a backup, or remove them with the draft tools", lostDrafts)
 	}
+	if n := r.Undo.Undone; n > 0 {
+		msg += fmt.Sprintf(". This rolled back %d change(s) Chorus had applied (row version %d): the row's history past the "+
+			"workflow cannot be adopted, since it does not end in a change Chorus made. Their change journal entries are marked "+
+			"rolled back, a retry of their calls with the same requestId is told so, and a rolled_back activity on the %s "+
+			"records it", n, ob.row.version, entity)
+	}
 	return msg, nil
+}
+
+// rollbackActivity is what a repair that rolls the row back from version from records
+// (store.RowRepair.Undo): an activity on the entity, its actor Chorus itself.
+func rollbackActivity(entity workflows.Entity, uuid string, state any, from int64) *store.Rollback {
+	var company, project string
+	var to int64
+	switch s := state.(type) {
+	case workflows.IdeaState:
+		company, project, to = s.CompanyUUID, s.ProjectUUID, s.Row.Version
+	case workflows.ProposalState:
+		company, project, to = s.CompanyUUID, s.ProjectUUID, s.Row.Version
+	case workflows.TaskState:
+		company, project, to = s.CompanyUUID, s.ProjectUUID, s.Row.Version
+	}
+	return &store.Rollback{Activity: store.Activity{UUID: workflows.DerivedUUID("rolled-back", uuid, fmt.Sprint(from), fmt.Sprint(to)),
+		CompanyUUID: company, ProjectUUID: project, TargetType: string(entity), TargetUUID: uuid, ActorType: "system",
+		ActorUUID: workflows.SystemActorUUID, Action: "rolled_back"}}
+}
+
+// rowsAhead reports whether the row is ahead of the workflow's state with a change the change
+// journal lists at the row's version: a change Chorus applied (and an agent was told of) that the
+// workflow no longer holds.
+func (o *Ops) rowsAhead(ctx context.Context, ob observation, uuid string) (bool, error) {
+	if !ob.row.exists || !ob.wf.exists || ob.row.version <= ob.wf.version {
+		return false, nil
+	}
+	ok, err := o.Store.ChangeAppliedAt(ctx, ob.row.changeID, uuid, ob.row.version)
+	if err != nil {
+		return false, fmt.Errorf("read the change journal of %s: %w", ob.id, err)
+	}
+	return ok, nil
+}
+
+// restartFromRows ends the workflow's run and starts a new one from the rows (the workflow
+// follows the rows forward), after checking once more that the run is the one observed and has
+// nothing in flight.
+func (o *Ops) restartFromRows(ctx context.Context, ob observation, entity workflows.Entity, uuid string) (string, error) {
+	again, err := o.describe(ctx, ob.id)
+	if err != nil {
+		return "", err
+	}
+	if again.runID != ob.run.runID || len(again.pending) > 0 {
+		return "", skipped("%s started a change while it was being repaired", ob.id)
+	}
+	reason := fmt.Sprintf("chorus ops repair: the rows hold changes this run lost (version %d, change %s; the run holds "+
+		"version %d); restarting from the rows", ob.row.version, ob.row.changeID, ob.wf.version)
+	if err := o.Flows.Temporal.TerminateWorkflow(ctx, ob.id, ob.run.runID, reason); err != nil {
+		return "", fmt.Errorf("terminate %s: %w", ob.id, err)
+	}
+	did, err := o.restart(ctx, entity, uuid)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the rows hold changes Chorus applied that the workflow no longer held (row version %d, workflow "+
+		"version %d, as after a reset): ended the run and %s, so commands agents were told succeeded stay in effect",
+		ob.row.version, ob.wf.version, did), nil
+}
+
+// deletedByOwnChange returns the change that deleted the entity's row when the row is gone by a
+// command of the entity's own workflow that the workflow no longer holds (a reset to before the
+// delete), "" otherwise.
+func (o *Ops) deletedByOwnChange(ctx context.Context, ob observation, uuid string) (string, error) {
+	if ob.row.exists || !ob.wf.exists {
+		return "", nil
+	}
+	change, version, err := o.Store.LastChange(ctx, uuid)
+	if err != nil {
+		return "", fmt.Errorf("read the change journal of %s: %w", ob.id, err)
+	}
+	if version > ob.wf.version && strings.HasPrefix(change, ob.id+"#") {
+		return change, nil
+	}
+	return "", nil
+}
+
+// endDeleted ends the run of a workflow whose entity its own command deleted: the entity stays
+// deleted, as its agent was told.
+func (o *Ops) endDeleted(ctx context.Context, ob observation, change string) (string, error) {
+	reason := fmt.Sprintf("chorus ops repair: the entity was deleted by %s, which this run lost", change)
+	if err := o.Flows.Temporal.TerminateWorkflow(ctx, ob.id, ob.run.runID, reason); err != nil {
+		return "", fmt.Errorf("terminate %s: %w", ob.id, err)
+	}
+	return fmt.Sprintf("the row was deleted by the workflow's own change %s, which the workflow no longer held (as after "+
+		"a reset): ended the run, so the entity stays deleted as its agent was told", change), nil
+}
+
+// adoptRevoke tells a task's workflow about its proposal's revoke that its row holds and its state
+// lacks (the signal never arrived): the revoke committed, and the task follows it.
+func (o *Ops) adoptRevoke(ctx context.Context, ob observation) (string, error) {
+	_, proposal, err := workflows.ParseWorkflowID(ob.proposalID)
+	if err != nil {
+		return "", err
+	}
+	sig := workflows.ProposalRevoked{ProposalUUID: proposal, Row: workflows.RowMark{Version: ob.row.version, ChangeID: ob.row.changeID},
+		At: time.Now().UTC()}
+	if err := o.Flows.Temporal.SignalWorkflow(ctx, ob.id, "", workflows.SignalProposalRevoked, sig); err != nil {
+		return "", fmt.Errorf("signal %s: %w", ob.id, err)
+	}
+	return fmt.Sprintf("the row holds its proposal's revoke, which the workflow had not taken in: told the workflow, which "+
+		"adopts it (closed, version %d)", sig.Row.Version), nil
 }
 
 // missingDrafts counts the draft uuids in held (the workflow's) that the row's comma-separated
