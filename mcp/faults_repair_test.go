@@ -213,3 +213,31 @@ func TestLostRevokeIsRepairedForward(t *testing.T) {
 		require.NotNil(t, v.Assignee, "the claim stays")
 	})
 }
+
+// A workflow whose entity's project is not in this database (another deployment's workflow on
+// the same namespace and task queue, or a project deleted by hand) cannot be repaired into these
+// rows: repair says why and what to do (terminate it) instead of failing on a foreign key and
+// leaving the operator to run repair again; once terminated, check is clean.
+func TestRepairOfAForeignWorkflowSaysWhatToDo(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		task := createTask(t, admin, project)
+		_, err := e.st.DB.NewDelete().Table("projects").Where("uuid = ?", project).Exec(ctx)
+		require.NoError(t, err)
+
+		found, err := e.ops().Check(ctx, "")
+		require.NoError(t, err)
+		require.Len(t, found, 1, "%+v", found)
+		require.Equal(t, ops.MissingRow, found[0].Kind)
+		_, err = e.ops().Repair(ctx, found[0])
+		require.ErrorIs(t, err, ops.ErrCannotRepair)
+		require.Contains(t, err.Error(), "project "+project+", which is not in this database")
+		require.Contains(t, err.Error(), "temporal workflow terminate -w "+workflows.TaskID(task))
+		require.NotContains(t, err.Error(), "constraint")
+
+		require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.TaskID(task), "", "not this deployment's"))
+		e.requireAgreement()
+	})
+}

@@ -896,6 +896,13 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	if !wf.same(ob.wf) {
 		return "", skipped("%s's state moved while it was being repaired", v.id)
 	}
+	if project := wf.values["project_uuid"]; project != "" {
+		if exists, err := o.Store.LifecycleProjectExists(ctx, project); err != nil {
+			return "", err
+		} else if !exists {
+			return "", foreignWorkflow(v.id, entity, project)
+		}
+	}
 	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID},
 		Undo: rollbackActivity(entity, uuid, state, ob.row.version)}
 	var lost, lostDrafts int
@@ -926,6 +933,11 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	}
 	if err := o.Store.RepairRow(ctx, r); errors.Is(err, store.ErrRowMoved) {
 		return "", skipped("%s's row changed since it was checked; nothing was written", v.id)
+	} else if store.IsConstraintViolation(err) {
+		return "", fmt.Errorf("%w: the database refused %s's row as its workflow holds it (%v): a row it refers to (its "+
+			"project, parent idea or proposal) is not in this database. If the workflow is not this deployment's, terminate it "+
+			"(temporal workflow terminate -w %s --reason ...); if rows were deleted by hand, restore them from a backup. "+
+			"Running repair again changes nothing", ErrCannotRepair, v.id, err, v.id)
 	} else if err != nil {
 		return "", err
 	}
@@ -957,6 +969,15 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 			"records it", n, ob.row.version, entity)
 	}
 	return msg, nil
+}
+
+// foreignWorkflow is the error of a repair whose workflow holds an entity of a project this
+// database does not have.
+func foreignWorkflow(id string, entity workflows.Entity, project string) error {
+	return fmt.Errorf("%w: %s holds a %s of project %s, which is not in this database: the workflow belongs to another "+
+		"deployment (one using the same Temporal namespace and task queue), or its project was deleted behind Chorus's back. "+
+		"Terminate it (temporal workflow terminate -w %s --reason \"not this deployment's\"), or restore the project from a "+
+		"backup. Running repair again changes nothing", ErrCannotRepair, id, entity, project, id)
 }
 
 // rollbackActivity is what a repair that rolls the row back from version from records

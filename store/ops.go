@@ -84,6 +84,12 @@ func (s *Store) TaskRows(ctx context.Context, uuids []string) (TaskRows, error) 
 	return out, err
 }
 
+// LifecycleProjectExists reports whether the project uuid is in this database (ops repair: a
+// workflow's entity of a project the database lacks is not this deployment's to write).
+func (s *Store) LifecycleProjectExists(ctx context.Context, uuid string) (bool, error) {
+	return s.DB.NewSelect().Model((*Project)(nil)).Where("uuid = ?", uuid).Exists(ctx)
+}
+
 // LifecycleRowExists reports whether the row of a lifecycle entity exists: kind is "idea",
 // "proposal" or "task" (the entity's workflow id prefix), uuid its uuid. It tells a workflow
 // that ended under a live row (a divergence, which chorus ops repair resolves) from an entity

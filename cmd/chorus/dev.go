@@ -134,6 +134,9 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporalAddress)
 	}
 
+	if err := recordDevAddress(g.dataDir, cfg.temporalAddress); err != nil {
+		return fmt.Errorf("record the Temporal address in the data dir: %w", err)
+	}
 	err = runServer(ctx, log, st, cfg, func() {
 		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot)
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -24,14 +25,20 @@ func newOpsCmd(g *globals) *cobra.Command {
 		Long: `Check and repair the projection of workflows onto database rows (docs/write-path.md).
 
 Both need the database (--data-dir, or CHORUS_DATABASE_URL) and a Temporal server with Chorus's
-workers running (TEMPORAL_ADDRESS, default 127.0.0.1:7233 as chorus dev uses; TEMPORAL_NAMESPACE):
-they read each workflow's state through its "state" query. Both are safe on a live system.
+workers running (--temporal-address or TEMPORAL_ADDRESS; by default the address the chorus dev
+stack of --data-dir recorded in <data-dir>/temporal.address, else 127.0.0.1:7233; and
+TEMPORAL_NAMESPACE): they read each workflow's state through its "state" query. Both are safe on
+a live system.
+
+Every ops command refuses a Temporal other than the database's own: the first chorus serve or
+chorus dev start records its cluster and namespace in the database, and ops names both when they
+differ. "chorus ops bind --replace" records a deliberate move to another Temporal.
 
 "chorus ops failed" lists runs that failed, timed out, were terminated or are stuck on a failing
 workflow task; "chorus ops replay" replays a run's history against the workflow code built into
 this binary and says where it diverges. README "Failed and stuck runs" walks through all four.`,
 	}
-	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g), newOpsFailedCmd(g), newOpsReplayCmd(g))
+	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g), newOpsFailedCmd(g), newOpsReplayCmd(g), newOpsBindCmd(g))
 	return cmd
 }
 
@@ -45,27 +52,69 @@ type opsOptions struct {
 }
 
 func (o *opsOptions) flags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.temporalAddress, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		"Temporal frontend (env TEMPORAL_ADDRESS)")
+	cmd.Flags().StringVar(&o.temporalAddress, "temporal-address", "",
+		"Temporal frontend (env TEMPORAL_ADDRESS; default: the address the chorus dev stack of --data-dir recorded in "+
+			devAddressFile+", else 127.0.0.1:7233)")
 	cmd.Flags().StringVar(&o.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
 		"Temporal namespace (env TEMPORAL_NAMESPACE)")
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue),
 		"task queue of the Chorus deployment, where repair starts new runs (env CHORUS_TASK_QUEUE)")
 }
 
-// open connects to the store and Temporal for an ops command; close releases both.
+// address is the Temporal frontend the ops command talks to: --temporal-address, else
+// TEMPORAL_ADDRESS, else the address the dev stack of the data dir recorded, else the default
+// of chorus dev.
+func (o *opsOptions) address(g *globals) string {
+	if o.temporalAddress != "" {
+		return o.temporalAddress
+	}
+	if v := envOr("TEMPORAL_ADDRESS", ""); v != "" {
+		return v
+	}
+	if addr, ok := readDevAddress(g.dataDir); ok {
+		return addr
+	}
+	return "127.0.0.1:7233"
+}
+
+// open connects to the store and Temporal for an ops command, refusing a Temporal that is not
+// the database's (ops.VerifyCluster); close releases both.
 func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), error) {
 	st, err := g.openStore(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tc, err := dialTemporal(ctx, quiet, o.temporalAddress, o.namespace, 10*time.Second)
+	x, closeTemporal, err := o.dial(ctx, g, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, nil, err
 	}
-	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, st)}, func() { tc.Close(); _ = st.Close() }, nil
+	return x, func() { closeTemporal(); _ = st.Close() }, nil
+}
+
+// dial connects to Temporal; with st, it refuses a Temporal that is not the database's, and says
+// on stderr when the database has not recorded its Temporal yet.
+func (o *opsOptions) dial(ctx context.Context, g *globals, st *store.Store) (*ops.Ops, func(), error) {
+	addr := o.address(g)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tc, err := dialTemporal(ctx, quiet, addr, o.namespace, 10*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil)}
+	if st != nil {
+		x.Flows.Rows = st
+		b, err := ops.VerifyCluster(ctx, st, tc, o.namespace, addr)
+		if err != nil {
+			tc.Close()
+			return nil, nil, err
+		}
+		if b == nil {
+			fmt.Fprintf(os.Stderr, "chorus: this database has not recorded its Temporal yet (a chorus serve or chorus dev start "+
+				"of this version records it); make sure %s is its own\n", addr)
+		}
+	}
+	return x, tc.Close, nil
 }
 
 func newOpsCheckCmd(g *globals) *cobra.Command {
@@ -252,6 +301,9 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 		fmt.Fprintln(out, "clean: nothing to repair")
 		return nil
 	}
+	// failed holds, by finding, why repair could not resolve it: such a finding is not waited
+	// for below, nor is repair suggested for it again.
+	failed := map[string]error{}
 	for _, f := range found {
 		if o.dryRun {
 			if ops.Repairable(f.Kind) {
@@ -261,7 +313,11 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 			}
 			continue
 		}
-		fmt.Fprintf(out, "%s  %s: %s\n", f.WorkflowID, f.Kind, repairOutcome(x.Repair(ctx, f)))
+		did, err := x.Repair(ctx, f)
+		if err != nil && !errors.Is(err, ops.ErrSkipped) {
+			failed[findingKey(f)] = err
+		}
+		fmt.Fprintf(out, "%s  %s: %s\n", f.WorkflowID, f.Kind, repairOutcome(did, err))
 	}
 	if o.dryRun {
 		return exitError{code: 1}
@@ -271,8 +327,9 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 	var left []ops.Finding
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		left, err = x.Check(ctx, only)
-		if err == nil && !slices.ContainsFunc(left, func(f ops.Finding) bool { return ops.Repairable(f.Kind) }) ||
-			time.Now().After(deadline) {
+		if err == nil && !slices.ContainsFunc(left, func(f ops.Finding) bool {
+			return ops.Repairable(f.Kind) && failed[findingKey(f)] == nil
+		}) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -280,13 +337,34 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 	if err != nil {
 		return exitWith(2, err)
 	}
-	if len(left) > 0 {
-		fmt.Fprintln(out, "still disagreeing after the repair:")
-		printFindings(out, left)
-		return exitError{code: 1}
+	return reportRepaired(left, failed, out)
+}
+
+func findingKey(f ops.Finding) string { return f.WorkflowID + " " + f.Kind }
+
+// reportRepaired prints what still disagrees after a repair and returns the exit status. A
+// finding whose repair failed or cannot be made is listed with why and what to do instead of
+// being offered to repair again, which would change nothing.
+func reportRepaired(left []ops.Finding, failed map[string]error, out io.Writer) error {
+	if len(left) == 0 {
+		fmt.Fprintln(out, "clean: every workflow agrees with its rows")
+		return nil
 	}
-	fmt.Fprintln(out, "clean: every workflow agrees with its rows")
-	return nil
+	var again []ops.Finding
+	fmt.Fprintln(out, "still disagreeing after the repair:")
+	for _, f := range left {
+		if err := failed[findingKey(f)]; err != nil {
+			fmt.Fprintf(out, "%s  %s  %s\n    not repaired: %s\n", f.WorkflowID, f.Kind, f.Detail, repairOutcome("", err))
+			continue
+		}
+		again = append(again, f)
+	}
+	if len(again) > 0 {
+		printFindings(out, again)
+	} else {
+		fmt.Fprintln(out, "Repair cannot resolve these: do what each says, then run chorus ops check.")
+	}
+	return exitError{code: 1}
 }
 
 // repairOutcome is the line repair prints for one finding: what it did, or why it did not.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
@@ -124,6 +125,14 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		return err
 	}
 	defer tc.Close()
+	// The database belongs to one Temporal: the first start records it, and a later one refuses
+	// another deployment's (ops.BindCluster).
+	bindCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = ops.BindCluster(bindCtx, st, tc, cfg.namespace, cfg.temporalAddress)
+	cancel()
+	if err != nil {
+		return err
+	}
 	if cfg.pprofAddr != "" {
 		stop, err := servePprof(log, cfg.pprofAddr)
 		if err != nil {
