@@ -51,7 +51,7 @@ func TestOpsRefusesAForeignCluster(t *testing.T) {
 			require.NoError(t, err)
 			o.temporalAddress = other.addr
 			for name, open := range map[string]func() error{
-				"check and repair": func() error { _, c, err := o.open(ctx, g); closeIf(c); return err },
+				"check and repair":  func() error { _, c, err := o.open(ctx, g); closeIf(c); return err },
 				"failed and replay": func() error { _, c, err := o.openTemporal(ctx, g); closeIf(c); return err },
 			} {
 				err := open()
