@@ -20,8 +20,10 @@ type Principal struct {
 	Caller  store.Caller
 	Perms   perm.Set
 	KeyUUID string
-	Agent   store.Agent
-	Owner   *store.User
+	// ReadOnlyKey: the key may call only tools that change nothing (docs/rules.md §3.3).
+	ReadOnlyKey bool
+	Agent       store.Agent
+	Owner       *store.User
 }
 
 type principalKey struct{}
@@ -95,7 +97,7 @@ func resolvePrincipal(ctx context.Context, d *Deps, key string) (Principal, erro
 	p := Principal{
 		Caller:  store.Caller{CompanyUUID: a.Agent.CompanyUUID, AgentUUID: a.Agent.UUID, AgentName: a.Agent.Name},
 		Perms:   perm.Effective(a.Agent.Roles, a.Agent.Permissions),
-		KeyUUID: a.Key.UUID, Agent: a.Agent, Owner: a.Owner,
+		KeyUUID: a.Key.UUID, ReadOnlyKey: a.Key.ReadOnly, Agent: a.Agent, Owner: a.Owner,
 	}
 	if a.Owner != nil {
 		p.Caller.OwnerUUID = a.Owner.UUID

@@ -10,8 +10,8 @@ import (
 
 // PageIn is the paging input of collection tools.
 type PageIn struct {
-	Page     int `json:"page,omitempty" jsonschema:"1-based page number; default 1" chorus:"min=1;max=1000000"`
-	PageSize int `json:"pageSize,omitempty" jsonschema:"rows per page, 1 to 100; default 20" chorus:"min=1;max=100"`
+	Page     int `json:"page,omitempty" chorus:"min=1;max=1000000"`
+	PageSize int `json:"pageSize,omitempty" chorus:"min=1;max=100"`
 }
 
 // window returns the page, page size and row offset, applying the default page size def.

@@ -48,7 +48,7 @@ const (
 
 const (
 	corsMethods = "POST, OPTIONS"
-	corsHeaders = "Content-Type, Authorization, mcp-protocol-version"
+	corsHeaders = "Content-Type, Authorization, mcp-protocol-version, " + ToolsetsHeader + ", " + ReadonlyHeader
 	// corsExpose lets browser clients read the auth challenge and the MCP headers.
 	corsExpose = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version"
 )
@@ -82,10 +82,12 @@ func cors(next echo.HandlerFunc) echo.HandlerFunc {
 // and hands it to the SDK handler matching what the client accepts.
 func (e *Endpoint) serve(c echo.Context) error {
 	req := c.Request()
-	if rest := c.Param("*"); rest != "" {
-		return rpcError(c, http.StatusNotFound, codeInvalidRequest, nil,
-			fmt.Sprintf("Not found: there is nothing at %s; the MCP endpoint is %s", req.URL.Path, Path))
+	p, _ := principalFrom(req.Context())
+	conn, status, why := e.connOf(req, p, c.Param("*"))
+	if why != "" {
+		return rpcError(c, status, codeInvalidRequest, nil, why)
 	}
+	req = req.WithContext(withConn(req.Context(), conn))
 	if req.Method != http.MethodPost {
 		c.Response().Header().Set("Allow", corsMethods)
 		return rpcError(c, http.StatusMethodNotAllowed, codeMethodNotFound, nil,

@@ -37,7 +37,7 @@ const KindUnauthenticated = "unauthenticated"
 // RefusalKinds are the kinds chorus_refusals_total counts (each exported from the start, at 0,
 // so an alert can compare against it before the first refusal).
 var RefusalKinds = []string{"invalid_input", "not_found", "forbidden", "precondition", "conflict", "diverged",
-	"already_applied", KindUnauthenticated}
+	"already_applied", KindUnauthenticated, KindUnknownTool, KindMissingPermission, KindOutsideToolsets, KindReadOnly}
 
 // durationBuckets span a fast read (a few milliseconds) to a call that runs into its deadline.
 var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
@@ -52,7 +52,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from the start of an MCP request (authentication included) to its tool's answer.",
 			Buckets: durationBuckets}, []string{"tool", "outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_refusals_total",
-			Help: "Requests Chorus refused, by kind: a tool's refusal, or a missing or invalid API key (unauthenticated)."},
+			Help: "Requests Chorus refused, by kind: a tool's refusal; a call to an unknown tool, to one the key lacks the " +
+				"permission for, outside the connection's toolsets or blocked by read-only mode; or a missing or invalid API key (unauthenticated)."},
 			[]string{"kind"}),
 	}
 	reg.MustRegister(m.calls, m.duration, m.refusals)

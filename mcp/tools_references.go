@@ -45,9 +45,9 @@ func checkReferenceURL(raw string) (string, string) {
 // ReferenceIn is one inline reference of a create tool.
 type ReferenceIn struct {
 	Type  string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
-	URL   string  `json:"url" jsonschema:"a full http:// or https:// address" chorus:"maxLength=2048"`
-	Title string  `json:"title" jsonschema:"what the link is"`
-	Notes *string `json:"notes,omitempty" jsonschema:"your notes on it, kept as written (Chorus never fetches the url)"`
+	URL   string  `json:"url" chorus:"maxLength=2048"`
+	Title string  `json:"title"`
+	Notes *string `json:"notes,omitempty"`
 }
 
 // ReferenceError reports an inline reference that was not added, and why; the entity it was
@@ -114,18 +114,17 @@ func addInlineReferences(ctx context.Context, d *Deps, call *Call, target store.
 
 // AddReferenceIn is chorus_add_reference's input.
 type AddReferenceIn struct {
-	TargetType string  `json:"targetType" jsonschema:"what the reference is attached to" chorus:"enum=idea|proposal|task"`
-	TargetUUID UUID    `json:"targetUuid" jsonschema:"the idea, proposal or task"`
+	TargetType string  `json:"targetType" chorus:"enum=idea|proposal|task"`
+	TargetUUID UUID    `json:"targetUuid"`
 	Type       string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
-	URL        string  `json:"url" jsonschema:"a full http:// or https:// address" chorus:"maxLength=2048"`
-	Title      string  `json:"title" jsonschema:"what the link is"`
-	Notes      *string `json:"notes,omitempty" jsonschema:"your notes on it, kept as written (Chorus never fetches the url)"`
+	URL        string  `json:"url" chorus:"maxLength=2048"`
+	Title      string  `json:"title"`
+	Notes      *string `json:"notes,omitempty"`
 }
 
 var addReference = tool[AddReferenceIn, ReferenceView]{
-	Name: "chorus_add_reference", Title: "Add a reference", Perm: perm.DocumentWrite, Effect: writes,
-	Desc: "Attach a link (documentation, a repository, an issue or pull request, a paper or blog post) to an idea, " +
-		"proposal or task, with a title and optional notes. Needs editor access to its project. Chorus stores the url; it never fetches it.",
+	Name: "chorus_add_reference", Title: "Add a reference", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Attach a link to an idea, proposal or task. Chorus never fetches it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddReferenceIn) (ReferenceView, error) {
 		const prefix = "Failed to add reference: "
 		target, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
@@ -163,11 +162,12 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 
 // UpdateReferenceIn is chorus_update_reference's input.
 type UpdateReferenceIn struct {
-	UUID  UUID           `json:"uuid" jsonschema:"the reference's uuid"`
-	Type  *string        `json:"type,omitempty" jsonschema:"new kind: docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
-	URL   *string        `json:"url,omitempty" jsonschema:"new http:// or https:// address" chorus:"maxLength=2048"`
-	Title *string        `json:"title,omitempty" jsonschema:"new title"`
-	Notes NullableString `json:"notes,omitzero" jsonschema:"new notes, or null to clear them"`
+	UUID       UUID    `json:"uuid"`
+	Type       *string `json:"type,omitempty" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
+	URL        *string `json:"url,omitempty" chorus:"maxLength=2048"`
+	Title      *string `json:"title,omitempty"`
+	Notes      *string `json:"notes,omitempty"`
+	ClearNotes bool    `json:"clearNotes,omitempty" jsonschema:"true: remove the notes"`
 }
 
 // referenceAccess gates a reference by its target's project (docs/rules.md §6.3); a reference that
@@ -181,17 +181,20 @@ func referenceAccess(ctx context.Context, d *Deps, call *Call, id, prefix string
 }
 
 var updateReference = tool[UpdateReferenceIn, ReferenceView]{
-	Name: "chorus_update_reference", Title: "Update a reference", Perm: perm.DocumentWrite, Effect: writes, Idempotent: true,
-	Desc: "Change a reference's type, url, title or notes (null clears the notes). Needs editor access to its target's project.",
+	Name: "chorus_update_reference", Title: "Update a reference", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes, Idempotent: true,
+	Desc: "Change a reference's type, url, title or notes.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateReferenceIn) (ReferenceView, error) {
 		const prefix = "Failed to update reference: "
-		if in.Type == nil && in.URL == nil && in.Title == nil && !in.Notes.Set {
-			return ReferenceView{}, invalid("provide at least one of type, url, title or notes to change")
+		if in.Type == nil && in.URL == nil && in.Title == nil && in.Notes == nil && !in.ClearNotes {
+			return ReferenceView{}, invalid("provide at least one of type, url, title, notes or clearNotes to change")
+		}
+		if in.Notes != nil && in.ClearNotes {
+			return ReferenceView{}, invalid("give notes (new notes) or clearNotes (no notes), not both")
 		}
 		if _, err := referenceAccess(ctx, d, call, string(in.UUID), prefix); err != nil {
 			return ReferenceView{}, err
 		}
-		e := store.ReferenceEdit{Type: in.Type, Notes: in.Notes.Value, ClearNotes: in.Notes.Set && in.Notes.Value == nil}
+		e := store.ReferenceEdit{Type: in.Type, Notes: in.Notes, ClearNotes: in.ClearNotes}
 		if in.Type != nil {
 			if msg := checkReferenceType(*in.Type); msg != "" {
 				return ReferenceView{}, refuseAs("invalid_input", "%s%s", prefix, msg)
@@ -224,7 +227,7 @@ var updateReference = tool[UpdateReferenceIn, ReferenceView]{
 
 // ReferenceUUIDIn names a reference.
 type ReferenceUUIDIn struct {
-	UUID UUID `json:"uuid" jsonschema:"the reference's uuid"`
+	UUID UUID `json:"uuid"`
 }
 
 // RemovedReference is chorus_remove_reference's result.
@@ -234,8 +237,8 @@ type RemovedReference struct {
 }
 
 var removeReference = tool[ReferenceUUIDIn, RemovedReference]{
-	Name: "chorus_remove_reference", Title: "Remove a reference", Perm: perm.DocumentWrite, Effect: destroys,
-	Desc: "Remove a reference from its idea, proposal or task. Needs editor access to its project.",
+	Name: "chorus_remove_reference", Title: "Remove a reference", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: destroys,
+	Desc: "Remove a reference from its idea, proposal or task.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReferenceUUIDIn) (RemovedReference, error) {
 		const prefix = "Failed to remove reference: "
 		if _, err := referenceAccess(ctx, d, call, string(in.UUID), prefix); err != nil {

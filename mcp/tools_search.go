@@ -19,10 +19,10 @@ import (
 
 // SearchIn is chorus_search's input.
 type SearchIn struct {
-	Query       string   `json:"query" jsonschema:"words to find (all of them, each as a word or the start of one, in any case), or an entity's uuid" chorus:"minLength=1;maxLength=500"`
-	Scope       string   `json:"scope,omitempty" jsonschema:"global (default: every project you can see), group or project" chorus:"enum=global|group|project"`
-	ScopeUUID   *UUID    `json:"scopeUuid,omitempty" jsonschema:"the project group or project to search in, for scope group or project"`
-	EntityTypes []string `json:"entityTypes,omitempty" jsonschema:"only these kinds of entity; all when absent or empty" chorus:"enum=task|idea|proposal|document|project|project_group"`
+	Query       string   `json:"query" jsonschema:"words, or a uuid" chorus:"minLength=1;maxLength=500"`
+	Scope       string   `json:"scope,omitempty" jsonschema:"default global" chorus:"enum=global|group|project"`
+	ScopeUUID   *UUID    `json:"scopeUuid,omitempty"`
+	EntityTypes []string `json:"entityTypes,omitempty" chorus:"enum=task|idea|proposal|document|project|project_group"`
 }
 
 // SearchRow is one entity chorus_search found.
@@ -58,11 +58,8 @@ type SearchOut struct {
 const searchLimit = 50
 
 var search = tool[SearchIn, SearchOut]{
-	Name: "chorus_search", Title: "Search", Perm: perm.Public, Effect: reads,
-	Desc: "Find tasks, ideas, proposals, documents, projects and project groups by the words in their titles and text " +
-		"(every word given must appear, as a word or the start of one, in any case), or by uuid. Searches every " +
-		"project you can see, or one group or project (scope and scopeUuid); entityTypes narrows the kinds. Returns " +
-		"the 50 most recently updated matches with a snippet, and the full count per kind.",
+	Name: "chorus_search", Title: "Search", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "Find tasks, ideas, proposals, documents, projects and groups by words (all must match) or uuid.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SearchIn) (SearchOut, error) {
 		q := strings.TrimSpace(in.Query)
 		if q == "" {
@@ -174,10 +171,10 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r)
 
 // MentionablesIn is chorus_search_mentionables' input.
 type MentionablesIn struct {
-	Query      string `json:"query" jsonschema:"part of a name (or of a user's email), in any case; empty lists everyone" chorus:"maxLength=200"`
-	Limit      int    `json:"limit,omitempty" jsonschema:"at most this many, 1 to 100; default 10" chorus:"min=1;max=100"`
-	EntityType string `json:"entityType,omitempty" jsonschema:"with entityUuid: only people who can see this entity" chorus:"enum=idea|proposal|task|document"`
-	EntityUUID *UUID  `json:"entityUuid,omitempty" jsonschema:"with entityType: the entity"`
+	Query      string `json:"query" jsonschema:"empty lists everyone" chorus:"maxLength=200"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"default 10" chorus:"min=1;max=100"`
+	EntityType string `json:"entityType,omitempty" chorus:"enum=idea|proposal|task|document"`
+	EntityUUID *UUID  `json:"entityUuid,omitempty" jsonschema:"with entityType: only people who can see it"`
 }
 
 // MentionableRow is one person chorus_search_mentionables offers.
@@ -200,11 +197,8 @@ type Mentionables struct {
 }
 
 var searchMentionables = tool[MentionablesIn, Mentionables]{
-	Name: "chorus_search_mentionables", Title: "Find people to mention", Perm: perm.Public, Effect: reads,
-	Desc: "Find the users and agents you can @-mention, by part of their name (or a user's email): every user of " +
-		"your company and the agents that share your owner. Agents show whether they are online and how many tasks " +
-		"they have in hand; online agents come first, least busy first. With entityType and entityUuid, only people " +
-		"who can see that entity. Write a mention as @[Name](user:<uuid>) or @[Name](agent:<uuid>).",
+	Name: "chorus_search_mentionables", Title: "Find people to mention", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "Find users and agents to @-mention, as @[Name](user:<uuid>) or @[Name](agent:<uuid>).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MentionablesIn) (Mentionables, error) {
 		if (in.EntityType == "") != (in.EntityUUID == nil) {
 			return Mentionables{}, invalid("entityType and entityUuid go together: give both to see who can access an entity, or neither")

@@ -13,7 +13,7 @@ type ReferenceView struct {
 	UUID       string          `json:"uuid"`
 	TargetType string          `json:"targetType" jsonschema:"idea, proposal or task"`
 	TargetUUID string          `json:"targetUuid"`
-	Type       string          `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog"`
+	Type       string          `json:"type"`
 	URL        string          `json:"url"`
 	Title      string          `json:"title"`
 	Notes      *string         `json:"notes"`

@@ -24,14 +24,26 @@ const recentOnCheckin = 5
 // first check-in of an agent that has an owner leaves the owner an "agent_checkin"
 // notification. All of it happens in one transaction.
 func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
+	return s.checkin(ctx, c, true)
+}
+
+// CheckinReadOnly is Checkin for a read-only connection (docs/rules.md §3.3): it reads the same
+// and writes nothing; the notifications it returns stay unread and count in Unread.
+func (s *Store) CheckinReadOnly(ctx context.Context, c Caller) (*CheckinResult, error) {
+	return s.checkin(ctx, c, false)
+}
+
+func (s *Store) checkin(ctx context.Context, c Caller, write bool) (*CheckinResult, error) {
 	res := CheckinResult{At: Now()}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := tx.NewSelect().Model(&res.Agent).Where("uuid = ?", c.AgentUUID).Scan(ctx); err != nil {
 			return mapErr(err, "Agent")
 		}
-		res.Agent.LastActiveAt = &res.At
-		if _, err := tx.NewUpdate().Model(&res.Agent).Column("last_active_at").WherePK().Exec(ctx); err != nil {
-			return err
+		if write {
+			res.Agent.LastActiveAt = &res.At
+			if _, err := tx.NewUpdate().Model(&res.Agent).Column("last_active_at").WherePK().Exec(ctx); err != nil {
+				return err
+			}
 		}
 		if res.Agent.OwnerUUID != nil {
 			var u User
@@ -39,7 +51,7 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 				res.Owner = &u
 			}
 		}
-		if res.Owner != nil {
+		if write && res.Owner != nil {
 			// One per agent, ever: its id derives from the agent, so only the first check-in's
 			// insert lands (also when two race on PostgreSQL); any call, not only a check-in,
 			// moves lastActiveAt, so that cannot tell the first check-in.
@@ -60,7 +72,7 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 		if err != nil {
 			return err
 		}
-		if len(res.Recent) > 0 {
+		if write && len(res.Recent) > 0 {
 			ids := make([]string, len(res.Recent))
 			for i := range res.Recent {
 				ids[i] = res.Recent[i].UUID

@@ -596,7 +596,7 @@ func (s IdeaState) checkEdit(in EditIdeaInput) error {
 		return err
 	}
 	if in.Title == nil && in.Content == nil && !in.SetParent && in.IsContainer == nil {
-		return Refuse(KindInvalid, "Provide at least one of title, content, parentUuid, or isContainer to edit.")
+		return Refuse(KindInvalid, "Provide at least one of title, content, parentUuid, detachParent, or isContainer to edit.")
 	}
 	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 		return Refuse(KindInvalid, "Failed to edit Idea: title must not be blank")

@@ -54,6 +54,9 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // globals are the flags every subcommand shares.
 type globals struct {
 	dataDir string
+	// The connection selection of chorus mcp (docs/rules.md §3.3).
+	mcpToolsets string
+	mcpReadOnly bool
 }
 
 func newRootCmd() *cobra.Command {
