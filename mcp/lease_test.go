@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +184,36 @@ func TestClaimLeaseExpiryFaults(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A session heartbeat, the commonest call, writes nothing for a claim renewed within the last
+// tenth of its time to live (docs/rules.md §5.10): the task's row and workflow are left as they
+// are. Once more than a tenth has passed, it renews the claim again.
+func TestHeartbeatLeavesAFreshClaimAlone(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		a := e.client(e.agent("Dev A", perm.DeveloperAgent))
+		_, task := leaseProject(t, admin, 20)
+		s := createSessionFor(t, a, "worktree")
+		ok(t, a, "chorus_session_checkin_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": task}, nil) // claims it
+		claimed, err := e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+
+		ok(t, a, "chorus_session_heartbeat", map[string]any{"sessionUuid": s.UUID}, nil)
+		row, err := e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+		require.Equal(t, claimed.Version, row.Version, "a heartbeat right after the claim writes nothing")
+		require.Equal(t, *claimed.ClaimExpiresAt, *row.ClaimExpiresAt)
+
+		// Once more than a tenth of the 20 s has run out, the heartbeat renews the claim.
+		requireEventually2(t, 30*time.Second, func() bool { return time.Until(*claimed.ClaimExpiresAt) < 17*time.Second },
+			"two seconds pass")
+		ok(t, a, "chorus_session_heartbeat", map[string]any{"sessionUuid": s.UUID}, nil)
+		row, err = e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+		require.Equal(t, claimed.Version+1, row.Version)
+		require.True(t, row.ClaimExpiresAt.After(*claimed.ClaimExpiresAt))
+		e.requireAgreement()
+	})
 }

@@ -27,6 +27,7 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
@@ -128,6 +129,8 @@ type Ops struct {
 	// ago or longer (default one minute).
 	StuckAttempts int32
 	StuckAfter    time.Duration
+	// Concurrency is how many entities a pass compares at once (default 8).
+	Concurrency int
 }
 
 func (o *Ops) attempts() int {
@@ -159,10 +162,23 @@ func (o *Ops) stuckAfter() time.Duration {
 }
 
 // Check lists every disagreement between workflows and rows (CheckReport's findings); only,
-// when not "", limits it to one workflow id ("task/<uuid>"). It writes nothing.
+// when not "", limits it to one workflow id ("task/<uuid>"). It writes nothing but the check
+// marks of a whole pass.
 func (o *Ops) Check(ctx context.Context, only string) ([]Finding, error) {
 	r, err := o.CheckReport(ctx, only)
 	return r.Findings, err
+}
+
+// Pass says what one check pass compared.
+type Pass struct {
+	// Incremental: only the entities that moved since the last pass were compared (CheckIncremental).
+	Incremental bool
+	// Entities is how many entities the pass considered: every row and every running workflow.
+	Entities int
+	// Compared is how many of them it observed (described and queried); the others had not moved
+	// since a pass found them in agreement.
+	Compared int
+	Duration time.Duration
 }
 
 // CheckReport compares every idea, proposal and task row with its workflow, and every running
@@ -171,24 +187,19 @@ func (o *Ops) Check(ctx context.Context, only string) ([]Finding, error) {
 // each workflow stuck on an activity that keeps failing, and each task whose kept count of
 // unresolved dependencies differs from a recount. Entities that kept changing through
 // every observation are listed as busy. only, when not "", limits it to one workflow id, which
-// must be "<idea|proposal|task>/<uuid>". It writes nothing. The error is the first read or call
-// that failed (the database, Temporal, or a workflow's state query when no worker serves it);
-// what was found until then is returned with it.
+// must be "<idea|proposal|task>/<uuid>". It compares up to o.Concurrency entities at once, and a
+// whole pass records, per entity it found in agreement, what it compared (store.CheckMark), for
+// CheckIncremental. The error is the first read or call that failed (the database, Temporal, or a
+// workflow's state query when no worker serves it); what was found until then is returned with it.
 func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
-	var r Report
-	add := func(v verdict) {
-		r.Findings = append(r.Findings, v.findings...)
-		if v.busy != "" {
-			r.Busy = append(r.Busy, Busy{WorkflowID: v.id, Reason: v.busy})
-		}
-	}
 	if only != "" {
+		var r Report
 		entity, uuid, err := workflows.ParseWorkflowID(only)
 		if err != nil {
 			return r, err
 		}
 		v, err := o.inspect(ctx, entity, uuid)
-		add(v)
+		r.add(v)
 		if err != nil || entity != workflows.EntityTask {
 			return r, err
 		}
@@ -196,39 +207,176 @@ func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
 		r.Findings = append(r.Findings, counts...)
 		return r, err
 	}
+	r, _, err := o.pass(ctx, false)
+	return r, err
+}
+
+// CheckPass is CheckReport of every entity, with what the pass compared.
+func (o *Ops) CheckPass(ctx context.Context) (Report, Pass, error) { return o.pass(ctx, false) }
+
+// CheckIncremental is CheckReport for the entities that moved since the last pass (docs/
+// write-path.md, "Check and repair"): rows whose version or change id differ from their check
+// mark or have none (new rows, and those the last pass did not find in agreement), running
+// workflows whose run differs from their mark (a reset, a restart, a continue-as-new) or that have
+// no row, and rows whose workflow is not running. Everything else is as the last pass found it:
+// its row and its workflow's run have not moved. Visibility (the list of running workflows) tells
+// which is which; only the entities that moved are described and queried. A write stuck since the
+// last pass on an entity that did not move is found by the next full pass.
+func (o *Ops) CheckIncremental(ctx context.Context) (Report, Pass, error) {
+	return o.pass(ctx, true)
+}
+
+func (r *Report) add(v verdict) {
+	r.Findings = append(r.Findings, v.findings...)
+	if v.busy != "" {
+		r.Busy = append(r.Busy, Busy{WorkflowID: v.id, Reason: v.busy})
+	}
+}
+
+func (o *Ops) concurrency() int {
+	if o.Concurrency > 0 {
+		return o.Concurrency
+	}
+	return 8
+}
+
+// pass runs a whole check pass, full or incremental, and records its check marks.
+func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) {
+	started := time.Now()
+	p := Pass{Incremental: incremental}
+	var r Report
 	ids, err := o.Store.AllLifecycleUUIDs(ctx)
 	if err != nil {
-		return r, fmt.Errorf("read rows: %w", err)
+		return r, p, fmt.Errorf("read rows: %w", err)
 	}
-	seen := map[string]bool{}
-	for _, group := range []struct {
+	var rows []string // workflow ids, in the order findings are listed
+	for _, g := range []struct {
 		entity workflows.Entity
 		uuids  []string
 	}{{workflows.EntityIdea, ids.Ideas}, {workflows.EntityProposal, ids.Proposals}, {workflows.EntityTask, ids.Tasks}} {
-		for _, uuid := range group.uuids {
-			seen[workflows.WorkflowID(group.entity, uuid)] = true
-			v, err := o.inspect(ctx, group.entity, uuid)
-			add(v)
-			if err != nil {
-				return r, err
+		for _, uuid := range g.uuids {
+			rows = append(rows, workflows.WorkflowID(g.entity, uuid))
+		}
+	}
+	hasRow := make(map[string]bool, len(rows))
+	for _, id := range rows {
+		hasRow[id] = true
+	}
+	// Running workflows, from visibility: those without a row are compared in any pass; in an
+	// incremental one, so are those whose run is not the one their mark names.
+	running := map[string]bool{}
+	var extra, moved []string
+	err = o.eachRunningPage(ctx, func(page []runningWorkflow) error {
+		var ids []string
+		for _, w := range page {
+			running[w.id] = true
+			ids = append(ids, w.id)
+			if !hasRow[w.id] {
+				extra = append(extra, w.id)
+			}
+		}
+		if !incremental {
+			return nil
+		}
+		marked, err := o.Store.MarkedRuns(ctx, ids)
+		if err != nil {
+			return fmt.Errorf("read check marks: %w", err)
+		}
+		for _, w := range page {
+			if hasRow[w.id] && marked[w.id] != w.runID {
+				moved = append(moved, w.id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return r, p, err
+	}
+	targets := rows
+	if incremental {
+		changed, err := o.Store.UnmarkedRows(ctx)
+		if err != nil {
+			return r, p, fmt.Errorf("read check marks: %w", err)
+		}
+		suspect := map[string]bool{}
+		for _, id := range append(changed, moved...) {
+			suspect[id] = true
+		}
+		for _, id := range rows {
+			if !running[id] {
+				suspect[id] = true // a missing or closed workflow, or one between two runs
+			}
+		}
+		targets = nil
+		for _, id := range rows {
+			if suspect[id] {
+				targets = append(targets, id)
 			}
 		}
 	}
-	err = o.eachRunning(ctx, func(id string) error {
-		entity, uuid, err := workflows.ParseWorkflowID(id)
-		if err != nil || seen[id] {
-			return nil
-		}
-		v, err := o.inspect(ctx, entity, uuid)
-		add(v)
-		return err
-	})
+	targets = append(targets, extra...)
+	p.Entities = len(rows) + len(extra)
+	p.Compared = len(targets)
+
+	verdicts := make([]verdict, len(targets))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.concurrency())
+	for i, id := range targets {
+		g.Go(func() error {
+			entity, uuid, err := workflows.ParseWorkflowID(id)
+			if err != nil {
+				return nil
+			}
+			v, err := o.inspect(gctx, entity, uuid)
+			verdicts[i] = v
+			return err
+		})
+	}
+	err = g.Wait()
+	for _, v := range verdicts {
+		r.add(v)
+	}
 	if err != nil {
-		return r, err
+		return r, p, err
 	}
 	counts, err := o.unresolvedCounts(ctx)
 	r.Findings = append(r.Findings, counts...)
-	return r, err
+	if err != nil {
+		return r, p, err
+	}
+	if err := o.saveMarks(ctx, verdicts, r.Findings); err != nil {
+		return r, p, err
+	}
+	p.Duration = time.Since(started)
+	return r, p, nil
+}
+
+// saveMarks records the check marks of a pass: a mark per entity found in agreement with its row
+// and running workflow, none for the others (they are compared again by the next pass).
+func (o *Ops) saveMarks(ctx context.Context, verdicts []verdict, findings []Finding) error {
+	found := map[string]bool{}
+	for _, f := range findings {
+		found[f.WorkflowID] = true
+	}
+	now := store.Now()
+	var marks []store.CheckMark
+	var clear []string
+	for _, v := range verdicts {
+		ob := v.last
+		if v.id == "" {
+			continue
+		}
+		if found[v.id] || v.busy != "" || !ob.row.exists || ob.run.status != "running" {
+			clear = append(clear, v.id)
+			continue
+		}
+		marks = append(marks, store.CheckMark{WorkflowID: v.id, RunID: ob.run.runID, RowVersion: ob.row.version,
+			RowChangeID: ob.row.changeID, CheckedAt: now})
+	}
+	if err := o.Store.SaveCheckMarks(ctx, marks, clear); err != nil {
+		return fmt.Errorf("record check marks: %w", err)
+	}
+	return nil
 }
 
 // unresolvedCounts lists an UnresolvedCount finding for each task (of taskUUIDs, or every task)
@@ -248,23 +396,28 @@ func (o *Ops) unresolvedCounts(ctx context.Context, taskUUIDs ...string) ([]Find
 	return out, nil
 }
 
-// eachRunning calls f with the id of every running entity workflow of this deployment's task
-// queue, stopping at f's first error.
-func (o *Ops) eachRunning(ctx context.Context, f func(id string) error) error {
+// runningWorkflow is a running entity workflow as visibility lists it.
+type runningWorkflow struct{ id, runID string }
+
+// eachRunningPage calls f with every page of the running entity workflows of this deployment's
+// task queue (visibility's list, 1,000 a page), stopping at f's first error.
+func (o *Ops) eachRunningPage(ctx context.Context, f func([]runningWorkflow) error) error {
 	var token []byte
 	for {
 		resp, err := o.Flows.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf(`ExecutionStatus = "Running" AND TaskQueue = %q AND ChorusEntity IN ("idea", "proposal", "task")`,
 				o.Flows.TaskQueue),
-			NextPageToken: token,
+			NextPageToken: token, PageSize: 1000,
 		})
 		if err != nil {
 			return fmt.Errorf("list running workflows: %w", err)
 		}
+		page := make([]runningWorkflow, 0, len(resp.GetExecutions()))
 		for _, e := range resp.GetExecutions() {
-			if err := f(e.GetExecution().GetWorkflowId()); err != nil {
-				return err
-			}
+			page = append(page, runningWorkflow{id: e.GetExecution().GetWorkflowId(), runID: e.GetExecution().GetRunId()})
+		}
+		if err := f(page); err != nil {
+			return err
 		}
 		token = resp.GetNextPageToken()
 		if len(token) == 0 {

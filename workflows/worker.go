@@ -29,6 +29,7 @@ func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(ProposalWorkflow, workflow.RegisterOptions{Name: ProposalWorkflowName})
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(CreateTasksWorkflow, workflow.RegisterOptions{Name: CreateTasksWorkflowName})
+	r.RegisterWorkflowWithOptions(PruneWorkflow, workflow.RegisterOptions{Name: PruneWorkflowName})
 	r.RegisterActivity(a)
 }
 
@@ -43,5 +44,6 @@ func NewReplayer() (worker.WorkflowReplayer, error) {
 	r.RegisterWorkflowWithOptions(ProposalWorkflow, workflow.RegisterOptions{Name: ProposalWorkflowName})
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(CreateTasksWorkflow, workflow.RegisterOptions{Name: CreateTasksWorkflowName})
+	r.RegisterWorkflowWithOptions(PruneWorkflow, workflow.RegisterOptions{Name: PruneWorkflowName})
 	return r, nil
 }

@@ -105,6 +105,9 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	cfg := serverConfig{role: roleAll, addr: o.addr, namespace: envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
 		temporalAddress: os.Getenv("TEMPORAL_ADDRESS"), temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr,
 		taskQueue: o.taskQueue}
+	if cfg.retention, cfg.pruneInterval, err = pruningFromEnv(); err != nil {
+		return err
+	}
 	uiURL := ""
 	if cfg.temporalAddress == "" {
 		bin, err := devserver.FindCLI(ctx, out)

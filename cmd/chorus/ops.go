@@ -49,6 +49,8 @@ type opsOptions struct {
 	asJSON          bool
 	all             bool
 	dryRun          bool
+	incremental     bool
+	concurrency     int
 }
 
 func (o *opsOptions) flags(cmd *cobra.Command) {
@@ -59,6 +61,7 @@ func (o *opsOptions) flags(cmd *cobra.Command) {
 		"Temporal namespace (env TEMPORAL_NAMESPACE)")
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue),
 		"task queue of the Chorus deployment, where repair starts new runs (env CHORUS_TASK_QUEUE)")
+	cmd.Flags().IntVar(&o.concurrency, "concurrency", 8, "entities compared at once")
 }
 
 // address is the Temporal frontend the ops command talks to: --temporal-address, else
@@ -101,7 +104,7 @@ func (o *opsOptions) dial(ctx context.Context, g *globals, st *store.Store) (*op
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil)}
+	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency}
 	if st != nil {
 		x.Flows.Rows = st
 		b, err := ops.VerifyCluster(ctx, st, tc, o.namespace, addr)
@@ -144,6 +147,13 @@ after its workflow's state, unchanged), and a workflow that is applying a comman
 pending) may legitimately have its row one version ahead. An entity that keeps changing through
 every attempt is listed as busy: that is not a disagreement, and does not change the exit status.
 
+A pass compares --concurrency entities at once and records, per entity it finds in agreement,
+its row's version and its workflow's run. --incremental then compares only what moved since:
+rows changed since (or never found in agreement), workflows that started a new run (a reset, a
+restart), rows whose workflow is not running, and running workflows without a row; the rest is
+skipped without a call to Temporal. Run an incremental pass often and a full one (the default)
+daily: a write stuck on an entity that did not move is found by a full pass.
+
 Exit status: 0 when everything agrees, 1 when something does not, 2 when the check could not run.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -151,11 +161,15 @@ Exit status: 0 when everything agrees, 1 when something does not, 2 when the che
 			if len(args) == 1 {
 				only = args[0]
 			}
+			if only != "" && o.incremental {
+				return errors.New("--incremental applies to a whole pass, not to one workflow id")
+			}
 			return runCheck(cmd.Context(), g, o, only, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the findings as JSON (a list; busy workflows are noted on stderr)")
+	cmd.Flags().BoolVar(&o.incremental, "incremental", false, "compare only the entities that moved since the last pass")
 	return cmd
 }
 
@@ -165,11 +179,36 @@ func runCheck(ctx context.Context, g *globals, o opsOptions, only string, out, e
 		return exitWith(2, err)
 	}
 	defer closeAll()
-	r, err := x.CheckReport(ctx, only)
+	var r ops.Report
+	var p ops.Pass
+	switch {
+	case only != "":
+		r, err = x.CheckReport(ctx, only)
+	case o.incremental:
+		r, p, err = x.CheckIncremental(ctx)
+	default:
+		r, p, err = x.CheckPass(ctx)
+	}
 	if err != nil {
 		return exitWith(2, err)
 	}
+	if p.Entities > 0 {
+		w := out
+		if o.asJSON {
+			w = errOut
+		}
+		defer fmt.Fprintln(w, passLine(p))
+	}
 	return reportCheck(r, o.asJSON, out, errOut)
+}
+
+// passLine says what a pass compared and how long it took.
+func passLine(p ops.Pass) string {
+	if p.Incremental {
+		return fmt.Sprintf("compared %d of %d entities, those that moved since the last pass, in %s", p.Compared, p.Entities,
+			p.Duration.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("compared all %d entities in %s", p.Compared, p.Duration.Round(time.Millisecond))
 }
 
 // reportCheck prints a check's report (as text, or as a JSON list of findings with busy

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -50,6 +52,13 @@ type serverConfig struct {
 	temporalWait time.Duration
 	// pprofAddr, when set, serves net/http/pprof on its own listener (never on addr).
 	pprofAddr string
+	// retention and pruneInterval configure the pruning a worker runs (zero: the defaults;
+	// pruningFromEnv).
+	retention     store.Retention
+	pruneInterval time.Duration
+	// soak: the bench's soak phase, whose journal window may be below the namespace's retention
+	// (activities.Activities.NoNamespaceFloor).
+	soak bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -109,6 +118,10 @@ request.`,
 	cfg.temporalAddress = envOr("TEMPORAL_ADDRESS", "")
 	cfg.namespace = envOr("TEMPORAL_NAMESPACE", workflows.Namespace)
 	cfg.temporalWait = 2 * time.Minute
+	cmd.PreRunE = func(*cobra.Command, []string) (err error) {
+		cfg.retention, cfg.pruneInterval, err = pruningFromEnv()
+		return err
+	}
 	return cmd
 }
 
@@ -143,6 +156,12 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if cfg.role != roleAPI {
 		regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.namespace)
+		if err == nil {
+			err = workflows.EnsurePruneSchedule(regCtx, tc, queueOrDefault(cfg.taskQueue), cmp.Or(cfg.pruneInterval, workflows.PruneInterval))
+			if err != nil {
+				err = fmt.Errorf("create the pruning schedule: %w", err)
+			}
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -155,7 +174,9 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	health := &workerHealth{role: cfg.role}
 	fatal := make(chan error, 1)
 	if cfg.role != roleAPI {
-		w = workflows.NewWorker(tc, cfg.taskQueue, activities.New(st, tc), worker.Options{WorkerStopTimeout: 10 * time.Second,
+		acts := activities.New(st, tc)
+		acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
+		w = workflows.NewWorker(tc, cfg.taskQueue, acts, worker.Options{WorkerStopTimeout: 10 * time.Second,
 			OnFatalError: func(err error) {
 				health.stopped(err)
 				log.Error("the Temporal worker stopped on a fatal error; exiting", "err", err)
@@ -372,4 +393,42 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 			return nil
 		},
 	})
+}
+
+// queueOrDefault is the task queue, workflows.TaskQueue when not set.
+func queueOrDefault(q string) string { return cmp.Or(q, workflows.TaskQueue) }
+
+// pruningFromEnv reads the pruning configuration (README "Retry window and retention"):
+// CHORUS_REQUEST_RETENTION, CHORUS_JOURNAL_RETENTION (durations such as 168h or 7d; unset: the
+// defaults of store.DefaultRetention) and CHORUS_PRUNE_INTERVAL (unset: workflows.PruneInterval).
+func pruningFromEnv() (store.Retention, time.Duration, error) {
+	var r store.Retention
+	var every time.Duration
+	for _, v := range []struct {
+		name string
+		into *time.Duration
+	}{{"CHORUS_REQUEST_RETENTION", &r.Requests}, {"CHORUS_JOURNAL_RETENTION", &r.Journal}, {"CHORUS_PRUNE_INTERVAL", &every}} {
+		s := envOr(v.name, "")
+		if s == "" {
+			continue
+		}
+		d, err := parseWindow(s)
+		if err != nil || d <= 0 {
+			return r, 0, fmt.Errorf("%s=%q is not a positive duration (e.g. 168h, 7d, 5m)", v.name, s)
+		}
+		*v.into = d
+	}
+	return r, every, nil
+}
+
+// parseWindow is time.ParseDuration that also takes whole days ("7d").
+func parseWindow(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }
