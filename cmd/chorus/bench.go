@@ -117,10 +117,12 @@ Run only when named:
   soak      --soak-agents agents claim and release for --soak-duration, each call with its own
             requestId, while the stack prunes with a --soak-window retention every
             --prune-interval; it samples the sizes of the requestId ledger and the change journal
-            and says whether they stay flat (the hour: --soak-duration 1h --soak-window 5m)
+            and says whether they stay flat (default: the hour the issue asks; a short one:
+            --soak-duration 4m --soak-window 30s --prune-interval 10s --soak-sample 10s)
   opscheck  --ops-entities tasks created through chorus_create_tasks (workflows started the
-            normal way), then a full chorus ops check pass, a change to a few of them, and an
-            incremental pass (--ops-concurrency entities at once)
+            normal way; default 100000), then a full chorus ops check pass, an incremental pass,
+            20 claims and another incremental pass (--ops-concurrency entities at once), with
+            the 1,000,000 estimate
 
 It first prints the surface (what reaches the model from tools/list and the instructions, per
 preset and per toolset; docs/rules.md §3.3), which needs no stack: --surface prints only that.
@@ -165,11 +167,11 @@ Then it prints a Markdown table per phase and writes every figure to --json.`,
 	f.BoolVar(&o.surface, "surface", false, "print only the model-facing surface per preset and toolset (no stack, a second) and exit")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, Temporal log) after the run")
 	f.IntVar(&o.soakAgents, "soak-agents", 8, "soak phase: agents claiming and releasing at once")
-	f.DurationVar(&o.soakDuration, "soak-duration", 3*time.Minute, "soak phase: how long the agents work")
-	f.DurationVar(&o.soakWindow, "soak-window", time.Minute, "soak phase: the ledger's and journal's retention the started stack prunes with")
-	f.DurationVar(&o.soakSample, "soak-sample", 10*time.Second, "soak phase: how often the table sizes are sampled")
-	f.DurationVar(&o.pruneInterval, "prune-interval", 10*time.Second, "soak phase: how often the started stack prunes")
-	f.IntVar(&o.opsEntities, "ops-entities", 1000, "opscheck phase: tasks created, each with its workflow (100000 for the scale figure)")
+	f.DurationVar(&o.soakDuration, "soak-duration", time.Hour, "soak phase: how long the agents work")
+	f.DurationVar(&o.soakWindow, "soak-window", 5*time.Minute, "soak phase: the ledger's and journal's retention the started stack prunes with")
+	f.DurationVar(&o.soakSample, "soak-sample", 30*time.Second, "soak phase: how often the table sizes are sampled")
+	f.DurationVar(&o.pruneInterval, "prune-interval", 30*time.Second, "soak phase: how often the started stack prunes")
+	f.IntVar(&o.opsEntities, "ops-entities", 100000, "opscheck phase: tasks created through chorus_create_tasks, each with its workflow")
 	f.IntVar(&o.opsConcurrency, "ops-concurrency", 8, "opscheck phase: entities chorus ops check compares at once")
 	f.BoolVar(&o.seedLive, "seed-live-database", false, "with --endpoint: let the reads phase write its seeded project (tasks without "+
 		"workflows, which chorus ops check then lists) into the measured Chorus's database")
