@@ -55,6 +55,42 @@ func fit[T any](rows []T, wrap func([]T) any) []T {
 	return rows[:max(n, 0)]
 }
 
+// budgetList is one list of an entity read that fitLists may cut: its length, and how to keep
+// its first n rows.
+type budgetList struct {
+	n    int
+	keep func(n int)
+}
+
+// fitLists cuts the lists of an entity read so that v encodes to at most maxResultBytes of JSON,
+// the budget collections keep (docs/rules.md §3.6): in the order given, each list keeps the
+// longest prefix that fits with those before it, so the last lists give way first. The entity's
+// own fields are never cut: when they alone are over the budget, every list is emptied. The
+// counts the entity shows beside its lists stay the full ones.
+func fitLists(v any, lists ...budgetList) {
+	size := func() int {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return maxResultBytes + 1
+		}
+		return len(b)
+	}
+	if size() <= maxResultBytes {
+		return
+	}
+	for _, l := range lists {
+		l.keep(0)
+	}
+	for _, l := range lists {
+		k := sort.Search(l.n+1, func(k int) bool { l.keep(k); return size() > maxResultBytes }) - 1
+		l.keep(max(k, 0))
+	}
+}
+
+// fitter is a result with lists, cut to the byte budget by fitLists once its handler has built
+// it whole (tool.call does it for every tool).
+type fitter interface{ fit() }
+
 // maxTitleRunes is the longest title or name a collection row shows whole (docs/rules.md §3.6).
 const maxTitleRunes = 256
 

@@ -26,11 +26,18 @@ type Endpoint struct {
 	// jsonHandler answers in JSON; streamHandler in one server-sent event, for clients that
 	// accept only text/event-stream.
 	jsonHandler, streamHandler http.Handler
+	// limits is nil when Deps.Limits limits nothing.
+	limits *limiter
+	// mutating names the tools that are not read-only: their calls take turns per key.
+	mutating map[string]bool
 }
 
 // NewEndpoint builds every tool of the table once. version is reported in serverInfo.
 func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
-	e := &Endpoint{deps: d, version: version}
+	e := &Endpoint{deps: d, version: version, mutating: map[string]bool{}}
+	if l := newLimiter(d.Limits); !l.off() {
+		e.limits = l
+	}
 	if d.Flows != nil && d.Flows.Applied == nil && d.Store != nil {
 		d.Flows.Applied = d.Store.UpdateOutcome // a retried call's update is not applied twice
 	}
@@ -40,14 +47,19 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 			return nil, err
 		}
 		e.tools = append(e.tools, bt)
+		if bt.spec.Effect != reads {
+			e.mutating[bt.spec.Name] = true
+		}
 	}
 	for _, asJSON := range []bool{true, false} {
 		h := mcpsdk.NewStreamableHTTPHandler(e.serverFor, &mcpsdk.StreamableHTTPOptions{
 			Stateless:    true,
 			JSONResponse: asJSON,
 			Logger:       sdkLogger(d.Log),
-			// Every request carries a bearer key, so the DNS-rebinding guard for unauthenticated
-			// localhost servers does not apply; leaving it on would refuse proxied requests.
+			// The SDK's DNS-rebinding guard refuses every non-loopback Host on a loopback
+			// connection, so a TLS proxy on the same machine could not keep its public Host.
+			// The edge checks Host and Origin itself, against allow-lists whose defaults are the
+			// SDK's rule (edge.go, EdgeOptions), before the key is looked at.
 			DisableLocalhostProtection: true,
 			MaxRequestBodyBytes:        MaxRequestBytes, // the edge (http.go) already holds bodies to this
 		})

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -90,6 +91,16 @@ type Deps struct {
 	CallTimeout time.Duration
 	// Metrics records tool calls and refusals; nil records nothing.
 	Metrics *Metrics
+	// Limits bound each API key's and each company's requests (limits.go); the zero value
+	// limits nothing. `chorus serve` and `chorus dev` pass DefaultLimits unless told otherwise.
+	Limits Limits
+	// Edge says which Host names and Origins the server admits (edge.go); the zero value
+	// admits loopback ones only.
+	Edge EdgeOptions
+
+	// touched remembers when this process last recorded a key's and an agent's use (uuid ->
+	// time.Time), so a burst of one key's requests writes it once, not once per request.
+	touched sync.Map
 }
 
 // entry is a tool table row with its types erased, so rows of different types share a table.
@@ -288,6 +299,9 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		out, err := t.Run(ctx, d, call, in)
 		if err != nil {
 			return nil, err
+		}
+		if f, ok := any(&out).(fitter); ok {
+			f.fit()
 		}
 		return json.Marshal(out)
 	}

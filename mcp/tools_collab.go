@@ -160,7 +160,7 @@ var getNotifications = tool[GetNotificationsIn, NotificationList]{
 		if status == "" {
 			status = "unread"
 		}
-		p, err := d.Store.ListNotifications(ctx, call.Who.Caller.AgentUUID, store.NotificationFilter{Status: status,
+		p, err := d.Store.ListNotifications(ctx, call.Who.Caller, store.NotificationFilter{Status: status,
 			Limit: limit, Offset: in.Offset, MarkRead: markRead})
 		if err != nil {
 			return NotificationList{}, err
@@ -196,15 +196,14 @@ var markNotificationRead = tool[MarkNotificationReadIn, MarkedRead]{
 	Name: "chorus_mark_notification_read", Title: "Mark notifications read", Toolset: tsCollab, Perm: perm.Public, Effect: writes, Idempotent: true,
 	Desc: "Mark one of your notifications read, or all of them.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MarkNotificationReadIn) (MarkedRead, error) {
-		agent := call.Who.Caller.AgentUUID
 		if in.All {
-			n, err := d.Store.MarkAllNotificationsRead(ctx, agent)
+			n, err := d.Store.MarkAllNotificationsRead(ctx, call.Who.Caller)
 			return MarkedRead{Success: err == nil, Marked: n}, err
 		}
 		if in.NotificationUUID == nil {
 			return MarkedRead{}, invalid("notificationUuid is required unless all is true: name the notification to mark read, or pass all: true")
 		}
-		n, err := d.Store.MarkNotificationRead(ctx, agent, string(*in.NotificationUUID))
+		n, err := d.Store.MarkNotificationRead(ctx, call.Who.Caller, string(*in.NotificationUUID))
 		return MarkedRead{Success: err == nil, Marked: n}, err
 	},
 }
@@ -263,7 +262,7 @@ var getActivity = tool[GetActivityIn, ActivityList]{
 			target = t.UUID
 		}
 		page, size, offset := PageIn{Page: in.Page, PageSize: in.PageSize}.window(50)
-		acts, total, err := d.Store.ListActivity(ctx, string(in.ProjectUUID), in.TargetType, target, size, offset)
+		acts, total, err := d.Store.ListActivity(ctx, call.Who.Caller, string(in.ProjectUUID), in.TargetType, target, size, offset)
 		if err != nil {
 			return ActivityList{}, err
 		}

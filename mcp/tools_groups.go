@@ -302,19 +302,49 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 
 // DeleteGroupIn is chorus_admin_delete_project_group's input.
 type DeleteGroupIn struct {
-	GroupUUID      UUID `json:"groupUuid"`
-	DeleteProjects bool `json:"deleteProjects,omitempty"`
+	GroupUUID         UUID   `json:"groupUuid"`
+	DeleteProjects    bool   `json:"deleteProjects,omitempty" jsonschema:"also delete its projects (without ideas, proposals or tasks) and their documents"`
+	Preview           bool   `json:"preview,omitempty" jsonschema:"show the deletion and its confirmationToken, deleting nothing"`
+	ConfirmationToken string `json:"confirmationToken,omitempty" chorus:"maxLength=100"`
 }
 
-var adminDeleteProjectGroup = tool[DeleteGroupIn, textResult]{
-	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: destroys,
-	Desc: "Delete a project group; its projects become ungrouped, or deleted with deleteProjects if they hold " +
-		"no work.",
-	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (textResult, error) {
-		if err := d.Store.DeleteGroup(ctx, call.Who.Caller, string(in.GroupUUID), in.DeleteProjects); err != nil {
-			return "", err
+// DeletedGroup is chorus_admin_delete_project_group's result: what the deletion does (a
+// preview, with its token) or did.
+type DeletedGroup struct {
+	GroupUUID         string            `json:"groupUuid"`
+	Name              string            `json:"name"`
+	DeleteProjects    bool              `json:"deleteProjects"`
+	Projects          []DeletionProject `json:"projects" jsonschema:"each project and its action: deleted or ungrouped"`
+	Members           int               `json:"members" jsonschema:"users losing their role on the group"`
+	Summary           string            `json:"summary"`
+	Deleted           bool              `json:"deleted" jsonschema:"false for a preview"`
+	ConfirmationToken string            `json:"confirmationToken,omitempty" jsonschema:"preview: pass it back to apply this very deletion"`
+}
+
+// DeletionProject is one project of a group being deleted.
+type DeletionProject = store.ProjectDeletion
+
+var adminDeleteProjectGroup = tool[DeleteGroupIn, DeletedGroup]{
+	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Toolset: tsProjects, Perm: perm.ProjectAdmin,
+	Effect: destroys, Strict: true,
+	Desc: "Delete a project group (group admin): preview first, then confirmationToken. Its projects become " +
+		"ungrouped, or deleted with deleteProjects if they hold no work.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (DeletedGroup, error) {
+		if in.Preview && in.ConfirmationToken != "" {
+			return DeletedGroup{}, invalid("preview and confirmationToken do not go together: preview first, then " +
+				"apply with the token it returned (nothing was changed)")
 		}
-		return textResult(fmt.Sprintf("Project group %s deleted", in.GroupUUID)), nil
+		p, err := d.Store.DeleteGroup(ctx, call.Who.Caller, store.GroupDeletion{GroupUUID: string(in.GroupUUID),
+			DeleteProjects: in.DeleteProjects, Preview: in.Preview, Token: in.ConfirmationToken})
+		if err != nil {
+			return DeletedGroup{}, err
+		}
+		out := DeletedGroup{GroupUUID: p.GroupUUID, Name: p.Name, DeleteProjects: p.DeleteProjects, Projects: p.Projects,
+			Members: p.Members, Summary: p.Summary, Deleted: !in.Preview, ConfirmationToken: p.Token}
+		if !in.Preview {
+			out.Summary = fmt.Sprintf("Project group %s deleted", p.GroupUUID)
+		}
+		return out, nil
 	},
 }
 

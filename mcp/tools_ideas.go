@@ -448,12 +448,12 @@ type MoveIdeaIn struct {
 type MovedIdea struct {
 	UUID    string           `json:"uuid"`
 	Project ProjectRef       `json:"project" jsonschema:"the project the idea is in now"`
-	Moved   store.MoveCounts `json:"moved" jsonschema:"rows moved: the idea and its descendants, the proposals built on them, their documents and tasks, and the activities about all of these"`
+	Moved   store.MoveCounts `json:"moved" jsonschema:"rows moved, all of the idea's project: the idea, its descendants, their proposals, documents, tasks and activities"`
 }
 
 var moveIdea = tool[MoveIdeaIn, MovedIdea]{
 	Name: "chorus_move_idea", Title: "Move an idea", Toolset: tsProjects, Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Move an idea with its descendants and their proposals, documents and tasks to another project.",
+	Desc: "Move an idea with its descendants and their proposals, documents and tasks of its project to another project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveIdeaIn) (MovedIdea, error) {
 		wrap := func(err error) error {
 			if m, ok := agentMessage(err); ok && !strings.HasPrefix(m, "Failed to move Idea: ") {

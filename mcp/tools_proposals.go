@@ -63,20 +63,21 @@ type MaterializedDocument struct {
 // ProposalView is the proposal JSON of chorus_get_proposal (and approve): common meta plus the
 // parts the section asks for.
 type ProposalView struct {
-	UUID          string          `json:"uuid"`
-	Title         string          `json:"title"`
-	Description   *string         `json:"description"`
-	InputType     string          `json:"inputType"`
-	InputUUIDs    []string        `json:"inputUuids"`
-	Status        string          `json:"status"`
-	Project       ProjectRef      `json:"project"`
-	CreatedBy     *store.ActorRef `json:"createdBy"`
-	CreatedByType string          `json:"createdByType"`
-	Review        *ReviewView     `json:"review"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
-	Section       string          `json:"section"`
-	References    []ReferenceView `json:"references"`
+	UUID           string          `json:"uuid"`
+	Title          string          `json:"title"`
+	Description    *string         `json:"description"`
+	InputType      string          `json:"inputType"`
+	InputUUIDs     []string        `json:"inputUuids"`
+	Status         string          `json:"status"`
+	Project        ProjectRef      `json:"project"`
+	CreatedBy      *store.ActorRef `json:"createdBy"`
+	CreatedByType  string          `json:"createdByType"`
+	Review         *ReviewView     `json:"review"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+	Section        string          `json:"section"`
+	References     []ReferenceView `json:"references" jsonschema:"its references, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_references pages them all)"`
+	ReferenceCount int             `json:"referenceCount" jsonschema:"how many references it has"`
 
 	DocumentDraftCount *int                 `json:"documentDraftCount,omitempty"`
 	TaskDraftCount     *int                 `json:"taskDraftCount,omitempty"`
@@ -123,6 +124,13 @@ func proposalView(ctx context.Context, n *store.Namer, p *store.Proposal, projec
 		v.DocumentDrafts, v.TaskDrafts = &p.DocumentDrafts, &p.TaskDrafts
 	}
 	return v
+}
+
+// fit cuts the proposal's references to the answer's byte budget (docs/rules.md §3.6); its
+// drafts are its own fields, which the limits on drafts bound.
+func (v *ProposalView) fit() {
+	refs := v.References
+	fitLists(v, budgetList{len(refs), func(n int) { v.References = refs[:n] }})
 }
 
 // proposalAccess gates a proposal for a tool that changes it (editor).
@@ -207,7 +215,7 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 		}
 		n := d.Store.NewNamer()
 		v := proposalView(ctx, n, p, pv.Name, section)
-		if v.References, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
+		if v.References, v.ReferenceCount, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
 			return ProposalView{}, err
 		}
 		return v, nil
@@ -582,7 +590,7 @@ var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
 		}
 		n := d.Store.NewNamer()
 		v := proposalView(ctx, n, p, pv.Name, "basic")
-		if v.References, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
+		if v.References, v.ReferenceCount, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
 			return ProposalView{}, err
 		}
 		if m := res.Materialized; m != nil {

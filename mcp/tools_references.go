@@ -98,10 +98,17 @@ func addInlineReferences(ctx context.Context, d *Deps, call *Call, target store.
 		return errs, nil
 	}
 	_, err := d.Store.AddReferences(ctx, target, refs)
-	if errors.Is(err, store.ErrNotFound) { // the entity was deleted right after it was created
+	var full *store.TooManyReferencesError
+	switch {
+	case errors.Is(err, store.ErrNotFound): // the entity was deleted right after it was created
 		for j, r := range refs {
 			errs = append(errs, ReferenceError{Task: task, Index: indexes[j], URL: r.URL, Title: r.Title,
 				Error: fmt.Sprintf("The %s was deleted before its references were added.", target.Type)})
+		}
+		err = nil
+	case errors.As(err, &full): // not from a create's 50, but said as it is
+		for j, r := range refs {
+			errs = append(errs, ReferenceError{Task: task, Index: indexes[j], URL: r.URL, Title: r.Title, Error: full.Error()})
 		}
 		err = nil
 	}
@@ -153,10 +160,52 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 		if errors.Is(err, store.ErrNotFound) {
 			return ReferenceView{}, refuseAs("not_found", "%sTarget %s with UUID %s not found", prefix, in.TargetType, in.TargetUUID)
 		}
+		var full *store.TooManyReferencesError
+		if errors.As(err, &full) {
+			return ReferenceView{}, refuse("%s%s", prefix, full.Error())
+		}
 		if err != nil {
 			return ReferenceView{}, err
 		}
 		return referenceView(ctx, d.Store.NewNamer(), rows[0]), nil
+	},
+}
+
+// GetReferencesIn is chorus_get_references' input.
+type GetReferencesIn struct {
+	TargetType string `json:"targetType" chorus:"enum=idea|proposal|task"`
+	TargetUUID UUID   `json:"targetUuid"`
+	PageIn
+}
+
+// ReferenceList is chorus_get_references' result.
+type ReferenceList struct {
+	References []ReferenceView `json:"references"`
+	Meta
+}
+
+var getReferences = tool[GetReferencesIn, ReferenceList]{
+	Name: "chorus_get_references", Title: "List references", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List all references of an idea, proposal or task, oldest first, paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetReferencesIn) (ReferenceList, error) {
+		if _, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
+			return ReferenceList{}, err
+		}
+		page, size, offset := in.window(20)
+		rs, total, err := d.Store.References(ctx, in.TargetType, string(in.TargetUUID), size, offset)
+		if err != nil {
+			return ReferenceList{}, err
+		}
+		n := d.Store.NewNamer()
+		n.Prefetch(ctx, referenceAuthors(rs)...)
+		rows := referenceViews(ctx, n, rs)
+		for i := range rows {
+			rows[i].Title = clip(rows[i].Title)
+		}
+		wrap := func(r []ReferenceView) any {
+			return ReferenceList{References: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(ReferenceList), nil
 	},
 }
 

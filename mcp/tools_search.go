@@ -124,28 +124,57 @@ var search = tool[SearchIn, SearchOut]{
 // snippetRunes is about how much text a snippet shows around the first match.
 const snippetRunes = 100
 
+// snippetScan is how much of an entity's text a snippet looks at: its first 8,192 characters
+// (docs/rules.md §4.12), all the store returns of it. A match further on shows the text's start,
+// as a match in the title only does.
+const snippetScan = store.SnippetChars
+
 // snippet is about 100 characters of an entity's text (its body, else its title) around the first
 // word that starts with one of terms, with "..." where the text was cut and whitespace runs shown
-// as one space. Without terms, or when the match is in the title only, the text's start.
+// as one space. Without terms, or when the match is in the title only or past the first
+// snippetScan characters, the text's start. The text is read once, whatever the number of
+// terms: each word start is compared with the terms that begin with its first letter.
 func snippet(title string, body *string, terms []string) string {
 	text := title
 	if body != nil && strings.TrimSpace(*body) != "" {
 		text = *body
 	}
-	runes := []rune(strings.Join(strings.Fields(text), " "))
-	lower := make([]rune, len(runes)) // rune for rune, so positions line up
-	for i, r := range runes {
-		lower[i] = unicode.ToLower(r)
+	// The text's words, whitespace runs as one space, lower-cased beside it rune for rune so
+	// positions line up; no more than snippetScan of them.
+	runes := make([]rune, 0, min(len(text), snippetScan))
+	lower := make([]rune, 0, cap(runes))
+	space, cut := false, false
+	for _, r := range text {
+		if unicode.IsSpace(r) {
+			space = len(runes) > 0
+			continue
+		}
+		if room := snippetScan - len(runes); room < 1 || (space && room < 2) {
+			cut = true // r is more text
+			break
+		}
+		if space {
+			runes, lower = append(runes, ' '), append(lower, ' ')
+			space = false
+		}
+		runes, lower = append(runes, r), append(lower, unicode.ToLower(r))
+	}
+	byFirst := map[rune][][]rune{}
+	for _, t := range terms {
+		if tr := []rune(t); len(tr) > 0 {
+			byFirst[tr[0]] = append(byFirst[tr[0]], tr)
+		}
 	}
 	at := -1
-	for _, t := range terms {
-		tr := []rune(t)
-		for i := 0; i+len(tr) <= len(lower); i++ {
-			if (i == 0 || !isWordRune(lower[i-1])) && slices.Equal(lower[i:i+len(tr)], tr) {
-				if at < 0 || i < at {
-					at = i
-				}
-				break
+scan:
+	for i := 0; i < len(lower) && len(byFirst) > 0; i++ {
+		if i > 0 && isWordRune(lower[i-1]) {
+			continue
+		}
+		for _, tr := range byFirst[lower[i]] {
+			if i+len(tr) <= len(lower) && slices.Equal(lower[i:i+len(tr)], tr) {
+				at = i
+				break scan
 			}
 		}
 	}
@@ -161,7 +190,7 @@ func snippet(title string, body *string, terms []string) string {
 	if start > 0 {
 		out = "..." + out
 	}
-	if end < len(runes) {
+	if end < len(runes) || cut {
 		out += "..."
 	}
 	return out

@@ -66,17 +66,14 @@ func readSession(ctx context.Context, d *Deps, c store.Caller, sessionUUID strin
 
 // sessionError words the store's session refusals for agents.
 func sessionError(err error) error {
-	switch {
-	case errors.Is(err, store.ErrSessionNotYours):
-		return refuseAs("forbidden", "%s", err.Error())
-	case errors.Is(err, store.ErrSessionNotActive):
+	if errors.Is(err, store.ErrSessionNotActive) {
 		return refuse("%s", err.Error())
 	}
 	return err
 }
 
 // sessionGate resolves a sessionUuid argument (docs/rules.md §2.5, §6.3): the session must be the
-// caller's ("Session not found", "No permission to access this Session"), and the caller needs
+// caller's ("Session not found" for any other), and the caller needs
 // level need on the task of every open check-in of the session.
 func sessionGate(ctx context.Context, d *Deps, c store.Caller, sessionUUID string, need store.Access) (*store.AgentSession, []store.SessionCheckin, error) {
 	s, err := d.Store.Session(ctx, c, sessionUUID)

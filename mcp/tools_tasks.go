@@ -78,12 +78,15 @@ type TaskView struct {
 	ProposalUUID            *string                 `json:"proposalUuid"`
 	Project                 ProjectRef              `json:"project"`
 	CreatedBy               *store.ActorRef         `json:"createdBy"`
-	DependsOn               []TaskLinkView          `json:"dependsOn"`
-	DependedBy              []TaskLinkView          `json:"dependedBy"`
+	DependsOn               []TaskLinkView          `json:"dependsOn" jsonschema:"the tasks it depends on, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_task_dependencies pages them all)"`
+	DependsOnCount          int                     `json:"dependsOnCount" jsonschema:"how many tasks it depends on"`
+	DependedBy              []TaskLinkView          `json:"dependedBy" jsonschema:"the tasks that depend on it, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_task_dependencies pages them all)"`
+	DependedByCount         int                     `json:"dependedByCount" jsonschema:"how many tasks depend on it"`
 	CommentCount            int                     `json:"commentCount"`
 	CreatedAt               time.Time               `json:"createdAt"`
 	UpdatedAt               time.Time               `json:"updatedAt"`
-	References              []ReferenceView         `json:"references"`
+	References              []ReferenceView         `json:"references" jsonschema:"its references, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_references pages them all)"`
+	ReferenceCount          int                     `json:"referenceCount" jsonschema:"how many references it has"`
 	ClaimTTLSeconds         *int64                  `json:"claimTtlSeconds" jsonschema:"the claim lapses after this many seconds without a command of its holder or a heartbeat of a session checked in to the task; null when it does not lapse"`
 	ClaimExpiresAt          *time.Time              `json:"claimExpiresAt" jsonschema:"when the claim lapses unless renewed; null when it does not lapse"`
 	Warnings                []string                `json:"warnings,omitempty"`
@@ -96,6 +99,16 @@ func links(ls []store.TaskLink) []TaskLinkView {
 		out[i] = TaskLinkView{UUID: l.UUID, Title: l.Title, Status: l.Status}
 	}
 	return out
+}
+
+// fit cuts the task's lists to the answer's byte budget (docs/rules.md §3.6): its references
+// give way first, then the tasks depending on it, then those it depends on.
+func (v *TaskView) fit() {
+	deps, dependents, refs := v.DependsOn, v.DependedBy, v.References
+	fitLists(v,
+		budgetList{len(deps), func(n int) { v.DependsOn = deps[:n] }},
+		budgetList{len(dependents), func(n int) { v.DependedBy = dependents[:n] }},
+		budgetList{len(refs), func(n int) { v.References = refs[:n] }})
 }
 
 // taskView reads the full Task JSON of a task the caller can see.
@@ -129,6 +142,7 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		Assignee:     assigneeView(ctx, n, t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID),
 		ProposalUUID: t.ProposalUUID, Project: ProjectRef{UUID: pv.UUID, Name: pv.Name},
 		CreatedBy: n.Ref(ctx, t.CreatedByType, &t.CreatedByUUID), DependsOn: links(dependsOn), DependedBy: links(dependedBy),
+		DependsOnCount: rel.DependsOnCount, DependedByCount: rel.DependedByCount, ReferenceCount: rel.ReferenceCount,
 		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: referenceViews(ctx, n, rel.References),
 		ClaimTTLSeconds: t.ClaimTTLSeconds, ClaimExpiresAt: t.ClaimExpiresAt}, nil
 }
@@ -144,6 +158,7 @@ func taskHints(v TaskView, mine bool) []string {
 		}
 	}
 	if len(open) > 0 {
+		open = named(open, v.DependsOnCount-len(v.DependsOn))
 		tail := "before work can proceed."
 		if mine {
 			tail = "before you can proceed."
@@ -158,6 +173,7 @@ func taskHints(v TaskView, mine bool) []string {
 		}
 	}
 	if len(waiting) > 0 {
+		waiting = named(waiting, v.DependedByCount-len(v.DependedBy))
 		lead := "After completion, an admin or human must verify this task to done to unblock them."
 		if mine {
 			lead = "After you finish, an admin or human must verify this task to done to unblock them."
@@ -174,6 +190,20 @@ func taskHints(v TaskView, mine bool) []string {
 			v.ClaimExpiresAt.Format(time.RFC3339), who, *v.ClaimTTLSeconds))
 	}
 	return hints
+}
+
+// hintNames is how many tasks a hint names; the rest it counts.
+const hintNames = 10
+
+// named keeps the first hintNames of names and says how many more there are, adding unread, the
+// tasks the view did not load (whose statuses are unknown here).
+func named(names []string, unread int) []string {
+	more := max(len(names)-hintNames, 0) + max(unread, 0)
+	names = names[:min(len(names), hintNames)]
+	if more > 0 {
+		names = append(names, fmt.Sprintf("and %d more (chorus_get_task_dependencies lists them)", more))
+	}
+	return names
 }
 
 // claimTTL is the time to live the task's project gives claims (docs/rules.md §5.10), 0 for none.
@@ -260,6 +290,42 @@ var getTask = tool[TaskIn, TaskView]{
 	Desc: "Get a task: description, status, assignee, criteria with both marks, dependencies, references.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
 		return taskView(ctx, d, call.Who, string(in.TaskUUID))
+	},
+}
+
+// TaskDependenciesIn is chorus_get_task_dependencies' input.
+type TaskDependenciesIn struct {
+	TaskUUID  UUID   `json:"taskUuid"`
+	Direction string `json:"direction" chorus:"enum=dependsOn|dependedBy"`
+	PageIn
+}
+
+// TaskLinkList is chorus_get_task_dependencies' result.
+type TaskLinkList struct {
+	Tasks []TaskLinkView `json:"tasks"`
+	Meta
+}
+
+var getTaskDependencies = tool[TaskDependenciesIn, TaskLinkList]{
+	Name: "chorus_get_task_dependencies", Title: "List a task's dependencies", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List all tasks a task depends on (dependsOn) or that depend on it (dependedBy), oldest first, paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in TaskDependenciesIn) (TaskLinkList, error) {
+		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessViewer); err != nil {
+			return TaskLinkList{}, err
+		}
+		page, size, offset := in.window(20)
+		ls, total, err := d.Store.TaskLinks(ctx, string(in.TaskUUID), in.Direction, size, offset)
+		if err != nil {
+			return TaskLinkList{}, err
+		}
+		rows := links(ls)
+		for i := range rows {
+			rows[i].Title = clip(rows[i].Title)
+		}
+		wrap := func(r []TaskLinkView) any {
+			return TaskLinkList{Tasks: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(TaskLinkList), nil
 	},
 }
 

@@ -20,7 +20,8 @@ type CheckinResult struct {
 const recentOnCheckin = 5
 
 // Checkin records that the agent is active (lastActiveAt = now), takes up to five of its unread
-// notifications (newest first) and marks them read, and counts the unread ones left. The
+// notifications (newest first) and marks them read, and counts the unread ones left, all among
+// those of projects it can see (agentInbox). The
 // first check-in of an agent that has an owner leaves the owner an "agent_checkin"
 // notification. All of it happens in one transaction.
 func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
@@ -65,9 +66,7 @@ func (s *Store) checkin(ctx context.Context, c Caller, write bool) (*CheckinResu
 				return err
 			}
 		}
-		err := tx.NewSelect().Model(&res.Recent).
-			Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
-			Where("read_at IS NULL").Where("archived_at IS NULL").
+		err := s.agentInbox(tx, &res.Recent, c).Where("read_at IS NULL").
 			Order("created_at DESC", "uuid DESC").Limit(recentOnCheckin).Scan(ctx)
 		if err != nil {
 			return err
@@ -85,9 +84,7 @@ func (s *Store) checkin(ctx context.Context, c Caller, write bool) (*CheckinResu
 				return err
 			}
 		}
-		unread, err := tx.NewSelect().Model((*Notification)(nil)).
-			Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
-			Where("read_at IS NULL").Where("archived_at IS NULL").Count(ctx)
+		unread, err := s.agentInbox(tx, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
 		res.Unread = int(unread)
 		return err
 	})

@@ -350,7 +350,7 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		cfg := serverConfig{role: roleAll, addr: addr, namespace: o.namespace, temporalAddress: dev.Address(),
+		cfg := serverConfig{role: roleAll, addr: addr, temporal: temporalConfig{address: dev.Address(), namespace: o.namespace},
 			temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}
 		if o.soaking {
 			cfg.retention = store.Retention{Requests: o.soakWindow, Journal: o.soakWindow, ClaimAttempts: o.soakWindow}
@@ -706,7 +706,7 @@ func (b *bencher) temporal(ctx context.Context) (client.Client, error) {
 	if b.t.temporalAddress == "" {
 		return nil, errors.New("no Temporal address (pass --temporal-address with --endpoint)")
 	}
-	tc, err := dialTemporal(ctx, benchLogger(), b.t.temporalAddress, b.t.namespace, 30*time.Second)
+	tc, err := dialTemporal(ctx, benchLogger(), temporalConfig{address: b.t.temporalAddress, namespace: b.t.namespace}, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}

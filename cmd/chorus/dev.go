@@ -27,6 +27,10 @@ type devOptions struct {
 	uiPort       int
 	pprofAddr    string
 	taskQueue    string
+	// temporal: TEMPORAL_ADDRESS (a server to use instead of launching one) and its security,
+	// and the payload keys; edge: Host and Origin allow-lists, limits, /metrics (README "Security").
+	temporal temporalConfig
+	edge     edgeConfig
 }
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -42,7 +46,8 @@ func newDevCmd(g *globals) *cobra.Command {
   - the worker and the MCP endpoint on --addr.
 
 The first start creates a company, an owner user and an admin agent, prints the agent's API key
-once and saves it to <data-dir>/admin.key (set CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key).
+once (to a terminal only: never into a log) and saves it to <data-dir>/admin.key (set
+CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key; a key you chose is never printed).
 Ctrl-C stops everything, the Temporal server included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), g, o, cmd.OutOrStdout()) },
@@ -52,6 +57,8 @@ Ctrl-C stops everything, the Temporal server included.`,
 	cmd.Flags().StringVar(&o.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
 	cmd.Flags().IntVar(&o.uiPort, "ui-port", envInt("CHORUS_UI_PORT", 8233), "port of the Temporal web UI (env CHORUS_UI_PORT)")
+	o.temporal.flags(cmd, false, "")
+	o.edge.flags(cmd)
 	return cmd
 }
 
@@ -70,7 +77,11 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	if err := addrFree(o.addr); err != nil {
 		return err
 	}
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
+	if o.temporal.address == "" && o.temporal.secured() {
+		return errors.New("the Temporal TLS and API-key settings (TEMPORAL_TLS*, TEMPORAL_API_KEY) are for a server named by " +
+			"TEMPORAL_ADDRESS; the dev server chorus dev launches takes plain local connections")
+	}
+	if o.temporal.address == "" {
 		for _, p := range []int{o.temporalPort, o.uiPort} {
 			if err := devserver.PortFree(p); err != nil {
 				return err
@@ -91,8 +102,9 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	fmt.Fprintf(out, "chorus: database %s (%d migration(s) applied now)\n", describeDatabase(dsn), len(applied))
 
 	keyPath := filepath.Join(g.dataDir, "admin.key")
+	chosenKey := os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY")
 	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Default Company", OwnerName: "Owner",
-		OwnerEmail: "owner@localhost", AgentName: "Admin Agent", Key: os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY")})
+		OwnerEmail: "owner@localhost", AgentName: "Admin Agent", Key: chosenKey})
 	if err != nil {
 		return fmt.Errorf("first-start setup: %w", err)
 	}
@@ -102,21 +114,23 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		}
 	}
 
-	cfg := serverConfig{role: roleAll, addr: o.addr, namespace: envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
-		temporalAddress: os.Getenv("TEMPORAL_ADDRESS"), temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr,
-		taskQueue: o.taskQueue}
+	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, temporalWait: 30 * time.Second,
+		pprofAddr: o.pprofAddr, taskQueue: o.taskQueue}
 	if cfg.retention, cfg.pruneInterval, err = pruningFromEnv(); err != nil {
 		return err
 	}
+	if cfg.temporal.namespace == "" {
+		cfg.temporal.namespace = workflows.Namespace
+	}
 	uiURL := ""
-	if cfg.temporalAddress == "" {
+	if cfg.temporal.address == "" {
 		bin, err := devserver.FindCLI(ctx, out)
 		if err != nil {
 			return err
 		}
 		dev, err := devserver.Start(devserver.Options{Bin: bin, Port: o.temporalPort, UIPort: o.uiPort,
 			DBFile: filepath.Join(g.dataDir, "temporal.db"), LogPath: filepath.Join(g.dataDir, "temporal.log"),
-			Namespace: cfg.namespace})
+			Namespace: cfg.temporal.namespace})
 		if err != nil {
 			return err
 		}
@@ -126,22 +140,25 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 				log.Warn("temporal dev server", "err", err)
 			}
 		}()
-		cfg.temporalAddress = dev.Address()
+		cfg.temporal.address = dev.Address()
 		if err := dev.WaitReady(ctx, 90*time.Second); err != nil {
 			return err
 		}
-		uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.namespace)
-		fmt.Fprintf(out, "chorus: Temporal dev server on %s (data %s, log %s)\n", cfg.temporalAddress,
+		uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.temporal.namespace)
+		fmt.Fprintf(out, "chorus: Temporal dev server on %s (data %s, log %s)\n", cfg.temporal.address,
 			filepath.Join(g.dataDir, "temporal.db"), dev.LogPath())
 	} else {
-		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporalAddress)
+		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporal.describe())
 	}
 
-	if err := recordDevAddress(g.dataDir, cfg.temporalAddress); err != nil {
+	if err := recordDevAddress(g.dataDir, cfg.temporal.address); err != nil {
 		return fmt.Errorf("record the Temporal address in the data dir: %w", err)
 	}
+	// A key is printed once, to a terminal, when chorus dev made it: never one the operator chose
+	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
+	showKey := boot.Created && chosenKey == "" && isTerminal(out)
 	err = runServer(ctx, log, st, cfg, func() {
-		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot)
+		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot, showKey)
 	})
 	fmt.Fprintln(out, "chorus: shutting down...")
 	if errors.Is(err, context.Canceled) {
@@ -150,7 +167,18 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	return err
 }
 
-func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *store.BootstrapResult) {
+// isTerminal reports whether w is a terminal (a character device), not a file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printBanner says where everything is. The admin key is in it only when showKey.
+func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *store.BootstrapResult, showKey bool) {
 	url := "http://" + addr + mcp.Path
 	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
 		url = "http://127.0.0.1:" + port + mcp.Path
@@ -162,11 +190,14 @@ func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *stor
 	if uiURL != "" {
 		fmt.Fprintf(&b, "  Temporal UI:   %s\n", uiURL)
 	}
-	if boot.Created {
+	switch {
+	case showKey:
 		key = boot.Key
 		fmt.Fprintf(&b, "  Admin API key: %s\n", boot.Key)
 		fmt.Fprintf(&b, "                 (agent %q; shown once, saved to %s)\n", boot.Agent.Name, keyPath)
-	} else {
+	case boot.Created:
+		fmt.Fprintf(&b, "  Admin API key: saved to %s (agent %q; not printed: keys never go into logs)\n", keyPath, boot.Agent.Name)
+	default:
 		fmt.Fprintf(&b, "  Admin API key: in %s (agent %q)\n", keyPath, boot.Agent.Name)
 	}
 	fmt.Fprintf(&b, "\n  .mcp.json for an MCP client:\n  %s\n", mcpJSON(url, key))

@@ -8,6 +8,7 @@
 //	chorus mcp tools|call               an MCP client for shells and scripts
 //	chorus ops check|repair             compare workflows with their rows, and make them agree
 //	chorus bench                        load-test over MCP against bare Temporal floors (make bench)
+//	chorus codec-server                 decode encrypted Temporal payloads for the Temporal UI and CLI
 //
 // This package is wiring only: configuration, subcommands, process lifecycle.
 package main
@@ -41,7 +42,7 @@ func main() {
 		if errors.As(err, &ex) {
 			os.Exit(ex.code)
 		}
-		fmt.Fprintln(os.Stderr, "chorus:", err)
+		fmt.Fprintln(terminalSafe(os.Stderr), "chorus:", err)
 		os.Exit(1)
 	}
 }
@@ -67,10 +68,16 @@ func newRootCmd() *cobra.Command {
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Whatever a command prints passes through terminalSafe (terminal.go).
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			r := cmd.Root()
+			r.SetOut(terminalSafe(r.OutOrStdout()))
+			r.SetErr(terminalSafe(r.ErrOrStderr()))
+		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
-	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd())
+	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd(), newCodecServerCmd())
 	return root
 }
 

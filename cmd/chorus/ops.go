@@ -43,22 +43,20 @@ this binary and says where it diverges. README "Failed and stuck runs" walks thr
 }
 
 type opsOptions struct {
-	temporalAddress string
-	namespace       string
-	taskQueue       string
-	asJSON          bool
-	all             bool
-	dryRun          bool
-	incremental     bool
-	concurrency     int
+	temporal    temporalConfig
+	taskQueue   string
+	asJSON      bool
+	all         bool
+	dryRun      bool
+	incremental bool
+	concurrency int
 }
 
 func (o *opsOptions) flags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.temporalAddress, "temporal-address", "",
-		"Temporal frontend (env TEMPORAL_ADDRESS; default: the address the chorus dev stack of --data-dir recorded in "+
-			devAddressFile+", else 127.0.0.1:7233)")
-	cmd.Flags().StringVar(&o.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
-		"Temporal namespace (env TEMPORAL_NAMESPACE)")
+	// No default address here: address() falls back to the dev stack's recorded one, then 7233.
+	o.temporal.flags(cmd, true, "")
+	cmd.Flags().Lookup("temporal-address").Usage = "Temporal frontend (env TEMPORAL_ADDRESS; default: the address the chorus dev " +
+		"stack of --data-dir recorded in " + devAddressFile + ", else 127.0.0.1:7233)"
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue),
 		"task queue of the Chorus deployment, where repair starts new runs (env CHORUS_TASK_QUEUE)")
 	cmd.Flags().IntVar(&o.concurrency, "concurrency", 8, "entities compared at once")
@@ -68,11 +66,8 @@ func (o *opsOptions) flags(cmd *cobra.Command) {
 // TEMPORAL_ADDRESS, else the address the dev stack of the data dir recorded, else the default
 // of chorus dev.
 func (o *opsOptions) address(g *globals) string {
-	if o.temporalAddress != "" {
-		return o.temporalAddress
-	}
-	if v := envOr("TEMPORAL_ADDRESS", ""); v != "" {
-		return v
+	if o.temporal.address != "" { // --temporal-address, else TEMPORAL_ADDRESS
+		return o.temporal.address
 	}
 	if addr, ok := readDevAddress(g.dataDir); ok {
 		return addr
@@ -99,15 +94,17 @@ func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), er
 // on stderr when the database has not recorded its Temporal yet.
 func (o *opsOptions) dial(ctx context.Context, g *globals, st *store.Store) (*ops.Ops, func(), error) {
 	addr := o.address(g)
+	c := o.temporal
+	c.address = addr
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tc, err := dialTemporal(ctx, quiet, addr, o.namespace, 10*time.Second)
+	tc, err := dialTemporal(ctx, quiet, c, 10*time.Second)
 	if err != nil {
 		return nil, nil, err
 	}
 	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency}
 	if st != nil {
 		x.Flows.Rows = st
-		b, err := ops.VerifyCluster(ctx, st, tc, o.namespace, addr)
+		b, err := ops.VerifyCluster(ctx, st, tc, o.temporal.namespace, addr)
 		if err != nil {
 			tc.Close()
 			return nil, nil, err
@@ -419,6 +416,6 @@ func repairOutcome(did string, err error) string {
 
 // exitWith prints err and ends the process with code.
 func exitWith(code int, err error) error {
-	fmt.Fprintln(os.Stderr, "chorus:", err)
+	fmt.Fprintln(terminalSafe(os.Stderr), "chorus:", err)
 	return exitError{code: code}
 }

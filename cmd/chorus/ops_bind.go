@@ -40,13 +40,15 @@ Exit status: 0 when the Temporal reached is (now) the database's, 1 when another
 			}
 			defer st.Close()
 			addr := o.address(g)
-			tc, err := dialTemporal(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), addr, o.namespace, 10*time.Second)
+			c := o.temporal
+			c.address = addr
+			tc, err := dialTemporal(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), c, 10*time.Second)
 			if err != nil {
 				return exitWith(2, err)
 			}
 			defer tc.Close()
 			if replace {
-				before, after, err := ops.Rebind(ctx, st, tc, o.namespace, addr)
+				before, after, err := ops.Rebind(ctx, st, tc, o.temporal.namespace, addr)
 				if err != nil {
 					return exitWith(2, err)
 				}
@@ -56,7 +58,7 @@ Exit status: 0 when the Temporal reached is (now) the database's, 1 when another
 				fmt.Fprintf(out, "now: %s at %s\n", ops.DescribeBinding(after), after.Address)
 				return nil
 			}
-			b, err := ops.BindCluster(ctx, st, tc, o.namespace, addr)
+			b, err := ops.BindCluster(ctx, st, tc, o.temporal.namespace, addr)
 			switch {
 			case errors.Is(err, ops.ErrForeignCluster):
 				fmt.Fprintln(out, err)
@@ -64,7 +66,7 @@ Exit status: 0 when the Temporal reached is (now) the database's, 1 when another
 			case err != nil:
 				return exitWith(2, err)
 			case b == nil:
-				return exitWith(2, fmt.Errorf("the Temporal at %s does not say who it is (does namespace %q exist?)", addr, o.namespace))
+				return exitWith(2, fmt.Errorf("the Temporal at %s does not say who it is (does namespace %q exist?)", addr, o.temporal.namespace))
 			}
 			fmt.Fprintf(out, "this database belongs to %s, reached at %s\n", ops.DescribeBinding(*b), addr)
 			return nil

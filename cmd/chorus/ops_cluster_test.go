@@ -40,7 +40,7 @@ func TestOpsRefusesAForeignCluster(t *testing.T) {
 			require.NotEmpty(t, b.NamespaceID)
 			require.NoError(t, recordDevAddress(g.dataDir, own.addr))
 
-			o := opsOptions{namespace: workflows.Namespace, taskQueue: workflows.TaskQueue}
+			o := opsOptions{temporal: temporalConfig{namespace: workflows.Namespace}, taskQueue: workflows.TaskQueue}
 			x, closeAll, err := o.open(ctx, g)
 			require.NoError(t, err, "its own Temporal, found through the data dir")
 			_, err = x.CheckReport(ctx, "")
@@ -49,7 +49,7 @@ func TestOpsRefusesAForeignCluster(t *testing.T) {
 
 			foreign, err := workflows.IdentifyCluster(ctx, other.tc, workflows.Namespace)
 			require.NoError(t, err)
-			o.temporalAddress = other.addr
+			o.temporal.address = other.addr
 			for name, open := range map[string]func() error{
 				"check and repair":  func() error { _, c, err := o.open(ctx, g); closeIf(c); return err },
 				"failed and replay": func() error { _, c, err := o.openTemporal(ctx, g); closeIf(c); return err },

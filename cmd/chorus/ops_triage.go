@@ -17,9 +17,12 @@ import (
 // the database only when there is one (CHORUS_DATABASE_URL, or the data dir's SQLite file), to
 // refuse a Temporal that is not the database's (ops.VerifyCluster).
 func (o *opsOptions) openTemporal(ctx context.Context, g *globals) (*ops.Ops, func(), error) {
+	conv, err := o.temporal.converters()
+	if err != nil {
+		return nil, nil, err
+	}
 	var st *store.Store
 	if dsn := g.databaseURL(); store.IsPostgresURL(dsn) || fileExists(dsn) {
-		var err error
 		if st, err = g.openStore(ctx); err != nil {
 			return nil, nil, err
 		}
@@ -31,7 +34,8 @@ func (o *opsOptions) openTemporal(ctx context.Context, g *globals) (*ops.Ops, fu
 		}
 		return nil, nil, err
 	}
-	x.Store = nil // these commands read no rows
+	x.Store, x.Flows.Rows = nil, nil // these commands read no rows
+	x.Converters = &conv
 	return x, func() {
 		closeTemporal()
 		if st != nil {
@@ -147,7 +151,11 @@ the version you mean to deploy to learn, before deploying, whether it replays th
 Exit status: 0 when the history replays, 1 when it diverges, 2 when it could not be read.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var x *ops.Ops
+			conv, err := o.temporal.converters()
+			if err != nil {
+				return exitWith(2, err)
+			}
+			x := &ops.Ops{Converters: &conv} // a history file needs no Temporal, but its payloads may be sealed
 			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
 				var closeAll func()
 				x, closeAll, err = o.openTemporal(cmd.Context(), g)

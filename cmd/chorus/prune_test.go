@@ -39,8 +39,7 @@ func TestPruningRunsOnItsOwn(t *testing.T) {
 			queue := "prune-" + dialect + "-" + store.NewUUID()[:8]
 			port, err := devserver.FreePort()
 			require.NoError(t, err)
-			cfg := serverConfig{role: roleWorker, addr: fmt.Sprintf("127.0.0.1:%d", port), temporalAddress: tmp.addr,
-				namespace: workflows.Namespace, temporalWait: 30 * time.Second, taskQueue: queue,
+			cfg := serverConfig{role: roleWorker, addr: fmt.Sprintf("127.0.0.1:%d", port), temporal: temporalConfig{address: tmp.addr, namespace: workflows.Namespace}, temporalWait: 30 * time.Second, taskQueue: queue,
 				retention: store.Retention{Requests: time.Hour}, pruneInterval: 2 * time.Second}
 			srvCtx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)

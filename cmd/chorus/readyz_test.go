@@ -76,7 +76,7 @@ func (r readyTemporal) serverOn(t *testing.T, st *store.Store, role, namespace, 
 	t.Helper()
 	port, err := devserver.FreePort()
 	require.NoError(t, err)
-	cfg := serverConfig{role: role, addr: fmt.Sprintf("127.0.0.1:%d", port), temporalAddress: r.addr, namespace: namespace,
+	cfg := serverConfig{role: role, addr: fmt.Sprintf("127.0.0.1:%d", port), temporal: temporalConfig{address: r.addr, namespace: namespace},
 		temporalWait: 30 * time.Second, taskQueue: queue}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
