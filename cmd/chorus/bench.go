@@ -203,8 +203,29 @@ func (o *benchOptions) validate() ([]string, error) {
 		v    int
 	}{{"--agents", o.agents}, {"--tasks-per-agent", o.tasksPer}, {"--rounds", o.rounds}, {"--race-rounds", o.raceRounds},
 		{"--read-tasks", o.readTasks}, {"--read-calls", o.readCalls}, {"--bulk-batches", o.bulkBatches},
-		{"--floor-ops", o.floorOps}, {"--floor-per-client", o.floorPer}, {"--soak-agents", o.soakAgents},
-		{"--ops-entities", o.opsEntities}, {"--ops-concurrency", o.opsConcurrency}}
+		{"--floor-ops", o.floorOps}, {"--floor-per-client", o.floorPer}}
+	// The named phases' flags count only when their phase runs.
+	if slices.Contains(phases, phaseSoak) {
+		positive = append(positive, struct {
+			name string
+			v    int
+		}{"--soak-agents", o.soakAgents})
+		for _, d := range []struct {
+			name string
+			v    time.Duration
+		}{{"--soak-duration", o.soakDuration}, {"--soak-window", o.soakWindow}, {"--soak-sample", o.soakSample},
+			{"--prune-interval", o.pruneInterval}} {
+			if d.v <= 0 {
+				return nil, fmt.Errorf("%s must be a positive duration (e.g. 30s, 5m, 1h), not %s", d.name, d.v)
+			}
+		}
+	}
+	if slices.Contains(phases, phaseOpsCheck) {
+		positive = append(positive, []struct {
+			name string
+			v    int
+		}{{"--ops-entities", o.opsEntities}, {"--ops-concurrency", o.opsConcurrency}}...)
+	}
 	for _, p := range positive {
 		if p.v < 1 {
 			return nil, fmt.Errorf("%s must be at least 1, not %d", p.name, p.v)
