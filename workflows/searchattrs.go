@@ -112,3 +112,14 @@ func initialAttributes(e Entity, projectUUID, status, creator string) temporal.S
 	}
 	return temporal.NewSearchAttributes(attrs...)
 }
+
+// SearchAttributeReadyQuery is a visibility query naming every one of Chorus's search
+// attributes: the frontend answers it once its namespace cache maps them all, and until then
+// it also refuses to start workflows that set them.
+func SearchAttributeReadyQuery() string {
+	parts := make([]string, 0, len(SearchAttributeKeys))
+	for _, k := range SearchAttributeKeys {
+		parts = append(parts, k.GetName()+" = 'ready-check'")
+	}
+	return strings.Join(parts, " AND ")
+}

@@ -278,7 +278,7 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	}
 	t.adminKey, t.adminUUID = key, admin.UUID
 
-	bin, err := devserver.FindCLI(ctx, progress)
+	bin, err := devserver.FindServer(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -559,8 +559,13 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 	}
 	b.project = project.UUID
 
+	var windows []phaseWindow
 	for _, p := range phases {
 		fmt.Fprintf(out, "bench: phase %s...\n", p)
+		if n := len(windows); n > 0 {
+			windows[n-1].to = time.Now()
+		}
+		windows = append(windows, phaseWindow{from: time.Now(), to: time.Now().Add(time.Hour)})
 		var res *phaseResult
 		switch p {
 		case phaseFloors:
@@ -580,8 +585,10 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 			return ctx.Err()
 		}
 		rep.Phases = append(rep.Phases, res)
+		windows[len(windows)-1].res = res
 		res.writeTable(out)
 	}
+	b.reportWorkflowTaskFailures(ctx, started, windows, out)
 	rep.Seconds = time.Since(started).Seconds()
 	rep.Machine.LoadAvgEnd = loadAvg()
 	fmt.Fprintf(out, "\nbench: load average at the end %s\n", rep.Machine.LoadAvgEnd)
@@ -596,6 +603,29 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 		fmt.Fprintf(out, "\nbench: figures written to %s (%.0f s in all)\n", o.jsonPath, rep.Seconds)
 	}
 	return nil
+}
+
+// reportWorkflowTaskFailures counts the workflow tasks that failed or timed out in each
+// phase's time (from its start to the next phase's start) and adds the count to the phase.
+func (b *bencher) reportWorkflowTaskFailures(ctx context.Context, started time.Time, windows []phaseWindow, out io.Writer) {
+	tc, err := b.temporal(ctx)
+	if err == nil {
+		var counts []wfTaskFailures
+		if counts, err = countWorkflowTaskFailures(ctx, tc, b.t.namespace, started, windows); err == nil {
+			fmt.Fprintf(out, "\n### Workflow-task failures\n\n| phase | failed | timed out |\n|---|---:|---:|\n")
+			for i, w := range windows {
+				c := counts[i]
+				w.res.WorkflowTaskFailures = &c
+				w.res.Notes = append(w.res.Notes, c.note())
+				fmt.Fprintf(out, "| %s | %d | %d |\n", w.res.Name, c.Failed, c.TimedOut)
+				if c.First != "" {
+					fmt.Fprintf(out, "\nFirst in %q: %s\n", w.res.Name, c.First)
+				}
+			}
+			return
+		}
+	}
+	fmt.Fprintf(out, "\nbench: workflow-task failures not counted: %v\n", err)
 }
 
 // bencher holds what the phases share.

@@ -140,20 +140,20 @@ func TestBenchFlagsAreChecked(t *testing.T) {
 
 // TestBenchRunsEndToEnd runs a tiny bench against a stack of its own (Temporal dev server,
 // SQLite, worker, MCP endpoint) and checks the JSON it writes. Like the other whole-stack tests
-// it skips without a Temporal CLI or under -short, except under CI=true, where it runs or fails.
+// it skips without temporal-server or under -short, except under CI=true, where it runs or fails.
 func TestBenchRunsEndToEnd(t *testing.T) {
 	ci := os.Getenv("CI") == "true"
 	if testing.Short() && !ci {
 		t.Skip("starts a whole stack; skipped under -short")
 	}
 	findCtx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	_, err := devserver.FindCLI(findCtx, os.Stderr)
+	_, err := devserver.FindServer(findCtx, os.Stderr)
 	cancel()
 	if err != nil {
 		if ci {
-			t.Fatalf("no Temporal CLI: %v", err)
+			t.Fatalf("no temporal-server: %v", err)
 		}
-		t.Skipf("no Temporal CLI (%v); run `make test`, or set CHORUS_TEMPORAL_BIN", err)
+		t.Skipf("no temporal-server (%v); run `make test`, or set CHORUS_TEMPORAL_SERVER_BIN", err)
 	}
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	o := benchOptions{phases: "floors,single,agents,race,reads,bulk", agents: 3, tasksPer: 1, rounds: 1, racers: 3,

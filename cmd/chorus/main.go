@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -69,6 +70,12 @@ func newRootCmd() *cobra.Command {
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
 	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd())
 	return root
+}
+
+// envBool is true when the variable is set to a true value of strconv.ParseBool (1, t, true).
+func envBool(name string) bool {
+	v, err := strconv.ParseBool(os.Getenv(name))
+	return err == nil && v
 }
 
 func envOr(name, def string) string {
