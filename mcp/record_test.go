@@ -124,12 +124,6 @@ func freeName(t *testing.T, dir, base string) string {
 	}
 }
 
-func agentUUID(t *testing.T, e *env, name string) string {
-	var uuid string
-	require.NoError(t, e.st.DB.NewSelect().Table("agents").Column("uuid").Where("name = ?", name).Scan(context.Background(), &uuid))
-	return uuid
-}
-
 func writeHistory(t *testing.T, workflowID, path string) {
 	it := wftest.Server(t).Client().GetWorkflowHistory(context.Background(), workflowID, "", false,
 		enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

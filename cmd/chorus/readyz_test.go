@@ -172,7 +172,8 @@ func TestReadyzChecksNamespaceAndSearchAttributes(t *testing.T) {
 			code, b = getReady(t, addr)
 			require.Equal(t, http.StatusServiceUnavailable, code)
 			require.Equal(t, "ok", b.Namespace)
-			require.Equal(t, "missing: ChorusProjectUuid, ChorusEntity, ChorusStatus, ChorusAssignee, ChorusCreator, ChorusProgress", b.SearchAttributes)
+			require.Equal(t, "missing: ChorusProjectUuid, ChorusEntity, ChorusStatus, ChorusAssignee, ChorusCreator, ChorusProgress, "+
+				"ChorusTitle, ChorusAssigneeName", b.SearchAttributes)
 			require.Equal(t, workflows.SearchAttributeCommands(ns), b.Register)
 			require.Contains(t, strings.Join(b.Problems, "\n"), "lacks the search attributes ChorusProjectUuid, ChorusEntity")
 			require.Empty(t, b.Worker, "an API process runs no worker")

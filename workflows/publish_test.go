@@ -1,0 +1,70 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/store"
+)
+
+// upserted is one UpsertTypedSearchAttributes call: the Keyword attributes it sets, by name.
+type upserted map[string]string
+
+// A task's commands each upsert only the search attributes they change, and the memo only when
+// the title or project changes (publishChangesOnly): before, each commit upserted all of them
+// and the memo, two events per command whatever changed. The first publish of a run sets what
+// the workflow's start did not (ChorusTitle, ChorusAssigneeName).
+func TestTaskWorkflowPublishesOnlyWhatChanged(t *testing.T) {
+	env, s := newEnv(t)
+	var a *activities.Activities
+	env.OnActivity(a.ApplyTaskChange, mock.Anything, mock.Anything).Return(store.TaskOutcome{}, nil)
+	env.OnActivity(a.Blockers, mock.Anything, mock.Anything).Return([]store.TaskLink{}, nil)
+	var sets []upserted
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		u := upserted{}
+		for _, k := range SearchAttributeKeys {
+			if v, ok := sa.GetKeyword(k); ok {
+				u[k.GetName()] = v
+			}
+		}
+		sets = append(sets, u)
+	}).Return(nil)
+	memos := 0
+	env.OnUpsertMemo(mock.Anything).Run(func(mock.Arguments) { memos++ }).Return(nil)
+	env.SetTypedSearchAttributesOnStart(initialAttributes(EntityTask, "p", "Write the docs", "open", "pm-1"))
+	env.SetMemoOnStart(entityMemo("Write the docs", "Demo"))
+
+	dev := Actor{Type: "agent", UUID: "dev", Name: "Dev One", CompanyUUID: "co"}
+	st := TaskState{Created: true, UUID: "t", CompanyUUID: "co", ProjectUUID: "p", ProjectName: "Demo",
+		Title: "Write the docs", Status: "open", Priority: "medium", CreatedBy: Party{Type: "agent", UUID: "pm-1"},
+		Row: RowMark{Version: 1, ChangeID: "task-batch/b#1@r"}}
+	claim := s.send(time.Second, UpdateClaimTask, TaskCommand{Actor: dev})
+	start := s.send(2*time.Second, UpdateUpdateTask, UpdateTaskInput{Actor: dev, Status: ptr("in_progress")})
+	env.RegisterDelayedCallback(env.CancelWorkflow, 3*time.Second)
+	env.ExecuteWorkflow(TaskWorkflow, TaskRun{State: &st})
+	require.NoError(t, claim.rejected)
+	require.NoError(t, claim.failed)
+	require.NoError(t, start.failed)
+
+	require.Equal(t, []upserted{
+		{StatusKey.GetName(): "assigned", AssigneeKey.GetName(): "dev", AssigneeNameKey.GetName(): "Dev One"},
+		{StatusKey.GetName(): "in_progress"},
+	}, sets, "each command upserts the attributes it changed, nothing else")
+	require.Zero(t, memos, "neither command changed the title or the project, so the memo stays")
+}
+
+// keywordValue keeps a value within PostgreSQL visibility's VARCHAR(255).
+func TestKeywordValueCutsLongTitles(t *testing.T) {
+	require.Equal(t, "Dark mode", keywordValue("Dark mode"))
+	long := strings.Repeat("é", 300)
+	cut := keywordValue(long)
+	require.Len(t, []rune(cut), MaxKeywordRunes)
+	require.True(t, strings.HasSuffix(cut, "…"))
+}
