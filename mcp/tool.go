@@ -18,6 +18,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
@@ -81,6 +84,10 @@ type Deps struct {
 	CallTimeout time.Duration
 	// Metrics records tool calls and refusals; nil records nothing.
 	Metrics *Metrics
+	// Tracer, when set, starts a span per tool call ("tool <name>"), the parent of the spans of
+	// the Temporal calls, workflow, activities and SQL statements the call makes (README
+	// "Tracing"); nil traces nothing.
+	Tracer oteltrace.Tracer
 }
 
 // entry is a tool table row with its types erased, so rows of different types share a table.
@@ -156,8 +163,17 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 	bt := &builtTool{spec: t.spec(), tool: mt}
 	bt.handler = func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := requestStart(ctx)
+		span := oteltrace.SpanFromContext(ctx)
+		if d.Tracer != nil {
+			ctx, span = d.Tracer.Start(ctx, "tool "+t.Name, oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+				oteltrace.WithAttributes(attribute.String("mcp.tool", t.Name)))
+			defer span.End()
+		}
 		ctx, trace := workflows.WithTrace(ctx)
 		res, err := t.call(ctx, d, in, req)
+		if err != nil {
+			span.SetStatus(codes.Error, "isError")
+		}
 		ref := refFrom(ctx)
 		if err != nil {
 			res = &mcpsdk.CallToolResult{IsError: true,

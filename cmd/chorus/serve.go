@@ -16,9 +16,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/spf13/cobra"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -49,6 +51,12 @@ type serverConfig struct {
 	temporalWait time.Duration
 	// pprofAddr, when set, serves net/http/pprof on its own listener (never on addr).
 	pprofAddr string
+	// tracerProvider receives the spans of tool calls, Temporal and SQL; nil takes it from the
+	// OTEL_* environment (tracingFromEnv), where tracing is off unless asked for.
+	tracerProvider oteltrace.TracerProvider
+	// deployment, when its name and build id are set, makes the worker a version of a Temporal
+	// Worker Deployment (README "Rolling deploys").
+	deployment workerDeployment
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -65,13 +73,16 @@ create agents with "chorus agent create".
 Configuration comes from the environment: CHORUS_DATABASE_URL (postgres://...; the schema must be
 migrated with "chorus migrate up"), TEMPORAL_ADDRESS (host:port of the Temporal frontend) and
 TEMPORAL_NAMESPACE. API and worker processes scale independently; any API instance serves any
-request.`,
+request. ` + tracingHelp + ` (README "Tracing").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch cfg.role {
 			case roleAPI, roleWorker, roleAll:
 			default:
 				return fmt.Errorf("--role must be api, worker or all, not %q", cfg.role)
+			}
+			if err := cfg.deployment.validate(cfg.role); err != nil {
+				return err
 			}
 			if cfg.temporalAddress == "" {
 				return errors.New("TEMPORAL_ADDRESS is not set: chorus serve connects to an external Temporal " +
@@ -105,6 +116,11 @@ request.`,
 	cmd.Flags().StringVar(&cfg.addr, "addr", envOr("CHORUS_ADDR", "0.0.0.0:8637"), "HTTP listen address (env CHORUS_ADDR)")
 	cmd.Flags().StringVar(&cfg.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
 	cmd.Flags().StringVar(&cfg.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
+	cmd.Flags().StringVar(&cfg.deployment.name, "deployment-name", envOr("CHORUS_WORKER_DEPLOYMENT", ""),
+		"run the worker as a version of this Temporal Worker Deployment, for rolling deploys (with --build-id; "+
+			"env CHORUS_WORKER_DEPLOYMENT; README \"Rolling deploys\")")
+	cmd.Flags().StringVar(&cfg.deployment.buildID, "build-id", envOr("CHORUS_BUILD_ID", ""),
+		"this worker's version in --deployment-name, e.g. the image tag (env CHORUS_BUILD_ID)")
 	cfg.temporalAddress = envOr("TEMPORAL_ADDRESS", "")
 	cfg.namespace = envOr("TEMPORAL_NAMESPACE", workflows.Namespace)
 	cfg.temporalWait = 2 * time.Minute
@@ -119,7 +135,26 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if err != nil {
 		return err
 	}
-	tc, err := dialTemporalMetrics(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait, metrics.temporal)
+	tr, err := newTracing(cfg.tracerProvider, nil)
+	if cfg.tracerProvider == nil {
+		tr, err = tracingFromEnv(ctx, cfg.role)
+	}
+	if err != nil {
+		return err
+	}
+	if tr != nil {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tr.shutdown(sctx); err != nil {
+				log.Warn("tracing: flushing the last spans", "err", err)
+			}
+		}()
+		tr.traceSQL(st)
+		log.Info("tracing on: tool calls, Temporal and SQL (OpenTelemetry)")
+	}
+	tc, err := dialTemporalMetrics(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait, metrics.temporal,
+		tr.interceptors()...)
 	if err != nil {
 		return err
 	}
@@ -147,6 +182,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	fatal := make(chan error, 1)
 	if cfg.role != roleAPI {
 		w = workflows.NewWorker(tc, cfg.taskQueue, activities.New(st, tc), worker.Options{WorkerStopTimeout: 10 * time.Second,
+			DeploymentOptions: cfg.deployment.options(),
 			OnFatalError: func(err error) {
 				health.stopped(err)
 				log.Error("the Temporal worker stopped on a fatal error; exiting", "err", err)
@@ -175,7 +211,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	e.GET("/metrics", echo.WrapHandler(metrics.handler()))
 	if cfg.role != roleWorker {
 		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, cfg.taskQueue, st), Log: log,
-			Metrics: metrics.tools}, version)
+			Metrics: metrics.tools, Tracer: tr.tracer()}, version)
 		if err != nil {
 			return err
 		}
@@ -246,15 +282,16 @@ func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string,
 	return dialTemporalMetrics(ctx, log, addr, namespace, wait, nil)
 }
 
-// dialTemporalMetrics is dialTemporal with the SDK's metrics going to metrics (nil: none).
+// dialTemporalMetrics is dialTemporal with the SDK's metrics going to metrics (nil: none) and
+// the client's (and its workers') calls going through interceptors (tracing).
 func dialTemporalMetrics(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration,
-	metrics client.MetricsHandler) (client.Client, error) {
+	metrics client.MetricsHandler, interceptors ...interceptor.ClientInterceptor) (client.Client, error) {
 	deadline := time.Now().Add(wait)
 	quiet := mcp.LevelFloor(log, slog.LevelWarn) // the SDK logs every poll at info
 	for attempt := 0; ; attempt++ {
 		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace,
 			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter(),
-			MetricsHandler: metrics})
+			MetricsHandler: metrics, Interceptors: interceptors})
 		if err == nil {
 			return c, nil
 		}
