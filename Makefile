@@ -1,7 +1,7 @@
 # Every target is one line and calls go. `make run` and `make test` are the two that matter.
 GO ?= go
 
-.PHONY: run test test-short test-prod build lint bench bench-prod bench-go temporal temporal-cli up down
+.PHONY: run test test-short test-prod build lint bench bench-prod bench-go temporal temporal-cli screenshot up down
 
 run: ## the whole stack on this machine (flags: make run ARGS="--ui --temporal-port 17233 --ui-port 18233")
 	$(GO) run ./cmd/chorus dev $(ARGS)
@@ -41,6 +41,9 @@ temporal: ## build (first time: a few minutes) temporal-server and temporal-sql-
 
 temporal-cli: ## build (first time: a few minutes) the Temporal CLI pinned in tools/ (operator commands: workflow show/list/reset, operator ...)
 	$(GO) -C tools tool -n temporal >/dev/null
+
+screenshot: temporal ## docs/temporal-ui-workflows.png: the Temporal UI's workflow list with Chorus's columns, taken in headless Chromium (apt-get install -y chromium) on a stack of its own
+	$(GO) -C tools/screenshot run . --repo $(CURDIR) --out docs/temporal-ui-workflows.png
 
 up: ## production-like stack with Docker Compose (needs Docker)
 	docker compose up -d --build

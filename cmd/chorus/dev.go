@@ -121,6 +121,12 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		if err != nil {
 			return err
 		}
+		if old, err := devserver.PredatesServer(ctx, filepath.Join(g.dataDir, "temporal.db")); err == nil && old {
+			fmt.Fprintf(out, "chorus: %s was made by a Temporal server older than %s (the dev server of earlier "+
+				"Chorus releases); its workflows run on, but %s's new visibility columns are missing, so queries of "+
+				"them (the README's \"Stuck\" query) fail. README \"Upgrading Temporal\" says how to start a fresh one "+
+				"and keep Chorus's data.\n", filepath.Join(g.dataDir, "temporal.db"), devserver.Version, devserver.Version)
+		}
 		dopts := devserver.Options{Bin: bin, Port: o.temporalPort, DBFile: filepath.Join(g.dataDir, "temporal.db"),
 			LogPath: filepath.Join(g.dataDir, "temporal.log"), Namespace: cfg.namespace}
 		if o.ui {

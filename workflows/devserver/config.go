@@ -187,7 +187,7 @@ var baseDynamicConfig = []string{
 	"system.forceSearchAttributesCacheRefreshOnRead=true",
 	"frontend.persistenceMaxQPS=10000",
 	"history.persistenceMaxQPS=45000",
-	"history.cacheHostLevelMaxSize=8096",
+	"history.hostLevelCacheMaxSize=8096",
 	"frontend.namespaceRPS.visibility=100",
 	`system.namespaceCacheRefreshInterval="1s"`,
 }

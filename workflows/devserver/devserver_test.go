@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,6 +153,9 @@ func TestDevServerKeepsDataAcrossRestarts(t *testing.T) {
 			t.Fatalf("start %d: %v", i+1, err)
 		}
 	}
+	if old, err := PredatesServer(context.Background(), filepath.Join(dir, "temporal.db")); err != nil || old {
+		t.Errorf("a file this server made predates it: %v, %v", old, err)
+	}
 	for _, f := range []string{"temporal.db", "temporal-server.yaml", "temporal-dynamicconfig.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
@@ -167,5 +171,28 @@ func TestVersionIsThePinnedServer(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "\tgo.temporal.io/server v"+Version+" ") && !strings.Contains(string(b), "\tgo.temporal.io/server v"+Version+"\n") {
 		t.Errorf("tools/server/go.mod does not pin go.temporal.io/server v%s (devserver.Version)", Version)
+	}
+}
+
+// TestDynamicConfigKeysAreKnown: every key of the dev server's dynamic configuration, and of
+// deploy/temporal-dynamicconfig.yaml, is one the pinned server knows with a value of its type
+// (temporal-server validate-dynamic-config; an unknown key would be ignored with a warning in
+// the server's log).
+func TestDynamicConfigKeysAreKnown(t *testing.T) {
+	bin := findOrSkip(t, ServerTool)
+	dir := t.TempDir()
+	dyn, err := dynamicConfigYAML(Options{}, ports{HTTP: 7243})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "temporal-dynamicconfig.yaml")
+	if err := os.WriteFile(path, dyn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, filepath.Join("..", "..", "deploy", "temporal-dynamicconfig.yaml")} {
+		out, err := exec.Command(bin, "validate-dynamic-config", f).CombinedOutput()
+		if err != nil || strings.Contains(string(out), "warning") || strings.Contains(string(out), "error") {
+			t.Errorf("%s: %v\n%s", f, err, out)
+		}
 	}
 }
