@@ -148,7 +148,9 @@ func withChorus(t *testing.T, st *store.Store, addr, key string, f func(*agent))
 		namespace: workflows.Namespace, temporalWait: time.Minute, taskQueue: workflows.TaskQueue}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- runServer(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), st, cfg, func() { close(ready) }) }()
+	go func() {
+		done <- runServer(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), st, cfg, func() { close(ready) })
+	}()
 	select {
 	case <-ready:
 	case err := <-done:
