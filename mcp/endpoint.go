@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chorus-dev/chorus/perm"
@@ -89,6 +91,7 @@ func (e *Endpoint) newServer(perms perm.Set) *mcpsdk.Server {
 			allowed[t.spec.Name] = true
 		}
 	}
+	addRefusalTool(s)
 	s.AddReceivingMiddleware(hideUnlisted(allowed))
 	return s
 }
@@ -134,16 +137,53 @@ func (e *Endpoint) ToolNames(perms perm.Set) []string {
 	return out
 }
 
+// refusalTool is registered on every server and never listed. A call to a tool the server does
+// not list is routed to it (hideUnlisted), so the refusal is built by the SDK's tools/call path
+// like any other tool result and is valid on every protocol revision the server offers (from
+// 2026-07-28 on, it carries resultType; case 09).
+const refusalTool = "chorus_refused_call"
+
+type refusalKey struct{}
+
+// refuseCall is the refusal tool's handler: an isError result with the refusal that
+// hideUnlisted put in the context.
+func refuseCall(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	err, ok := ctx.Value(refusalKey{}).(error)
+	if !ok {
+		err = toolNotFound(req.Params.Name)
+	}
+	msg, _ := agentMessage(err)
+	return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: msg}},
+		Meta: mcpsdk.Meta{refMetaKey: refFrom(ctx)}}, nil
+}
+
+// addRefusalTool registers the refusal tool on s.
+func addRefusalTool(s *mcpsdk.Server) {
+	s.AddTool(&mcpsdk.Tool{Name: refusalTool, InputSchema: &jsonschema.Schema{Type: "object"}}, refuseCall)
+}
+
 // hideUnlisted answers a call to a tool this server does not list with the same isError result
-// for unknown and for permission-hidden tools, so a key cannot probe what it lacks (docs/rules.md §3.3).
+// for unknown and for permission-hidden tools, so a key cannot probe what it lacks (docs/rules.md
+// §3.3), and keeps the refusal tool out of tools/list.
 func hideUnlisted(allowed map[string]bool) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-			if method == "tools/call" {
-				if p, ok := req.GetParams().(*mcpsdk.CallToolParamsRaw); ok && !allowed[p.Name] {
-					return &mcpsdk.CallToolResult{IsError: true,
-						Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: toolNotFound(p.Name).Error()}}}, nil
+			switch method {
+			case "tools/call":
+				r, ok := req.(*mcpsdk.CallToolRequest)
+				if !ok || r.Params == nil || allowed[r.Params.Name] {
+					break
 				}
+				routed, params := *r, *r.Params
+				params.Name = refusalTool
+				routed.Params = &params
+				return next(context.WithValue(ctx, refusalKey{}, toolNotFound(r.Params.Name)), method, &routed)
+			case "tools/list":
+				res, err := next(ctx, method, req)
+				if l, ok := res.(*mcpsdk.ListToolsResult); ok {
+					l.Tools = slices.DeleteFunc(l.Tools, func(t *mcpsdk.Tool) bool { return t.Name == refusalTool })
+				}
+				return res, err
 			}
 			return next(ctx, method, req)
 		}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -329,4 +330,53 @@ func TestAnyCallMarksTheAgentActive(t *testing.T) {
 		ok(t, dev, "chorus_checkin", nil, nil)
 		require.Equal(t, 1, notices(), "the first check-in tells the owner, once")
 	})
+}
+
+// rawToolCall sends one tools/call as the given protocol revision speaks it (from 2026-07-28 on,
+// the per-request _meta triple, SEP-2575) and returns the JSON-RPC result member.
+func (e *env) rawToolCall(t *testing.T, key, version, name string, args map[string]any) map[string]json.RawMessage {
+	t.Helper()
+	params := map[string]any{"name": name, "arguments": args}
+	if version >= "2026-07-28" {
+		params["_meta"] = map[string]any{mcpsdk.MetaKeyProtocolVersion: version,
+			mcpsdk.MetaKeyClientInfo:         map[string]any{"name": "raw", "version": "1"},
+			mcpsdk.MetaKeyClientCapabilities: map[string]any{}}
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	require.NoError(t, err)
+	header := map[string]string{"Authorization": "Bearer " + key, "Mcp-Protocol-Version": version}
+	if version >= "2026-07-28" { // SEP-2243: the method and tool name travel as headers too
+		header["Mcp-Method"], header["Mcp-Name"] = "tools/call", name
+	}
+	a := e.send(http.MethodPost, Path, header, string(body))
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	var m struct {
+		Result map[string]json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.body), &m), a.body)
+	require.NotNil(t, m.Result, "a result, not an error: %s", a.body)
+	return m.Result
+}
+
+// Case 09: the refusal of a hidden or unknown tool has exactly the shape of any other tool
+// result on every protocol revision the server offers, resultType included from 2026-07-28 on
+// (clients on that revision refuse a result without it).
+func TestHiddenToolAnswerIsAValidResultOnEveryProtocol(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	dev := e.agent("dev", perm.DeveloperAgent)
+	for _, v := range mcpsdk.SupportedProtocolVersions() {
+		t.Run(v, func(t *testing.T) {
+			// An ordinary refusal, built by the SDK's tools/call path: the shape to match.
+			want := e.rawToolCall(t, dev, v, "chorus_get_project", map[string]any{"projectUuid": store.NewUUID()})
+			for _, name := range []string{"chorus_admin_create_project", "chorus_no_such_tool", refusalTool} {
+				got := e.rawToolCall(t, dev, v, name, map[string]any{"name": "x"})
+				require.ElementsMatch(t, slices.Collect(maps.Keys(want)), slices.Collect(maps.Keys(got)), "%s on %s", name, v)
+				require.JSONEq(t, `true`, string(got["isError"]))
+				require.JSONEq(t, `[{"type":"text","text":"Tool `+name+` not found"}]`, string(got["content"]))
+				if v >= "2026-07-28" {
+					require.JSONEq(t, `"complete"`, string(got["resultType"]), "%s on %s", name, v)
+				}
+			}
+		})
+	}
 }

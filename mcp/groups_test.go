@@ -140,9 +140,9 @@ func TestProjectGroups(t *testing.T) {
 		ok(t, bobS, "chorus_get_project", map[string]any{"projectUuid": p2.UUID}, &pd)
 		require.Equal(t, "viewer", pd.AccessLevel)
 		require.Equal(t, "Only project admins can manage this project",
-			fails(t, bobS, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p2.UUID, "groupUuid": nil}))
+			fails(t, bobS, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p2.UUID, "removeFromGroup": true}))
 		require.Equal(t, "Project or project group not found",
-			fails(t, bobS, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": store.NewUUID(), "groupUuid": nil}))
+			fails(t, bobS, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": store.NewUUID(), "removeFromGroup": true}))
 
 		// Deleting: bob is no admin of the private group; deleting projects that hold tasks is
 		// refused; without deleteProjects the projects stay, ungrouped.

@@ -206,12 +206,12 @@ func TestIdeaLineage(t *testing.T) {
 	require.Contains(t, fails(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": theme, "parentUuid": theme}), "cannot be its own parent")
 	require.Contains(t, fails(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": child, "parentUuid": foreign}), "same project")
 	require.Equal(t, "Idea not found", fails(t, pm, "chorus_pm_create_idea", map[string]any{"projectUuid": project, "title": "x", "parentUuid": foreign}))
-	require.Equal(t, "Provide at least one of title, content, parentUuid, or isContainer to edit.",
+	require.Equal(t, "Provide at least one of title, content, parentUuid, detachParent, or isContainer to edit.",
 		fails(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": child}))
 
-	// Detach with null, retitle.
+	// Detach, retitle.
 	var ed EditedIdea
-	ok(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": grand, "parentUuid": nil, "title": "Top"}, &ed)
+	ok(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": grand, "detachParent": true, "title": "Top"}, &ed)
 	require.Nil(t, ed.ParentUUID)
 	require.Equal(t, "Top", ed.Title)
 	require.Equal(t, 1, activityCount(t, e.st, grand, "reparented"))

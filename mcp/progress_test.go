@@ -194,7 +194,7 @@ func TestThemeProgressRollsUp(t *testing.T) {
 		e.requireProgress(t, pm, theme, store.DerivedDone, "a theme again")
 		third := createIdea(t, pm, project, "Passkeys", map[string]any{"parentUuid": theme})
 		e.requireProgress(t, pm, theme, store.DerivedInProgress, "a new child to do")
-		ok(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": third, "parentUuid": nil}, nil)
+		ok(t, pm, "chorus_edit_idea", map[string]any{"ideaUuid": third, "detachParent": true}, nil)
 		e.requireProgress(t, pm, theme, store.DerivedDone, "the new child left")
 		e.requireAgreement()
 	})

@@ -106,11 +106,11 @@ func TestReferenceTools(t *testing.T) {
 		require.Equal(t, "Failed to remove reference: Reference with UUID "+onHidden.UUID+" not found",
 			fails(t, stranger, "chorus_remove_reference", map[string]any{"uuid": onHidden.UUID}))
 
-		// Update: the fields given; null clears the notes; type and url are checked again.
+		// Update: the fields given; clearNotes clears the notes; type and url are checked again.
 		var upd ReferenceView
-		ok(t, pm, "chorus_update_reference", map[string]any{"uuid": first.UUID, "title": "Apollo monorepo", "notes": nil}, &upd)
+		ok(t, pm, "chorus_update_reference", map[string]any{"uuid": first.UUID, "title": "Apollo monorepo", "clearNotes": true}, &upd)
 		require.Equal(t, "Apollo monorepo", upd.Title)
-		require.Nil(t, upd.Notes, "null clears the notes")
+		require.Nil(t, upd.Notes, "clearNotes clears the notes")
 		require.Equal(t, "repo", upd.Type)
 		require.Equal(t, first.URL, upd.URL)
 		ok(t, pm, "chorus_update_reference", map[string]any{"uuid": first.UUID, "notes": "again", "url": "https://gitlab.com/acme"}, &upd)
@@ -121,7 +121,7 @@ func TestReferenceTools(t *testing.T) {
 			fails(t, pm, "chorus_update_reference", map[string]any{"uuid": first.UUID, "type": "wiki"}))
 		require.Contains(t, fails(t, pm, "chorus_update_reference", map[string]any{"uuid": first.UUID, "url": "mailto:a@b.c"}),
 			"Failed to update reference: Invalid reference url: mailto:a@b.c.")
-		require.Equal(t, "Input validation error: provide at least one of type, url, title or notes to change",
+		require.Equal(t, "Input validation error: provide at least one of type, url, title, notes or clearNotes to change",
 			fails(t, pm, "chorus_update_reference", map[string]any{"uuid": first.UUID}))
 		require.Equal(t, "Failed to update reference: Reference with UUID "+missing+" not found",
 			fails(t, pm, "chorus_update_reference", map[string]any{"uuid": missing, "title": "x"}))

@@ -64,7 +64,7 @@ func roleCases(f roleFixture) map[string]struct {
 		"chorus_admin_create_project_group":  {company, nil},
 		"chorus_admin_update_project_group":  {company, nil},
 		"chorus_admin_delete_project_group":  {company, nil},
-		"chorus_admin_move_project_to_group": {manageGate, map[string]any{"projectUuid": f.p, "groupUuid": nil, "preview": true}},
+		"chorus_admin_move_project_to_group": {manageGate, map[string]any{"projectUuid": f.p, "removeFromGroup": true, "preview": true}},
 
 		"chorus_get_project":             {viewerGate, map[string]any{"projectUuid": f.p}},
 		"chorus_get_ideas":               {viewerGate, map[string]any{"projectUuid": f.p}},

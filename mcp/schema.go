@@ -22,8 +22,10 @@ import (
 //	Priority string `json:"priority,omitempty" jsonschema:"..." chorus:"enum=low|medium|high"`
 //
 // Keys: enum=a|b|c (on an array: its items), min=N, max=N (numbers), minLength=N, maxLength=N (strings, in characters),
-// minItems=N, maxItems=N (arrays), nullable (an explicit null is meaningful for this field and
-// reaches the handler instead of meaning "absent"). Fields of type UUID get format "uuid".
+// minItems=N, maxItems=N (arrays). Fields of type UUID get format "uuid". No input is nullable:
+// null for any argument means absent (docs/rules.md §8.2), and a command such as "detach" or
+// "clear" is an explicit argument (detachParent: true), so a strict-mode client that sends
+// every key, as null when unused, changes nothing it did not mean to (case 08).
 //
 // Every schema is then rewritten into the subset Chorus publishes (publishable, below), which
 // the TypeScript SDK client, the MCP Inspector and the major model providers' function calling
@@ -32,7 +34,7 @@ import (
 var schemaTypeOverrides = map[reflect.Type]*jsonschema.Schema{}
 
 // inputSchema infers and tightens the input schema of T, which must be a struct. The caller
-// makes it publishable once it has added the common properties.
+// makes it publishable, then closes it (closeObjects), once it has added the common properties.
 func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypeOverrides})
 	if err != nil {
@@ -63,9 +65,10 @@ func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 //     additionalProperties (an object schema, for maps), enum (strings), minimum, maximum,
 //     minLength, maxLength, minItems, maxItems, format ("uuid") and anyOf (the nullable form).
 //
-// Optional fields are simply not required; in inputs, null for an optional field means absent
-// (docs/rules.md §8.2), so only fields where null means something are nullable. Objects are open: inputs
-// ignore unknown properties (docs/rules.md §3.5) and outputs may gain fields.
+// Optional fields are simply not required. Input schemas have no nullable field (null for an
+// optional argument means absent, docs/rules.md §8.2) and every input object is closed
+// ("additionalProperties": false, which OpenAI's strict mode needs), though the server still
+// ignores unknown arguments (docs/rules.md §3.5). Output objects are open: results may gain fields.
 
 // publishable rewrites an inferred schema, in place, into the published subset: type arrays
 // ["null", T] become the anyOf form, and "additionalProperties": false is dropped.
@@ -96,6 +99,27 @@ func publishable(s *jsonschema.Schema) {
 	}
 }
 
+// closeObjects marks every object of an input schema that lists its properties (or has none)
+// as closed: "additionalProperties": false. A free-form map keeps its value schema.
+func closeObjects(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.Type == "object" && s.AdditionalProperties == nil {
+		s.AdditionalProperties = falseSchema()
+	}
+	for _, p := range s.Properties {
+		closeObjects(p)
+	}
+	closeObjects(s.Items)
+	for _, b := range s.AnyOf {
+		closeObjects(b)
+	}
+}
+
+// falseSchema is the schema that matches nothing, written false.
+func falseSchema() *jsonschema.Schema { return &jsonschema.Schema{Not: &jsonschema.Schema{}} }
+
 // isFalseSchema reports whether s is the schema that matches nothing, which jsonschema-go
 // writes as false.
 func isFalseSchema(s *jsonschema.Schema) bool {
@@ -117,8 +141,8 @@ func nullableValue(s *jsonschema.Schema) (*jsonschema.Schema, bool) {
 }
 
 // tighten walks the Go type beside its inferred schema: it removes the implicit null that
-// pointers get (unless the field is tagged nullable), allows unknown properties (docs/rules.md §3.5: they
-// are ignored), and applies the chorus tag's constraints.
+// pointers and slices get, drops "additionalProperties" (closeObjects sets it once the common
+// properties are in), and applies the chorus tag's constraints.
 func tighten(t reflect.Type, s *jsonschema.Schema) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -145,15 +169,13 @@ func tighten(t reflect.Type, s *jsonschema.Schema) error {
 			if ps == nil {
 				continue
 			}
-			nullable := f.Type == reflect.TypeFor[NullableUUID]() || f.Type == reflect.TypeFor[NullableString]()
 			for kv := range strings.SplitSeq(f.Tag.Get("chorus"), ";") {
 				k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
 				if err := applyConstraint(ps, k, v); err != nil {
 					return fmt.Errorf("field %s: %w", name, err)
 				}
-				nullable = nullable || k == "nullable"
 			}
-			if !nullable && len(ps.Types) == 2 && ps.Types[0] == "null" {
+			if len(ps.Types) == 2 && ps.Types[0] == "null" {
 				ps.Type, ps.Types = ps.Types[1], nil
 			}
 			applyDefaultBounds(name, ps)
@@ -214,7 +236,7 @@ func applyConstraint(s *jsonschema.Schema, key, val string) error {
 	count := func() (*int, error) { n, err := strconv.Atoi(val); return &n, err }
 	var err error
 	switch key {
-	case "", "nullable":
+	case "":
 	case "enum":
 		if t, _ := schemaType(s); t == "array" && s.Items != nil {
 			s = s.Items // an array's enum constrains its items

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -101,7 +102,7 @@ func checkSubset(path string, node any) []string {
 	for _, name := range names {
 		problems = append(problems, checkSubset(path+".properties."+name, props[name])...)
 	}
-	if ap, present := s["additionalProperties"]; present {
+	if ap, present := s["additionalProperties"]; present && ap != false { // false: a closed object
 		problems = append(problems, checkSubset(path+".additionalProperties", ap)...)
 	}
 	if typ == "array" {
@@ -160,18 +161,18 @@ func TestPublishedSchemasStayInSubset(t *testing.T) {
 // The checker itself must catch what clients reject, or the test above proves nothing.
 func TestSubsetCheckerRejectsWhatClientsReject(t *testing.T) {
 	cases := map[string]string{
-		"boolean schema":             `{"type":"object","properties":{"a":true}}`,
-		"false additionalProperties": `{"type":"object","additionalProperties":false}`,
-		"type array":                 `{"type":["null","string"]}`,
-		"untyped":                    `{"description":"anything"}`,
-		"unknown keyword":            `{"type":"string","pattern":"^a"}`,
-		"oneOf":                      `{"oneOf":[{"type":"string"},{"type":"integer"}]}`,
-		"anyOf not nullable":         `{"anyOf":[{"type":"string"},{"type":"integer"}]}`,
-		"array without items":        `{"type":"array"}`,
-		"number enum":                `{"type":"integer","enum":[1,2]}`,
-		"other format":               `{"type":"string","format":"email"}`,
-		"required not a property":    `{"type":"object","properties":{},"required":["x"]}`,
-		"nested problem":             `{"type":"object","properties":{"a":{"type":"array","items":{"type":["string"]}}}}`,
+		"boolean schema":            `{"type":"object","properties":{"a":true}}`,
+		"true additionalProperties": `{"type":"object","additionalProperties":true}`,
+		"type array":                `{"type":["null","string"]}`,
+		"untyped":                   `{"description":"anything"}`,
+		"unknown keyword":           `{"type":"string","pattern":"^a"}`,
+		"oneOf":                     `{"oneOf":[{"type":"string"},{"type":"integer"}]}`,
+		"anyOf not nullable":        `{"anyOf":[{"type":"string"},{"type":"integer"}]}`,
+		"array without items":       `{"type":"array"}`,
+		"number enum":               `{"type":"integer","enum":[1,2]}`,
+		"other format":              `{"type":"string","format":"email"}`,
+		"required not a property":   `{"type":"object","properties":{},"required":["x"]}`,
+		"nested problem":            `{"type":"object","properties":{"a":{"type":"array","items":{"type":["string"]}}}}`,
 	}
 	for name, schema := range cases {
 		var node any
@@ -181,7 +182,7 @@ func TestSubsetCheckerRejectsWhatClientsReject(t *testing.T) {
 	var good any
 	require.NoError(t, json.Unmarshal([]byte(`{"type":"object","properties":{"a":{"description":"d","anyOf":[
 		{"type":"string","format":"uuid"},{"type":"null"}]},"b":{"type":"array","items":{"type":"string","enum":["x"]}}},
-		"required":["b"]}`), &good))
+		"required":["b"],"additionalProperties":false}`), &good))
 	require.Empty(t, checkSubset("s", good))
 }
 
@@ -225,4 +226,43 @@ func TestEveryEntityReferenceInputIsAUUID(t *testing.T) {
 		walk(tl["name"].(string)+".inputSchema", tl["inputSchema"].(map[string]any), &found)
 	}
 	require.Greater(t, found, 50, "the walk should meet every uuid input")
+}
+
+// Item 5 of issue 19 and case 08: every input converts intact in every mainstream client. OpenAI's
+// strict mode refuses an open object (chorus_get_my_assignments had one with no properties) and
+// sends every optional key, as null when unused; LangChain's adapter erases the type of an
+// anyOf-with-null property. So no input schema has anyOf (no argument gives null a meaning of its
+// own: "detach" and "clear" are explicit arguments) and every input object is closed.
+func TestInputSchemasConvertStrictly(t *testing.T) {
+	var walk func(path string, s map[string]any) []string
+	walk = func(path string, s map[string]any) []string {
+		var problems []string
+		if _, ok := s["anyOf"]; ok {
+			problems = append(problems, path+": anyOf in an input (null must mean absent; make a command an explicit argument)")
+		}
+		if _, ok := s["type"].(string); !ok {
+			problems = append(problems, fmt.Sprintf("%s: type must be one JSON type name, got %s", path, compact(s["type"])))
+		}
+		if s["type"] == "object" && s["additionalProperties"] != false {
+			problems = append(problems, fmt.Sprintf("%s: an input object must be closed (additionalProperties false), got %s",
+				path, compact(s["additionalProperties"])))
+		}
+		props, _ := s["properties"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			problems = append(problems, walk(path+".properties."+name, props[name].(map[string]any))...)
+		}
+		if items, ok := s["items"].(map[string]any); ok {
+			problems = append(problems, walk(path+".items", items)...)
+		}
+		branches, _ := s["anyOf"].([]any)
+		for _, b := range branches {
+			problems = append(problems, walk(path+".anyOf", b.(map[string]any))...)
+		}
+		return problems
+	}
+	var problems []string
+	for _, tl := range publishedTools(t) {
+		problems = append(problems, walk(tl["name"].(string)+".inputSchema", tl["inputSchema"].(map[string]any))...)
+	}
+	require.Empty(t, problems)
 }

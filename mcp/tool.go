@@ -149,6 +149,7 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 		in.PropertyOrder = append(in.PropertyOrder, requestIDField)
 	}
 	publishable(in)
+	closeObjects(in)
 	mt := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Desc, InputSchema: in, Annotations: annotations(t.spec())}
 	isText := reflect.TypeFor[Out]() == reflect.TypeFor[textResult]()
 	if !isText {
@@ -378,14 +379,19 @@ const alreadyAppliedResult = "null"
 
 // refused reports whether err is a refusal: a known outcome that changed nothing. An outage
 // (deadline, unreachable database) is not one: it may have struck after the command was
-// applied, so the requestId keeps its generation and a retry reaches the same update.
+// applied, so the requestId keeps its generation and a retry reaches the same update. Nor is a
+// divergence found because the workflow ended with the command in flight (MayHaveApplied): its
+// retry after the repair must reach the same update. A divergence the workflow itself answered
+// (its write met a row elsewhere and wrote nothing) is a refusal: Temporal keeps that answer for
+// the update's id in the run, so a retry after the repair would get it again, for ever, under
+// the same generation.
 func refused(err error) bool {
 	if errors.Is(err, workflows.ErrStillRunning) || errors.Is(err, context.DeadlineExceeded) || store.IsUnavailable(err) {
 		return false
 	}
 	var wfe *workflows.Error
 	if errors.As(err, &wfe) {
-		return wfe.Kind != workflows.KindDiverged && wfe.Kind != workflows.KindAlreadyApplied
+		return wfe.Kind != workflows.KindAlreadyApplied && !(wfe.Kind == workflows.KindDiverged && wfe.MayHaveApplied)
 	}
 	_, known := agentMessage(err)
 	return known

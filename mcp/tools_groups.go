@@ -326,10 +326,11 @@ var adminDeleteProjectGroup = tool[DeleteGroupIn, textResult]{
 
 // MoveProjectIn is chorus_admin_move_project_to_group's input.
 type MoveProjectIn struct {
-	ProjectUUID       UUID         `json:"projectUuid" jsonschema:"the project to move"`
-	GroupUUID         NullableUUID `json:"groupUuid" jsonschema:"the target group, or null to take the project out of its group"`
-	Preview           bool         `json:"preview,omitempty" jsonschema:"show what the move would do to everyone's access, with its confirmationToken, changing nothing"`
-	ConfirmationToken string       `json:"confirmationToken,omitempty" jsonschema:"the token a preview returned; needed when the move changes anyone's access" chorus:"maxLength=100"`
+	ProjectUUID       UUID   `json:"projectUuid" jsonschema:"the project to move"`
+	GroupUUID         *UUID  `json:"groupUuid,omitempty" jsonschema:"the target group"`
+	RemoveFromGroup   bool   `json:"removeFromGroup,omitempty" jsonschema:"true: take the project out of its group"`
+	Preview           bool   `json:"preview,omitempty" jsonschema:"show what the move would do to everyone's access, with its confirmationToken, changing nothing"`
+	ConfirmationToken string `json:"confirmationToken,omitempty" jsonschema:"the token a preview returned; needed when the move changes anyone's access" chorus:"maxLength=100"`
 }
 
 // MovedProject is chorus_admin_move_project_to_group's result: the project after the move, or
@@ -359,13 +360,16 @@ type RoleChange struct {
 
 var adminMoveProjectToGroup = tool[MoveProjectIn, MovedProject]{
 	Name: "chorus_admin_move_project_to_group", Title: "Move a project to a group", Perm: perm.ProjectWrite, Effect: writes,
-	Desc: "Move a project into a project group, or out of its group (groupUuid null). Call with preview=true to see whose " +
+	Desc: "Move a project into a project group (groupUuid), or out of its group (removeFromGroup). Call with preview=true to see whose " +
 		"access changes; when requiresConfirmation is true, call again with the returned confirmationToken. A private " +
 		"target group makes the project private. Needs editor on a public project and admin on a private one, or when " +
 		"the move crosses a private group or widens anyone's access.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveProjectIn) (MovedProject, error) {
+		if (in.GroupUUID != nil) == in.RemoveFromGroup {
+			return MovedProject{}, invalid("give groupUuid (the target group) or removeFromGroup: true (no group), one of them")
+		}
 		p, prev, err := d.Store.MoveProject(ctx, call.Who.Caller, store.ProjectMove{ProjectUUID: string(in.ProjectUUID),
-			GroupUUID: in.GroupUUID.Ptr(), Preview: in.Preview, Token: in.ConfirmationToken})
+			GroupUUID: (*string)(in.GroupUUID), Preview: in.Preview, Token: in.ConfirmationToken})
 		if err != nil {
 			return MovedProject{}, err
 		}

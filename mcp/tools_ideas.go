@@ -268,11 +268,12 @@ var releaseIdea = tool[IdeaIn, IdeaView]{
 
 // EditIdeaIn is chorus_edit_idea's input.
 type EditIdeaIn struct {
-	IdeaUUID    UUID         `json:"ideaUuid" jsonschema:"the idea's uuid"`
-	Title       *string      `json:"title,omitempty" jsonschema:"new title"`
-	Content     *string      `json:"content,omitempty" jsonschema:"new content (markdown); an empty string clears it"`
-	ParentUUID  NullableUUID `json:"parentUuid,omitzero" jsonschema:"new parent idea in the same project, or null to detach"`
-	IsContainer *bool        `json:"isContainer,omitempty" jsonschema:"mark or unmark the idea as a theme"`
+	IdeaUUID     UUID    `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	Title        *string `json:"title,omitempty" jsonschema:"new title"`
+	Content      *string `json:"content,omitempty" jsonschema:"new content (markdown); an empty string clears it"`
+	ParentUUID   *UUID   `json:"parentUuid,omitempty" jsonschema:"new parent idea in the same project"`
+	DetachParent bool    `json:"detachParent,omitempty" jsonschema:"true: take the idea out of its parent (top-level)"`
+	IsContainer  *bool   `json:"isContainer,omitempty" jsonschema:"mark or unmark the idea as a theme"`
 }
 
 // EditedIdea is chorus_edit_idea's result.
@@ -284,15 +285,18 @@ type EditedIdea struct {
 
 var editIdea = tool[EditIdeaIn, EditedIdea]{
 	Name: "chorus_edit_idea", Title: "Edit an idea", Perm: perm.IdeaWrite, Effect: writes, Idempotent: true,
-	Desc: "Change an idea's title, content, parent (null detaches) or theme flag. Its status never changes. The " +
+	Desc: "Change an idea's title, content, parent (detachParent makes it top-level) or theme flag. Its status never changes. The " +
 		"new parent must be in the same project and must not be one of the idea's descendants.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in EditIdeaIn) (EditedIdea, error) {
 		i, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
 		if err != nil {
 			return EditedIdea{}, err
 		}
-		if in.ParentUUID.Value != nil {
-			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID.Value), store.AccessViewer)
+		if in.ParentUUID != nil && in.DetachParent {
+			return EditedIdea{}, invalid("give parentUuid (a new parent) or detachParent (no parent), not both")
+		}
+		if in.ParentUUID != nil {
+			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID), store.AccessViewer)
 			if err != nil {
 				return EditedIdea{}, refuse("Failed to edit Idea: %s", mustMessage(err))
 			}
@@ -302,7 +306,7 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 		}
 		a := actor(call.Who)
 		_, err = workflows.Send(ctx, d.Flows, workflows.EditIdea, string(in.IdeaUUID), flowCall(call), a.UUID, workflows.EditIdeaInput{
-			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID.Set, ParentUUID: (*string)(in.ParentUUID.Value),
+			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID != nil || in.DetachParent, ParentUUID: (*string)(in.ParentUUID),
 			IsContainer: in.IsContainer})
 		if err != nil {
 			return EditedIdea{}, err
@@ -381,8 +385,8 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 // AnswerIn is one answer.
 type AnswerIn struct {
 	QuestionID       string  `json:"questionId" jsonschema:"the question's id"`
-	SelectedOptionID *string `json:"selectedOptionId" jsonschema:"the chosen option's id, or null to answer in customText" chorus:"nullable"`
-	CustomText       *string `json:"customText" jsonschema:"free-text answer or comment; required when selectedOptionId is null" chorus:"nullable"`
+	SelectedOptionID *string `json:"selectedOptionId,omitempty" jsonschema:"the chosen option's id; leave it out to answer in customText"`
+	CustomText       *string `json:"customText,omitempty" jsonschema:"free-text answer or comment; required without selectedOptionId"`
 }
 
 // AnswerElaborationIn is chorus_answer_elaboration's input.

@@ -163,11 +163,12 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 
 // UpdateReferenceIn is chorus_update_reference's input.
 type UpdateReferenceIn struct {
-	UUID  UUID           `json:"uuid" jsonschema:"the reference's uuid"`
-	Type  *string        `json:"type,omitempty" jsonschema:"new kind: docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
-	URL   *string        `json:"url,omitempty" jsonschema:"new http:// or https:// address" chorus:"maxLength=2048"`
-	Title *string        `json:"title,omitempty" jsonschema:"new title"`
-	Notes NullableString `json:"notes,omitzero" jsonschema:"new notes, or null to clear them"`
+	UUID       UUID    `json:"uuid" jsonschema:"the reference's uuid"`
+	Type       *string `json:"type,omitempty" jsonschema:"new kind: docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
+	URL        *string `json:"url,omitempty" jsonschema:"new http:// or https:// address" chorus:"maxLength=2048"`
+	Title      *string `json:"title,omitempty" jsonschema:"new title"`
+	Notes      *string `json:"notes,omitempty" jsonschema:"new notes"`
+	ClearNotes bool    `json:"clearNotes,omitempty" jsonschema:"true: remove the notes"`
 }
 
 // referenceAccess gates a reference by its target's project (docs/rules.md §6.3); a reference that
@@ -182,16 +183,19 @@ func referenceAccess(ctx context.Context, d *Deps, call *Call, id, prefix string
 
 var updateReference = tool[UpdateReferenceIn, ReferenceView]{
 	Name: "chorus_update_reference", Title: "Update a reference", Perm: perm.DocumentWrite, Effect: writes, Idempotent: true,
-	Desc: "Change a reference's type, url, title or notes (null clears the notes). Needs editor access to its target's project.",
+	Desc: "Change a reference's type, url, title or notes (clearNotes removes them). Needs editor access to its target's project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateReferenceIn) (ReferenceView, error) {
 		const prefix = "Failed to update reference: "
-		if in.Type == nil && in.URL == nil && in.Title == nil && !in.Notes.Set {
-			return ReferenceView{}, invalid("provide at least one of type, url, title or notes to change")
+		if in.Type == nil && in.URL == nil && in.Title == nil && in.Notes == nil && !in.ClearNotes {
+			return ReferenceView{}, invalid("provide at least one of type, url, title, notes or clearNotes to change")
+		}
+		if in.Notes != nil && in.ClearNotes {
+			return ReferenceView{}, invalid("give notes (new notes) or clearNotes (no notes), not both")
 		}
 		if _, err := referenceAccess(ctx, d, call, string(in.UUID), prefix); err != nil {
 			return ReferenceView{}, err
 		}
-		e := store.ReferenceEdit{Type: in.Type, Notes: in.Notes.Value, ClearNotes: in.Notes.Set && in.Notes.Value == nil}
+		e := store.ReferenceEdit{Type: in.Type, Notes: in.Notes, ClearNotes: in.ClearNotes}
 		if in.Type != nil {
 			if msg := checkReferenceType(*in.Type); msg != "" {
 				return ReferenceView{}, refuseAs("invalid_input", "%s%s", prefix, msg)

@@ -653,9 +653,9 @@ var releaseTask = tool[TaskIn, StatusOut]{
 
 // AssignTaskIn is chorus_pm_assign_task's input.
 type AssignTaskIn struct {
-	TaskUUID     UUID         `json:"taskUuid" jsonschema:"the task's uuid"`
-	AgentUUID    UUID         `json:"agentUuid" jsonschema:"the agent to assign"`
-	InstanceUUID NullableUUID `json:"instanceUuid,omitzero" jsonschema:"pin a specific agent instance (none exist yet)"`
+	TaskUUID     UUID  `json:"taskUuid" jsonschema:"the task's uuid"`
+	AgentUUID    UUID  `json:"agentUuid" jsonschema:"the agent to assign"`
+	InstanceUUID *UUID `json:"instanceUuid,omitempty" jsonschema:"pin a specific agent instance (none exist yet)"`
 }
 
 var pmAssignTask = tool[AssignTaskIn, TaskView]{
@@ -680,7 +680,7 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 			return TaskView{}, refuse("Agent %q cannot work in this task's project (it needs editor access there); "+
 				"add its owner to the project or pick another agent", target.Name)
 		}
-		if in.InstanceUUID.Value != nil {
+		if in.InstanceUUID != nil {
 			return TaskView{}, refuse("Agent instance not found")
 		}
 		a := actor(call.Who)

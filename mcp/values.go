@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"bytes"
-	"encoding/json"
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -31,59 +29,6 @@ func uuidStrings(us []UUID) []string {
 	return out
 }
 
-// NullableUUID is an optional uuid argument where null means something ("detach", "clear"):
-// Set tells absent from present, and Value is nil for an explicit null.
-type NullableUUID struct {
-	Set   bool
-	Value *UUID
-}
-
-// UnmarshalJSON records that the field was present.
-func (n *NullableUUID) UnmarshalJSON(b []byte) error {
-	n.Set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		n.Value = nil
-		return nil
-	}
-	var s UUID
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	n.Value = &s
-	return nil
-}
-
-// MarshalJSON writes the value or null.
-func (n NullableUUID) MarshalJSON() ([]byte, error) { return json.Marshal(n.Value) }
-
-// Ptr returns the value as a *string, nil for null.
-func (n NullableUUID) Ptr() *string { return (*string)(n.Value) }
-
-// NullableString is an optional text argument where null means something ("clear it"): Set
-// tells absent from present, and Value is nil for an explicit null.
-type NullableString struct {
-	Set   bool
-	Value *string
-}
-
-// UnmarshalJSON records that the field was present.
-func (n *NullableString) UnmarshalJSON(b []byte) error {
-	n.Set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		n.Value = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	n.Value = &s
-	return nil
-}
-
-// MarshalJSON writes the value or null.
-func (n NullableString) MarshalJSON() ([]byte, error) { return json.Marshal(n.Value) }
-
 // formatUUID is the JSON Schema format of uuid arguments.
 const formatUUID = "uuid"
 
@@ -94,8 +39,6 @@ type JSONObject map[string]any
 func init() {
 	schemaTypeOverrides[reflect.TypeFor[JSONObject]()] = &jsonschema.Schema{Types: []string{"null", "object"}}
 	schemaTypeOverrides[reflect.TypeFor[UUID]()] = &jsonschema.Schema{Type: "string", Format: formatUUID}
-	schemaTypeOverrides[reflect.TypeFor[NullableUUID]()] = &jsonschema.Schema{Types: []string{"null", "string"}, Format: formatUUID}
-	schemaTypeOverrides[reflect.TypeFor[NullableString]()] = &jsonschema.Schema{Types: []string{"null", "string"}}
 }
 
 // actor is the caller as workflows know it.

@@ -239,17 +239,25 @@ func isDependencyError(err error) bool {
 // (a dependency cycle spans tasks) and those that recount unresolved dependencies
 // (store/unresolved.go): on PostgreSQL it takes the project row's lock for the rest of the
 // transaction; SQLite's one writer at a time needs nothing more (mcp TestConcurrentGuardsHoldOnEveryDatabase).
+// The lock is FOR NO KEY UPDATE: it excludes the other holders, but not the inserts whose foreign
+// key points at the project (an idea, a task batch without dependencies, a document), whose key
+// check takes FOR KEY SHARE (TestProjectLockLetsReferringInsertsThrough).
 func lockProject(ctx context.Context, tx bun.Tx, projectUUID string) error {
-	return lockRow(ctx, tx, "projects", projectUUID)
+	return lockRowAs(ctx, tx, "projects", projectUUID, "NO KEY UPDATE")
 }
 
 // lockRow takes table's row uuid FOR UPDATE on PostgreSQL; on SQLite transactions already
 // hold the database's write lock (immediate transactions).
 func lockRow(ctx context.Context, tx bun.Tx, table, uuid string) error {
+	return lockRowAs(ctx, tx, table, uuid, "UPDATE")
+}
+
+// lockRowAs takes table's row uuid FOR strength (UPDATE, NO KEY UPDATE) on PostgreSQL.
+func lockRowAs(ctx context.Context, tx bun.Tx, table, uuid, strength string) error {
 	if !strings.EqualFold(tx.Dialect().Name().String(), "pg") {
 		return nil
 	}
-	_, err := tx.NewSelect().Table(table).Column("uuid").Where("uuid = ?", uuid).For("UPDATE").Exec(ctx)
+	_, err := tx.NewSelect().Table(table).Column("uuid").Where("uuid = ?", uuid).For(strength).Exec(ctx)
 	return err
 }
 

@@ -287,9 +287,11 @@ func (c *Client) ended(ctx context.Context, entity Entity, uuid string) error {
 	case !exists:
 		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
 	}
-	return Refuse(KindDiverged, "This %s cannot change now: its workflow %s %s while the %s remains, so commands "+
+	refusal := Refuse(KindDiverged, "This %s cannot change now: its workflow %s %s while the %s remains, so commands "+
 		"cannot reach it. An operator must run `chorus ops repair %s` (chorus ops check lists it), which restarts "+
 		"the workflow from the stored %s; then retry, with the same requestId if you sent one.", entity, id, how, entity, id, entity)
+	refusal.MayHaveApplied = true // the command may have been in flight when the workflow ended
+	return refusal
 }
 
 // mapClientError turns Temporal client errors into Chorus refusals where they mean something

@@ -78,10 +78,49 @@ func read(ctx workflow.Context, activity any, args ...any) workflow.Future {
 const readPatience = 7 * 24 * time.Hour
 
 // commandLock serialises an entity's commands and signals (a workflow.Mutex) and counts the
-// update handlers that have started and not finished.
+// update handlers that have started and not finished, and the signals received and not yet
+// applied (receiveSignals).
 type commandLock struct {
 	workflow.Mutex
 	running int
+	// signals counts the signals a coroutine has received and is still applying: one waiting for
+	// the lock is counted from the moment it left its channel, so continue-as-new waits for it
+	// (awaitContinueAsNew) instead of losing it with the run.
+	signals int
+}
+
+// receiveSignals applies every signal named name with apply, in a coroutine of its own, each
+// counted in mu.signals from the moment it is received until apply returns (apply takes the
+// command lock). It returns a function that applies the signals still buffered in the channel:
+// call it before continuing as new, after awaitContinueAsNew.
+func receiveSignals[T any](ctx workflow.Context, mu *commandLock, name string, apply func(workflow.Context, T)) func(workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, name)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			// Not ch.Receive: a receive blocked on the channel takes a signal the moment it is
+			// delivered, before this coroutine runs again, so a run deciding to continue as new in
+			// that workflow task would see neither the signal in the channel nor it counted.
+			if err := workflow.Await(ctx, func() bool { return ch.Len() > 0 }); err != nil {
+				return
+			}
+			var sig T
+			if !ch.ReceiveAsync(&sig) {
+				continue
+			}
+			mu.signals++
+			apply(ctx, sig)
+			mu.signals--
+		}
+	})
+	return func(ctx workflow.Context) {
+		for {
+			var sig T
+			if !ch.ReceiveAsync(&sig) {
+				return
+			}
+			apply(ctx, sig)
+		}
+	}
 }
 
 func newCommandLock(ctx workflow.Context) *commandLock {
@@ -197,8 +236,11 @@ func awaitCreated(ctx workflow.Context, settled func() bool) (bool, error) {
 }
 
 // awaitContinueAsNew blocks until done() or Temporal suggests continuing as new, then waits for
-// running handlers to finish. It reports whether the run should continue as new.
-func awaitContinueAsNew(ctx workflow.Context, done func() bool) (bool, error) {
+// running update handlers to finish and, for a run that continues, for the signals received and
+// not yet applied (mu.signals): a move or revoke that arrived while the run's last command held
+// the lock waits for that lock, and the run must carry its effect into the next one. It reports
+// whether the run should continue as new.
+func awaitContinueAsNew(ctx workflow.Context, mu *commandLock, done func() bool) (bool, error) {
 	err := workflow.Await(ctx, func() bool { return done() || workflow.GetInfo(ctx).GetContinueAsNewSuggested() })
 	if err != nil {
 		return false, err
@@ -206,8 +248,22 @@ func awaitContinueAsNew(ctx workflow.Context, done func() bool) (bool, error) {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return false, err
 	}
+	if done() {
+		return false, nil
+	}
+	// Histories recorded before the wait continued as new without it (a signal waiting for the
+	// lock then was lost with the run).
+	if workflow.GetVersion(ctx, drainSignalsChange, workflow.DefaultVersion, 1) == 1 {
+		if err := workflow.Await(ctx, func() bool { return mu.signals == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+			return false, err
+		}
+	}
 	return !done(), nil
 }
+
+// drainSignalsChange is the workflow.GetVersion change id of continue-as-new waiting for the
+// signals being applied (awaitContinueAsNew).
+const drainSignalsChange = "continue-as-new-waits-for-signals"
 
 // isChorusError reports whether err is already a refusal an agent can read.
 func isChorusError(err error) bool {

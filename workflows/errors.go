@@ -30,6 +30,11 @@ const (
 type Error struct {
 	Kind    Kind
 	Message string
+	// MayHaveApplied: the command may have been applied before the refusal (a divergence found
+	// because the workflow ended while the command was in flight, Client.ended), so a retry must
+	// reach the same update rather than run a new one. A refusal that travelled through Temporal
+	// never has it: its workflow judged the command and changed nothing.
+	MayHaveApplied bool
 }
 
 func (e *Error) Error() string { return e.Message }

@@ -269,14 +269,14 @@ func IdeaWorkflow(ctx workflow.Context, in IdeaRun) error {
 	if err := w.register(ctx); err != nil {
 		return err
 	}
-	pendingMoves := receiveMoves(ctx, w.followMove)
+	pendingMoves := receiveMoves(ctx, w.mu, w.followMove)
 	w.receiveRefreshes(ctx)
 	if w.state.Created {
 		w.publish(ctx)
 	} else if created, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !created {
 		return err
 	}
-	again, err := awaitContinueAsNew(ctx, func() bool { return w.state.Deleted || w.abandoned })
+	again, err := awaitContinueAsNew(ctx, w.mu, func() bool { return w.state.Deleted || w.abandoned })
 	if err != nil || !again {
 		return err
 	}
@@ -594,7 +594,7 @@ func (s IdeaState) checkEdit(in EditIdeaInput) error {
 		return err
 	}
 	if in.Title == nil && in.Content == nil && !in.SetParent && in.IsContainer == nil {
-		return Refuse(KindInvalid, "Provide at least one of title, content, parentUuid, or isContainer to edit.")
+		return Refuse(KindInvalid, "Provide at least one of title, content, parentUuid, detachParent, or isContainer to edit.")
 	}
 	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 		return Refuse(KindInvalid, "Failed to edit Idea: title must not be blank")

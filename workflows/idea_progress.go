@@ -44,8 +44,14 @@ func (w *ideaWorkflow) receiveRefreshes(ctx workflow.Context) {
 	w.refreshes = workflow.GetSignalChannel(ctx, SignalRefreshProgress)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			w.refreshes.Receive(ctx, nil)
-			w.refreshProgress(ctx)
+			// Await and ReceiveAsync, not Receive, which would take a signal at its delivery, out
+			// of sight of pendingRefreshes (receiveSignals says more).
+			if err := workflow.Await(ctx, func() bool { return w.refreshes.Len() > 0 }); err != nil {
+				return
+			}
+			if w.refreshes.ReceiveAsync(nil) {
+				w.refreshProgress(ctx)
+			}
 		}
 	})
 }

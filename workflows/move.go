@@ -126,23 +126,11 @@ func movedRefusal(entity Entity) *Error {
 		"changed. Retry the call.", entity)
 }
 
-// receiveMoves runs follow for every SignalEntityMoved, in its own coroutine, and returns a
-// function that handles the signals still buffered (call it before continuing as new).
-func receiveMoves(ctx workflow.Context, follow func(workflow.Context, EntityMoved)) func(workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, SignalEntityMoved)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var sig EntityMoved
-			ch.Receive(ctx, &sig)
-			follow(ctx, sig)
-		}
-	})
-	return func(ctx workflow.Context) {
-		var sig EntityMoved
-		for ch.ReceiveAsync(&sig) {
-			follow(ctx, sig)
-		}
-	}
+// receiveMoves runs follow for every SignalEntityMoved, in its own coroutine (receiveSignals),
+// and returns a function that handles the signals still buffered (call it before continuing as
+// new).
+func receiveMoves(ctx workflow.Context, mu *commandLock, follow func(workflow.Context, EntityMoved)) func(workflow.Context) {
+	return receiveSignals(ctx, mu, SignalEntityMoved, follow)
 }
 
 // ---- each workflow adopts a move ----

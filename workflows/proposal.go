@@ -195,29 +195,19 @@ func ProposalWorkflow(ctx workflow.Context, in ProposalRun) error {
 	if err := w.register(ctx); err != nil {
 		return err
 	}
-	finished := workflow.GetSignalChannel(ctx, SignalTaskFinished)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var sig TaskFinished
-			finished.Receive(ctx, &sig)
-			w.taskFinished(ctx, sig)
-		}
-	})
-	pendingMoves := receiveMoves(ctx, w.followMove)
+	pendingFinished := receiveSignals(ctx, w.mu, SignalTaskFinished, w.taskFinished)
+	pendingMoves := receiveMoves(ctx, w.mu, w.followMove)
 	if w.state.Created {
 		w.publish(ctx)
 	} else if ok, err := awaitCreated(ctx, func() bool { return w.state.Created || w.abandoned }); err != nil || !ok {
 		return err
 	}
-	again, err := awaitContinueAsNew(ctx, func() bool { return w.abandoned })
+	again, err := awaitContinueAsNew(ctx, w.mu, func() bool { return w.abandoned })
 	if err != nil || !again {
 		return err
 	}
 	pendingMoves(ctx)
-	var sig TaskFinished
-	for finished.ReceiveAsync(&sig) {
-		w.taskFinished(ctx, sig)
-	}
+	pendingFinished(ctx)
 	return workflow.NewContinueAsNewError(ctx, ProposalWorkflowName, ProposalRun{State: &w.state})
 }
 

@@ -62,6 +62,17 @@ func runWrite(ctx workflow.Context, m RowMark, at time.Time) store.Write {
 	return w
 }
 
+// batchWrite is the write of a chorus_create_tasks batch, which no update makes: its change is
+// named after the batch's workflow id alone, "<workflow id>#1@<key>", key being the first 16
+// hex digits of store.UpdateKey(workflow id, "batch"), so every run of the batch (a retry after
+// a run that ended past its commit) names the same change and derives the same tasks.
+func batchWrite(ctx workflow.Context, at time.Time) store.Write {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	w := store.Write{At: at}
+	w.ID = fmt.Sprintf("%s#%d@%s", id, w.Version(), store.UpdateKey(id, "batch")[:16])
+	return w
+}
+
 // mark is the row mark after w is applied.
 func mark(w store.Write) RowMark { return RowMark{Version: w.Version(), ChangeID: w.ID} }
 

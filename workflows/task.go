@@ -327,20 +327,13 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 	if err := w.register(ctx); err != nil {
 		return err
 	}
-	revoked := workflow.GetSignalChannel(ctx, SignalProposalRevoked)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var sig ProposalRevoked
-			revoked.Receive(ctx, &sig)
-			w.followRevoke(ctx, sig)
-		}
-	})
-	pendingMoves := receiveMoves(ctx, w.followMove)
+	pendingRevokes := receiveSignals(ctx, w.mu, SignalProposalRevoked, w.followRevoke)
+	pendingMoves := receiveMoves(ctx, w.mu, w.followMove)
 	workflow.Go(ctx, w.watchLease)
 	if w.state.Created {
 		w.publish(ctx)
 	}
-	again, err := awaitContinueAsNew(ctx, func() bool { return w.state.Deleted })
+	again, err := awaitContinueAsNew(ctx, w.mu, func() bool { return w.state.Deleted })
 	if err != nil || !again {
 		return err
 	}
@@ -348,10 +341,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskRun) error {
 	if err := workflow.Await(ctx, func() bool { return !w.expiring }); err != nil {
 		return err
 	}
-	var sig ProposalRevoked
-	for revoked.ReceiveAsync(&sig) { // do not lose a revoke that arrived just now
-		w.followRevoke(ctx, sig)
-	}
+	pendingRevokes(ctx) // do not lose a revoke that arrived just now
 	pendingMoves(ctx)
 	return workflow.NewContinueAsNewError(ctx, TaskWorkflowName, TaskRun{State: &w.state})
 }

@@ -55,13 +55,23 @@ type CreateTasksResult struct {
 // (CreateTaskBatch, then StartWorkflows). Histories recorded before it replay the two.
 const oneActivityBatch = "create-tasks-one-activity"
 
+// batchIDsChange is the workflow.GetVersion change id of CreateTasksWorkflow naming its change,
+// and so its tasks, after the batch (batchWrite) instead of the run (runWrite). Histories
+// recorded before it replay with the run's.
+const batchIDsChange = "create-tasks-ids-from-batch"
+
 // CreateTasksWorkflow creates a batch of tasks in one transaction (all or nothing), then makes
 // sure a TaskWorkflow runs for each, and returns. Its id derives from the batch, so a retried
-// call cannot create the batch twice; the tasks' ids derive from this run's write, so a batch
-// retried after a failed run (which wrote nothing) creates fresh ones.
+// call cannot create the batch twice while a run is open or completed; and the tasks' ids derive
+// from the batch too, so a run started again after one that ended past its commit (terminated,
+// which the reuse policy lets a retry start again) finds the batch applied and creates nothing
+// twice (docs/write-path.md, "One write protocol").
 func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasksResult, error) {
 	now := stamp(ctx)
 	wr := runWrite(ctx, RowMark{}, now)
+	if workflow.GetVersion(ctx, batchIDsChange, workflow.DefaultVersion, 1) == 1 {
+		wr = batchWrite(ctx, now)
+	}
 	out := CreateTasksResult{Tasks: []MaterializedItem{}}
 	batch := store.TaskBatch{Write: wr, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID}
 	byDraft := map[string]string{}
