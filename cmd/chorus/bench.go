@@ -613,19 +613,34 @@ func (b *bencher) reportWorkflowTaskFailures(ctx context.Context, started time.T
 		var counts []wfTaskFailures
 		if counts, err = countWorkflowTaskFailures(ctx, tc, b.t.namespace, started, windows); err == nil {
 			fmt.Fprintf(out, "\n### Workflow-task failures\n\n| phase | failed | timed out |\n|---|---:|---:|\n")
+			var firsts []string
 			for i, w := range windows {
 				c := counts[i]
 				w.res.WorkflowTaskFailures = &c
 				w.res.Notes = append(w.res.Notes, c.note())
 				fmt.Fprintf(out, "| %s | %d | %d |\n", w.res.Name, c.Failed, c.TimedOut)
 				if c.First != "" {
-					fmt.Fprintf(out, "\nFirst in %q: %s\n", w.res.Name, c.First)
+					firsts = append(firsts, fmt.Sprintf("First in %q: %s", w.res.Name, c.First))
 				}
+			}
+			fmt.Fprintf(out, "\nFrom the histories of the %d workflow runs started since the bench began: a failed task is one "+
+				"the worker answered it could not process; a timed-out one waited longer than its timeout (ScheduleToStart: "+
+				"no worker took it from the sticky queue within 5 s; StartToClose: the worker took it but did not answer "+
+				"within 10 s).\n", runsRead(counts))
+			for _, f := range firsts {
+				fmt.Fprintf(out, "\n%s\n", f)
 			}
 			return
 		}
 	}
 	fmt.Fprintf(out, "\nbench: workflow-task failures not counted: %v\n", err)
+}
+
+func runsRead(counts []wfTaskFailures) int {
+	if len(counts) == 0 {
+		return 0
+	}
+	return counts[0].Runs
 }
 
 // bencher holds what the phases share.

@@ -44,9 +44,10 @@ func newDevCmd(g *globals) *cobra.Command {
   - the app database: SQLite at <data-dir>/chorus.db, or PostgreSQL when CHORUS_DATABASE_URL is set;
   - the worker and the MCP endpoint on --addr.
 
-The Temporal address and namespace are written to <data-dir>/temporal.address, where
-"chorus ops --data-dir" finds them. The first start creates a company, an owner user and an
-admin agent, prints the agent's API key once and saves it to <data-dir>/admin.key (set CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key).
+The Temporal address and namespace are written to <data-dir>/temporal.address at every start
+(for "chorus ops --data-dir"). The first start creates a company, an owner user and an admin
+agent, prints the agent's API key once and saves it to <data-dir>/admin.key (set
+CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key).
 Ctrl-C stops everything, the Temporal server included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), g, o, cmd.OutOrStdout()) },
