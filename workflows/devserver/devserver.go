@@ -8,7 +8,6 @@
 package devserver
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,7 +39,9 @@ const Version = "1.32.1"
 // Server is a running dev server (and its UI, when asked for).
 type Server struct {
 	cmd       *exec.Cmd
-	out       io.Writer // where the children's output goes
+	out       io.Writer   // where the children's output goes: the log file and recent
+	recent    *tailBuffer // the children's latest output
+	logFile   *os.File
 	ui        *exec.Cmd // nil until WaitReady starts it
 	uiExited  chan error
 	opts      Options
@@ -247,40 +249,49 @@ func Start(o Options) (*Server, error) {
 		s.cleanup()
 		return nil, err
 	}
-	cfg, err := writeConfig(s.configDir, o, s.ports)
-	if err != nil {
-		s.cleanup()
-		return nil, fmt.Errorf("write the Temporal dev server's configuration: %w", err)
-	}
-	var out io.Writer = io.Discard
-	var logFile *os.File
+	s.recent = &tailBuffer{max: 64 << 10}
+	s.out = s.recent
 	if o.LogPath != "" {
 		f, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			s.cleanup()
 			return nil, err
 		}
-		logFile, out = f, f
+		s.logFile, s.out = f, io.MultiWriter(f, s.recent)
 	}
-	cmd := exec.Command(o.Bin, "--config-file", cfg, "--allow-no-auth", "start")
+	if err := s.launch(); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch writes the configuration for s.ports and starts temporal-server on it.
+func (s *Server) launch() error {
+	cfg, err := writeConfig(s.configDir, s.opts, s.ports)
+	if err != nil {
+		return fmt.Errorf("write the Temporal dev server's configuration: %w", err)
+	}
+	cmd := exec.Command(s.opts.Bin, "--config-file", cfg, "--allow-no-auth", "start")
 	cmd.Dir = s.configDir
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr = s.out, s.out
 	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
-		if logFile != nil {
-			_ = logFile.Close()
-		}
-		s.cleanup()
-		return nil, fmt.Errorf("start the Temporal dev server (%s): %w", o.Bin, err)
+		return fmt.Errorf("start the Temporal dev server (%s): %w", s.opts.Bin, err)
 	}
-	s.cmd, s.out = cmd, out
-	go func() {
-		s.exited <- cmd.Wait()
-		if logFile != nil {
-			_ = logFile.Close()
-		}
-	}()
-	return s, nil
+	exited := make(chan error, 1)
+	s.cmd, s.exited = cmd, exited
+	go func() { exited <- cmd.Wait() }()
+	return nil
+}
+
+// lostPortRace says whether the server exited because another process took one of the ports
+// chosen for it (other than the frontend's, which the caller chose) between the check that it
+// was free and the server's bind: the ports are then chosen again.
+func (s *Server) lostPortRace() bool {
+	text := s.recent.String()
+	return strings.Contains(text, "bind: address already in use") &&
+		!strings.Contains(text, fmt.Sprintf("127.0.0.1:%d: bind: address already in use", s.ports.Frontend))
 }
 
 // startUI launches the UI once the frontend answers (a UI started before it would find its
@@ -328,13 +339,25 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	addr := s.Address()
-	for {
+	for attempt := 1; ; {
 		conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
 		if err == nil {
 			_ = conn.Close()
 			break
 		}
-		if err := s.waitStep(ctx, "listen on "+addr); err != nil {
+		err = s.waitStep(ctx, "listen on "+addr)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errExited) || attempt == 3 || !s.lostPortRace() {
+			return err
+		}
+		attempt++
+		if s.ports, err = allocatePorts(s.opts.Port, s.opts.HTTPPort, ports{}); err != nil {
+			return err
+		}
+		s.recent.Reset()
+		if err := s.launch(); err != nil {
 			return err
 		}
 	}
@@ -395,7 +418,7 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 			select {
 			case err := <-s.uiExited:
 				s.uiExited <- err
-				return fmt.Errorf("the Temporal UI exited (%v); last lines of %s:\n%s", err, s.logPath, tail(s.logPath, 15))
+				return fmt.Errorf("the Temporal UI exited (%v); its last lines:\n%s", err, lastLines(s.recent.String(), 15))
 			default:
 			}
 			if err := s.waitStep(ctx, "serve the UI on "+s.UIAddress()); err != nil {
@@ -412,7 +435,7 @@ func (s *Server) waitStep(ctx context.Context, what string) error {
 	select {
 	case err := <-s.exited:
 		s.exited <- err
-		return fmt.Errorf("the Temporal dev server exited (%v); last lines of %s:\n%s", err, s.logPath, tail(s.logPath, 15))
+		return fmt.Errorf("%w (%v); its last lines:\n%s", errExited, err, lastLines(s.recent.String(), 15))
 	case <-ctx.Done():
 		return fmt.Errorf("the Temporal dev server did not %s in time; see %s", what, s.logPath)
 	case <-time.After(200 * time.Millisecond): // poll interval
@@ -458,9 +481,53 @@ func (s *Server) Stop(grace time.Duration) error {
 }
 
 func (s *Server) cleanup() {
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+	}
 	if s.tempDir != "" {
 		_ = os.RemoveAll(s.tempDir)
 	}
+}
+
+// errExited: the server process ended.
+var errExited = errors.New("the Temporal dev server exited")
+
+// tailBuffer keeps the last max bytes written to it; safe for concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+func (t *tailBuffer) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = t.b[:0]
+}
+
+// lastLines is the last n lines of text.
+func lastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // PortFree checks that port can be listened on at 127.0.0.1.
@@ -481,27 +548,6 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(path string, n int) string {
-	if path == "" {
-		return "(no log kept)"
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

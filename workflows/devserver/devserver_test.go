@@ -3,6 +3,7 @@ package devserver
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -194,5 +195,54 @@ func TestDynamicConfigKeysAreKnown(t *testing.T) {
 		if err != nil || strings.Contains(string(out), "warning") || strings.Contains(string(out), "error") {
 			t.Errorf("%s: %v\n%s", f, err, out)
 		}
+	}
+}
+
+// TestDevServerChoosesPortsAgainWhenOneIsTaken: a port chosen for one of the server's internal
+// listeners that another process takes before the server binds it (here: the HTTP API port of
+// the previous start, kept in the configuration and taken meanwhile by a listener that checks
+// as free) makes the server exit; WaitReady then starts it again on other ports, so a test on a
+// busy machine does not fail on that race.
+func TestDevServerChoosesPortsAgainWhenOneIsTaken(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("starts temporal-server; skipped under -short")
+	}
+	bin := findOrSkip(t, ServerTool)
+	dir := t.TempDir()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(Options{Bin: bin, Port: port, DBFile: filepath.Join(dir, "temporal.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitReady(context.Background(), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	taken := s.ports.HTTP
+	if err := s.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Start reuses the free ports of the previous configuration; take the HTTP port right after
+	// Start checked it, as another process would.
+	s, err = Start(Options{Bin: bin, Port: port, DBFile: filepath.Join(dir, "temporal.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(10 * time.Second) })
+	if s.ports.HTTP != taken {
+		t.Fatalf("the restart chose HTTP port %d, not the previous %d", s.ports.HTTP, taken)
+	}
+	ln, err := net.Listen("tcp", hostPort(taken))
+	if err != nil {
+		t.Skipf("the server bound port %d before the test could take it: %v", taken, err)
+	}
+	defer ln.Close()
+	if err := s.WaitReady(context.Background(), 2*time.Minute); err != nil {
+		t.Fatalf("WaitReady did not recover from the taken port: %v", err)
+	}
+	if s.ports.HTTP == taken {
+		t.Fatalf("still on the taken HTTP port %d", taken)
 	}
 }
