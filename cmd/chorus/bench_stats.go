@@ -142,6 +142,8 @@ type phaseResult struct {
 	// WorkflowTaskFailures counts the workflow tasks that failed or timed out while the phase
 	// ran (nil when they could not be counted: no Temporal address).
 	WorkflowTaskFailures *wfTaskFailures `json:"workflowTaskFailures,omitempty"`
+	Started              time.Time       `json:"started"`
+	Ended                time.Time       `json:"ended"`
 }
 
 // comparable says whether the phase's rows are meant to be compared with the floors: all but

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -190,4 +193,26 @@ func TestBenchRunsEndToEnd(t *testing.T) {
 	require.NotEmpty(t, rows["chorus_claim_task"].VsFloor, "lifecycle rows carry their floor ratios")
 	require.Equal(t, 9, rows["all calls"].N, "3 agents x 1 task x claim, in_progress, submit")
 	require.Contains(t, out.String(), "### Bulk creation")
+	for _, p := range rep.Phases {
+		require.NotNil(t, p.WorkflowTaskFailures, "phase %s counts its workflow-task failures", p.Name)
+		require.GreaterOrEqual(t, p.WorkflowTaskFailures.WorkerFailed, 0, "phase %s read the worker's count", p.Name)
+	}
+	require.Contains(t, out.String(), "| failed, as the worker counted |")
+}
+
+func TestWorkerTaskFailuresSumsTheWorkersCounter(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "# TYPE temporal_workflow_task_execution_failed_total counter\n"+
+			"temporal_workflow_task_execution_failed_total{workflow_type=\"TaskWorkflow\"} 3\n"+
+			"temporal_workflow_task_execution_failed_total{workflow_type=\"IdeaWorkflow\"} 2\n"+
+			"# TYPE temporal_workflow_completed_total counter\ntemporal_workflow_completed_total 7\n")
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	require.Equal(t, 5.0, workerTaskFailures(ctx, srv.URL))
+	require.Equal(t, -1.0, workerTaskFailures(ctx, ""), "no metrics URL: not read")
+	require.Equal(t, -1.0, workerTaskFailures(ctx, srv.URL+"/missing\x7f"), "bad URL: not read")
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	require.Equal(t, -1.0, workerTaskFailures(ctx, closed.URL), "unreachable: not read")
 }

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -19,25 +23,68 @@ type wfTaskFailures struct {
 	Runs     int `json:"runsRead"` // workflow runs whose histories were read
 	Failed   int `json:"failed"`
 	TimedOut int `json:"timedOut"`
+	// WorkerFailed is what the worker itself counted (temporal_workflow_task_execution_failed
+	// of the Chorus process's /metrics) while the phase ran: it also sees the failures of
+	// speculative workflow tasks (those that carry an update), which the server does not keep in
+	// the history. -1 when the metrics could not be read (a Chorus measured with --endpoint whose
+	// /metrics is elsewhere).
+	WorkerFailed int `json:"workerFailed"`
 	// First describes the first failure seen, to say what went wrong.
 	First string `json:"first,omitempty"`
 }
 
-func (f wfTaskFailures) total() int { return f.Failed + f.TimedOut }
-
 func (f wfTaskFailures) note() string {
-	s := fmt.Sprintf("Workflow-task failures during the phase: %d (%d failed, %d timed out; from the histories of the %d "+
-		"workflow runs started since the bench began).", f.total(), f.Failed, f.TimedOut, f.Runs)
+	worker := "not read"
+	if f.WorkerFailed >= 0 {
+		worker = fmt.Sprint(f.WorkerFailed)
+	}
+	s := fmt.Sprintf("Workflow-task failures during the phase: %d failed and %d timed out in the histories of the %d "+
+		"workflow runs started since the bench began; %s failed as the worker counted them.", f.Failed, f.TimedOut, f.Runs, worker)
 	if f.First != "" {
 		s += " First: " + f.First
 	}
 	return s
 }
 
-// phaseWindow is when a phase ran.
+// phaseWindow is when a phase ran, and the worker's count of failed workflow tasks at its start
+// and end (-1: not read).
 type phaseWindow struct {
-	from, to time.Time
-	res      *phaseResult
+	from, to             time.Time
+	res                  *phaseResult
+	failedFrom, failedTo float64
+}
+
+// workerTaskFailures reads the Chorus process's count of failed workflow tasks
+// (temporal_workflow_task_execution_failed_total, all series summed) from its /metrics; -1 when
+// it cannot.
+func workerTaskFailures(ctx context.Context, metricsURL string) float64 {
+	if metricsURL == "" {
+		return -1
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return -1
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return -1
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return -1
+	}
+	total := 0.0
+	if f, ok := families["temporal_workflow_task_execution_failed_total"]; ok {
+		for _, m := range f.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
 }
 
 // countWorkflowTaskFailures reads the history of every workflow run of namespace started at
@@ -46,6 +93,12 @@ type phaseWindow struct {
 func countWorkflowTaskFailures(ctx context.Context, tc client.Client, namespace string, since time.Time,
 	windows []phaseWindow) ([]wfTaskFailures, error) {
 	out := make([]wfTaskFailures, len(windows))
+	for i, w := range windows {
+		out[i].WorkerFailed = -1
+		if w.failedFrom >= 0 && w.failedTo >= 0 {
+			out[i].WorkerFailed = int(w.failedTo - w.failedFrom)
+		}
+	}
 	query := fmt.Sprintf("StartTime >= %q", since.UTC().Format(time.RFC3339Nano))
 	var token []byte
 	for {

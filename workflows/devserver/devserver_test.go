@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,29 @@ func TestVersionIsThePinnedServer(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "\tgo.temporal.io/server v"+Version+" ") && !strings.Contains(string(b), "\tgo.temporal.io/server v"+Version+"\n") {
 		t.Errorf("tools/server/go.mod does not pin go.temporal.io/server v%s (devserver.Version)", Version)
+	}
+	// docker-compose.yml runs the same server (and its admin tools, which migrate the schema)
+	// and the same UI release as tools/ui, so make test-prod and compose agree with the dev stack.
+	ui, err := os.ReadFile(filepath.Join("..", "..", "tools", "ui", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uiVersion := regexp.MustCompile(`github\.com/temporalio/ui-server/v2 v(\S+)`).FindSubmatch(ui)
+	if uiVersion == nil {
+		t.Fatal("tools/ui/go.mod does not require github.com/temporalio/ui-server/v2")
+	}
+	compose, err := os.ReadFile(filepath.Join("..", "..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, image := range []string{"temporalio/server:" + Version, "temporalio/admin-tools:" + Version,
+		"temporalio/ui:" + string(uiVersion[1])} {
+		if !strings.Contains(string(compose), image) {
+			t.Errorf("docker-compose.yml does not run %s (the version tools/server and tools/ui pin)", image)
+		}
+	}
+	if n := len(regexp.MustCompile(`image: temporalio/server:|temporalio/admin-tools:|image: temporalio/ui:`).FindAll(compose, -1)); n != 3 {
+		t.Errorf("docker-compose.yml names %d Temporal images, want 3 (server, admin-tools, ui): keep them pinned together", n)
 	}
 }
 
