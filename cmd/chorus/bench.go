@@ -642,7 +642,7 @@ func (b *bencher) reportWorkflowTaskFailures(ctx context.Context, started time.T
 				"the worker answered it could not process; a timed-out one waited longer than its timeout (ScheduleToStart: "+
 				"no worker took it from the sticky queue within 5 s; StartToClose: the worker took it but did not answer "+
 				"within 10 s). The last column is the Chorus worker's own count (temporal_workflow_task_execution_failed): "+
-				"it also sees failed tasks that carried an update, which the server leaves out of the history.\n", runsRead(counts))
+				"it also sees the failures of a task retried after failing (a transient workflow task), which the history records only once.\n", runsRead(counts))
 			for _, f := range firsts {
 				fmt.Fprintf(out, "\n%s\n", f)
 			}

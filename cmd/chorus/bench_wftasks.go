@@ -24,10 +24,10 @@ type wfTaskFailures struct {
 	Failed   int `json:"failed"`
 	TimedOut int `json:"timedOut"`
 	// WorkerFailed is what the worker itself counted (temporal_workflow_task_execution_failed
-	// of the Chorus process's /metrics) while the phase ran: it also sees the failures of
-	// speculative workflow tasks (those that carry an update), which the server does not keep in
-	// the history. -1 when the metrics could not be read (a Chorus measured with --endpoint whose
-	// /metrics is elsewhere).
+	// of the Chorus process's /metrics) while the phase ran: it also sees the repeated failures
+	// of a task retried after failing (a transient workflow task), which the server records in
+	// the history only once. -1 when the metrics could not be read (a Chorus measured with
+	// --endpoint whose /metrics is elsewhere or closed).
 	WorkerFailed int `json:"workerFailed"`
 	// First describes the first failure seen, to say what went wrong.
 	First string `json:"first,omitempty"`
