@@ -20,8 +20,10 @@ type Principal struct {
 	Caller  store.Caller
 	Perms   perm.Set
 	KeyUUID string
-	Agent   store.Agent
-	Owner   *store.User
+	// ReadOnlyKey: the key may call only tools that change nothing (docs/rules.md §3.3).
+	ReadOnlyKey bool
+	Agent       store.Agent
+	Owner       *store.User
 }
 
 type principalKey struct{}
@@ -83,19 +85,26 @@ func resolvePrincipal(ctx context.Context, d *Deps, key string) (Principal, erro
 		return Principal{}, err
 	}
 	// Recording use is bookkeeping: a locked or slow database must not hold the call up (a
-	// key-use write once added seconds unseen), so each write gets a short deadline of its own.
+	// key-use write once added seconds unseen), so each write gets a short deadline of its own,
+	// and a process records a key or an agent at most once per touchEvery: a burst of one key's
+	// requests (hundreds at once) would otherwise each try the same write, and queue every other
+	// key's requests behind them for the database's write lock.
 	touchCtx, cancel := context.WithTimeout(ctx, touchPatience)
 	defer cancel()
-	if err := d.Store.TouchKey(touchCtx, &a.Key); err != nil {
-		d.Log.WarnContext(ctx, "could not record key use", "key", a.Key.UUID, "err", err)
+	if d.firstTouch("key/" + a.Key.UUID) {
+		if err := d.Store.TouchKey(touchCtx, &a.Key); err != nil {
+			d.Log.WarnContext(ctx, "could not record key use", "key", a.Key.UUID, "err", err)
+		}
 	}
-	if err := d.Store.TouchAgent(touchCtx, &a.Agent); err != nil {
-		d.Log.WarnContext(ctx, "could not record agent activity", "agent", a.Agent.UUID, "err", err)
+	if d.firstTouch("agent/" + a.Agent.UUID) {
+		if err := d.Store.TouchAgent(touchCtx, &a.Agent); err != nil {
+			d.Log.WarnContext(ctx, "could not record agent activity", "agent", a.Agent.UUID, "err", err)
+		}
 	}
 	p := Principal{
 		Caller:  store.Caller{CompanyUUID: a.Agent.CompanyUUID, AgentUUID: a.Agent.UUID, AgentName: a.Agent.Name},
 		Perms:   perm.Effective(a.Agent.Roles, a.Agent.Permissions),
-		KeyUUID: a.Key.UUID, Agent: a.Agent, Owner: a.Owner,
+		KeyUUID: a.Key.UUID, ReadOnlyKey: a.Key.ReadOnly, Agent: a.Agent, Owner: a.Owner,
 	}
 	if a.Owner != nil {
 		p.Caller.OwnerUUID = a.Owner.UUID
@@ -106,6 +115,21 @@ func resolvePrincipal(ctx context.Context, d *Deps, key string) (Principal, erro
 // touchPatience bounds the writes that record a key's and an agent's last use during
 // authentication.
 const touchPatience = 500 * time.Millisecond
+
+// touchEvery is how often one process records a key's or an agent's use; the store writes it
+// at most once a minute anyway (store.TouchKey), so a shorter spell loses nothing.
+const touchEvery = 10 * time.Second
+
+// firstTouch reports whether this process has not recorded id's use within touchEvery, and
+// marks it recorded now.
+func (d *Deps) firstTouch(id string) bool {
+	now := time.Now()
+	if last, ok := d.touched.Load(id); ok && now.Sub(last.(time.Time)) < touchEvery {
+		return false
+	}
+	d.touched.Store(id, now)
+	return true
+}
 
 // bearerKey extracts a "cho_" key from an Authorization header value.
 func bearerKey(h string) (string, bool) {

@@ -216,8 +216,9 @@ func TestCommentRetriedWithRequestIDIsAddedOnce(t *testing.T) {
 		require.Equal(t, 1, activityCount(t, e.st, task, "comment_added"))
 		require.Equal(t, 1, activityCount(t, e.st, task, "mentioned"))
 		require.Equal(t, 1, countRows(t, e, "mentions WHERE source_uuid = ?", first.UUID))
-		// The admin created the document: one comment_added and one mentioned, never two.
-		require.Equal(t, []string{"comment_added", "mentioned"}, sortedActions(notes(t, e, "agent", e.agentID("Admin Agent"))))
+		// The admin created the document and is mentioned: the comment's comment_added and
+		// mentioned notifications merge into one mention (docs/rules.md §7.2), never two.
+		require.Equal(t, []string{"mentioned"}, sortedActions(notes(t, e, "agent", e.agentID("Admin Agent"))))
 
 		// The same requestId with other arguments is refused and adds nothing.
 		args["content"] = "Something else"

@@ -1,6 +1,7 @@
 // Package mcp is Chorus's agent-facing surface: the MCP endpoint (POST /api/mcp, stateless
 // Streamable HTTP via github.com/modelcontextprotocol/go-sdk, imported as mcpsdk), API-key
-// authentication, the per-permission tool list, and the tool table with its typed inputs and
+// authentication, the tool list of each connection (permission set, toolsets, read-only mode; toolset.go, conn.go),
+// the playbook prompts, and the tool table with its typed inputs and
 // outputs (docs/rules.md §3, §4).
 //
 // It knows the tool contracts and error texts of docs/rules.md. Reads go to package store; lifecycle changes

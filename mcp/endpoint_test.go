@@ -154,7 +154,7 @@ func TestStatelessTransport(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, r.StatusCode)
 	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
 	require.Equal(t, "POST, OPTIONS", r.Header.Get("Access-Control-Allow-Methods"))
-	require.Equal(t, "Content-Type, Authorization, mcp-protocol-version", r.Header.Get("Access-Control-Allow-Headers"))
+	require.Equal(t, "Content-Type, Authorization, mcp-protocol-version, X-Chorus-Toolsets, X-Chorus-Readonly", r.Header.Get("Access-Control-Allow-Headers"))
 }
 
 func TestCheckinReportsIdentityAndPermissions(t *testing.T) {

@@ -150,14 +150,38 @@ func TestProjectGroups(t *testing.T) {
 			fails(t, bobS, "chorus_admin_delete_project_group", map[string]any{"groupUuid": g.UUID}))
 		require.Contains(t, fails(t, admin, "chorus_admin_delete_project_group", map[string]any{"groupUuid": g.UUID,
 			"deleteProjects": true}), "still hold 0 idea(s), 0 proposal(s) and 2 task(s)")
-		res := call(t, admin, "chorus_admin_delete_project_group", map[string]any{"groupUuid": h.UUID, "deleteProjects": true})
-		require.False(t, res.IsError, text(res))
-		require.Equal(t, "Project group "+h.UUID+" deleted", text(res))
+		// Each deletion is previewed first and applied with the preview's token (the abuse suite,
+		// TestAbuseGroupDeleteNeedsAnAdminAndAConfirmation, holds the token's rules).
+		deleteGroup := func(args map[string]any) DeletedGroup {
+			t.Helper()
+			var prev DeletedGroup
+			ok(t, admin, "chorus_admin_delete_project_group", merge(args, map[string]any{"preview": true}), &prev)
+			require.False(t, prev.Deleted)
+			var done DeletedGroup
+			ok(t, admin, "chorus_admin_delete_project_group", merge(args, map[string]any{"confirmationToken": prev.ConfirmationToken}), &done)
+			require.True(t, done.Deleted)
+			return done
+		}
+		done := deleteGroup(map[string]any{"groupUuid": h.UUID, "deleteProjects": true})
+		require.Equal(t, "Project group "+h.UUID+" deleted", done.Summary)
+		require.Equal(t, []DeletionProject{{UUID: p2.UUID, Name: "P2", Visibility: "private", Action: "deleted"}}, done.Projects)
 		require.Equal(t, "Project not found", fails(t, admin, "chorus_get_project", map[string]any{"projectUuid": p2.UUID}))
-		ok(t, admin, "chorus_admin_delete_project_group", map[string]any{"groupUuid": g.UUID}, nil)
+		deleteGroup(map[string]any{"groupUuid": g.UUID})
 		ok(t, admin, "chorus_get_project", map[string]any{"projectUuid": p1.UUID}, &pd)
 		require.Nil(t, pd.GroupUUID)
 		require.Equal(t, "Project not found", fails(t, bobS, "chorus_get_project", map[string]any{"projectUuid": p1.UUID}),
 			"bob's access came from the deleted group")
 	})
+}
+
+// merge returns a copy of a with b's keys added.
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }

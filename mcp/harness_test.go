@@ -201,20 +201,37 @@ func (e *env) agent(name string, presets ...string) string {
 type bearer struct {
 	key  string
 	base http.RoundTripper
+	// header is sent with every request (a toolset selection, read-only mode).
+	header http.Header
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
+	for k, v := range b.header {
+		r.Header[k] = v
+	}
 	return b.base.RoundTrip(r)
 }
 
-// client connects a real MCP client with the given key.
+// client connects a real MCP client with the given key, selecting every toolset, so that a
+// test reaches every tool its key permits (connectAs chooses otherwise).
 func (e *env) client(key string) *mcpsdk.ClientSession {
 	e.t.Helper()
+	return e.connectAs(key, "", http.Header{ToolsetsHeader: {"all"}})
+}
+
+// connectAs connects a real MCP client with the given key to the endpoint path below /api/mcp
+// ("" for /api/mcp itself, "x/develop", "readonly") and headers.
+func (e *env) connectAs(key, sub string, header http.Header) *mcpsdk.ClientSession {
+	e.t.Helper()
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, nil)
-	tr := &mcpsdk.StreamableClientTransport{Endpoint: e.url,
-		HTTPClient: &http.Client{Transport: bearer{key: key, base: http.DefaultTransport}}}
+	url := e.url
+	if sub != "" {
+		url += "/" + sub
+	}
+	tr := &mcpsdk.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: bearer{key: key, base: http.DefaultTransport, header: header}}}
 	s, err := c.Connect(context.Background(), tr, nil)
 	require.NoError(e.t, err)
 	e.t.Cleanup(func() { _ = s.Close() })
@@ -278,6 +295,7 @@ func (e *env) rawPost(auth, body string) (*http.Response, string) {
 	req, err := http.NewRequest(http.MethodPost, e.url, strings.NewReader(body))
 	require.NoError(e.t, err)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(ToolsetsHeader, "all")
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

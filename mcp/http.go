@@ -26,7 +26,8 @@ import (
 //     are 404; methods other than POST are 405 (a stateless server has no streams or sessions).
 //   - A POST must be one JSON-RPC 2.0 message in JSON (Content-Type application/json, any
 //     case, charset utf-8 if one is given; a missing Content-Type is taken as JSON) of at most
-//     MaxRequestBytes. Batches (JSON arrays) are refused: MCP 2025-06-18 removed them.
+//     MaxRequestBytes, nesting objects and arrays at most maxNesting levels deep. Batches (JSON
+//     arrays) are refused: MCP 2025-06-18 removed them.
 //   - The answer is JSON when the client accepts application/json (or sends no Accept), a
 //     single server-sent event when it accepts only text/event-stream, else 406.
 //
@@ -48,44 +49,34 @@ const (
 
 const (
 	corsMethods = "POST, OPTIONS"
-	corsHeaders = "Content-Type, Authorization, mcp-protocol-version"
+	corsHeaders = "Content-Type, Authorization, mcp-protocol-version, " + ToolsetsHeader + ", " + ReadonlyHeader
 	// corsExpose lets browser clients read the auth challenge and the MCP headers.
 	corsExpose = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version"
 )
 
 // Mount serves the endpoint on an echo server: /api/mcp, /api/mcp/ and everything below
-// through the edge described above, and CORS preflights on every path of the server.
+// through the edge described above, and, on every path of the server, the Host check and CORS
+// preflights (edge.go). Every route of the MCP group passes, in order, the Origin check, the
+// per-key and per-company limits (limits.go: limitKnown before the key is looked up, limit
+// after, for a key seen for the first time) and the key (authenticate): a path added to the
+// endpoint is added to the group, never beside it.
 func (e *Endpoint) Mount(ech *echo.Echo) {
-	ech.Pre(cors)
-	for _, p := range []string{Path, Path + "/*"} {
-		ech.Any(p, e.serve, e.authenticate)
-	}
-}
-
-// cors answers preflights on every path and marks every other answer as readable cross-origin.
-func cors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		if c.Request().Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Methods", corsMethods)
-			h.Set("Access-Control-Allow-Headers", corsHeaders)
-			h.Set("Access-Control-Max-Age", "86400")
-			return c.NoContent(http.StatusNoContent)
-		}
-		h.Set("Access-Control-Expose-Headers", corsExpose)
-		return next(c)
-	}
+	ech.Pre(checkHost(e.deps.Edge, e.deps.Metrics), e.cors)
+	g := ech.Group(Path, e.checkOrigin, e.limitKnown, e.authenticate, e.limit)
+	g.Any("", e.serve)
+	g.Any("/*", e.serve)
 }
 
 // serve runs behind authenticate: it routes by path and method, checks the request's shape,
 // and hands it to the SDK handler matching what the client accepts.
 func (e *Endpoint) serve(c echo.Context) error {
 	req := c.Request()
-	if rest := c.Param("*"); rest != "" {
-		return rpcError(c, http.StatusNotFound, codeInvalidRequest, nil,
-			fmt.Sprintf("Not found: there is nothing at %s; the MCP endpoint is %s", req.URL.Path, Path))
+	p, _ := principalFrom(req.Context())
+	conn, status, why := e.connOf(req, p, c.Param("*"))
+	if why != "" {
+		return rpcError(c, status, codeInvalidRequest, nil, why)
 	}
+	req = req.WithContext(withConn(req.Context(), conn))
 	if req.Method != http.MethodPost {
 		c.Response().Header().Set("Allow", corsMethods)
 		return rpcError(c, http.StatusMethodNotAllowed, codeMethodNotFound, nil,
@@ -123,6 +114,16 @@ func (e *Endpoint) serve(c echo.Context) error {
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
+	// A key's mutating calls take turns (Limits.KeyWrites): this one waits for its key's turn.
+	if e.limits != nil && e.mutating[msg.tool] {
+		if hash, ok := req.Context().Value(limitKey{}).(string); ok {
+			release, err := e.limits.writeTurn(req.Context(), hash)
+			if err != nil {
+				return nil // the client went away while waiting: nothing ran
+			}
+			defer release()
+		}
+	}
 
 	handler := e.jsonHandler
 	if asEvents {
@@ -163,6 +164,7 @@ func checkContentType(h http.Header) (string, bool) {
 type message struct {
 	id     json.RawMessage // nil for a notification or a response
 	method string
+	tool   string // the tool a tools/call names
 }
 
 // refusal is an answer the edge gives itself. Status 200 means the message is a request whose
@@ -186,6 +188,10 @@ func readMessage(body []byte) (message, *refusal) {
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
 		return m, &refusal{http.StatusBadRequest, codeParseError, nil, "Parse error: the request body is not valid JSON"}
+	}
+	if nesting(trimmed) > maxNesting {
+		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil, fmt.Sprintf(
+			"Invalid Request: the message nests objects and arrays more than %d levels deep; send a flatter one", maxNesting)}
 	}
 	if trimmed[0] == '[' {
 		return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil,
@@ -237,7 +243,46 @@ func readMessage(body []byte) (message, *refusal) {
 		}
 		return m, &refusal{http.StatusOK, codeInvalidParams, m.id, msg}
 	}
+	if m.method == "tools/call" {
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(env["params"], &p) // checkParams held it to an object with a string name
+		m.tool = p.Name
+	}
 	return m, nil
+}
+
+// maxNesting is how deeply a message may nest objects and arrays: far more than any tool's
+// arguments need (about six levels), and refused here in plain words before the SDK's decoder
+// meets it (docs/rules.md §3.1).
+const maxNesting = 64
+
+// nesting returns how deeply valid JSON nests objects and arrays.
+func nesting(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // checkParams holds the params of the methods this server answers to the shapes MCP defines, so

@@ -18,6 +18,7 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	refusals *prometheus.CounterVec
+	limited  *prometheus.CounterVec
 }
 
 // Outcomes of a tool call, the "outcome" label.
@@ -31,13 +32,24 @@ const (
 	outcomeError = "error"
 )
 
-// KindUnauthenticated is the refusal kind of a request without a valid API key.
-const KindUnauthenticated = "unauthenticated"
+// Refusal kinds of the HTTP edge, outside any tool.
+const (
+	// KindUnauthenticated is the refusal kind of a request without a valid API key.
+	KindUnauthenticated = "unauthenticated"
+	// KindForbiddenHost: the request's Host is not one the server answers to (edge.go).
+	KindForbiddenHost = "forbidden_host"
+	// KindForbiddenOrigin: a browser request from an origin that may not call the endpoint.
+	KindForbiddenOrigin = "forbidden_origin"
+	// KindRateLimited: a request refused by a limit (limits.go); chorus_limit_refusals_total
+	// says which.
+	KindRateLimited = "rate_limited"
+)
 
 // RefusalKinds are the kinds chorus_refusals_total counts (each exported from the start, at 0,
 // so an alert can compare against it before the first refusal).
 var RefusalKinds = []string{"invalid_input", "not_found", "forbidden", "precondition", "conflict", "diverged",
-	"already_applied", KindUnauthenticated}
+	"already_applied", KindUnauthenticated, KindUnknownTool, KindMissingPermission, KindOutsideToolsets, KindReadOnly,
+	KindForbiddenHost, KindForbiddenOrigin, KindRateLimited}
 
 // durationBuckets span a fast read (a few milliseconds) to a call that runs into its deadline.
 var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
@@ -52,14 +64,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from the start of an MCP request (authentication included) to its tool's answer.",
 			Buckets: durationBuckets}, []string{"tool", "outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_refusals_total",
-			Help: "Requests Chorus refused, by kind: a tool's refusal, or a missing or invalid API key (unauthenticated)."},
+			Help: "Requests Chorus refused, by kind: a tool's refusal; a call to an unknown tool, to one the key lacks the " +
+				"permission for, outside the connection's toolsets or blocked by read-only mode; a missing or invalid API key " +
+				"(unauthenticated); a Host or Origin not allowed; a request over a limit (rate_limited)."},
 			[]string{"kind"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_limit_refusals_total",
+			Help: "Requests refused with HTTP 429 by a limit: key_rate, key_in_flight, company_rate or company_in_flight."},
+			[]string{"limit"}),
 	}
-	reg.MustRegister(m.calls, m.duration, m.refusals)
+	reg.MustRegister(m.calls, m.duration, m.refusals, m.limited)
 	for _, k := range RefusalKinds {
 		m.refusals.WithLabelValues(k)
 	}
+	for _, l := range LimitNames {
+		m.limited.WithLabelValues(l)
+	}
 	return m
+}
+
+// limitRefusal records a request refused by limit (also a rate_limited refusal).
+func (m *Metrics) limitRefusal(limit string) {
+	if m != nil {
+		m.limited.WithLabelValues(limit).Inc()
+		m.refusals.WithLabelValues(KindRateLimited).Inc()
+	}
 }
 
 // toolCall records one tool call that ended with err (nil for success) after d.
@@ -75,7 +103,7 @@ func (m *Metrics) toolCall(tool string, err error, d time.Duration) {
 	}
 }
 
-// refusal records a refusal outside any tool (authentication).
+// refusal records a refusal outside any tool (authentication, the Host and Origin checks).
 func (m *Metrics) refusal(kind string) {
 	if m != nil {
 		m.refusals.WithLabelValues(kind).Inc()

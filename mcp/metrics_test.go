@@ -22,7 +22,7 @@ func TestClassify(t *testing.T) {
 		{nil, outcomeOK, ""},
 		{invalid("title is required"), outcomeRefused, "invalid_input"},
 		{refuse("Target Agent not found"), outcomeRefused, "precondition"},
-		{refuseAs("forbidden", "No permission to access this Session"), outcomeRefused, "forbidden"},
+		{refuseAs("forbidden", "Only the assignee can release a task"), outcomeRefused, "forbidden"},
 		{refuseAs("invalid_input", "Invalid reference type: blog"), outcomeRefused, "invalid_input"},
 		{&store.Refusal{Msg: "Only group admins can manage this group"}, outcomeRefused, "precondition"},
 		{&store.ErrGroupHasWork{Tasks: 2}, outcomeRefused, "precondition"},

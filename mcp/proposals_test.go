@@ -254,6 +254,11 @@ func TestIllegalProposalTransitions(t *testing.T) {
 	require.True(t, found, text(res))
 	require.True(t, json.Valid([]byte(jsonPart)), jsonPart)
 	require.Equal(t, `Idea is also referenced by existing Proposal(s): "Empty"`, note)
+	// The note is a field of the structured result too: some clients show the model nothing else.
+	require.Equal(t, note, decode[CreatedProposal](t, res).NoteText)
+	sc, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.JSONEq(t, jsonPart, string(sc), "the text's JSON is the structured result")
 
 	// Approved proposals refuse draft edits; another PM cannot revoke it.
 	proposal, _ := fullProposal(t, pm, project, idea)

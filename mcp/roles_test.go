@@ -98,6 +98,8 @@ func roleCases(f roleFixture) map[string]struct {
 		"chorus_admin_close_proposal":     {editorGate, map[string]any{"proposalUuid": f.proposal, "reviewNote": "no"}},
 		"chorus_pm_revoke_proposal":       {editorGate, map[string]any{"proposalUuid": f.proposal}},
 
+		"chorus_get_references":        {viewerGate, map[string]any{"targetType": "task", "targetUuid": f.task}},
+		"chorus_get_task_dependencies": {viewerGate, map[string]any{"taskUuid": f.task, "direction": "dependedBy"}},
 		"chorus_get_documents":         {viewerGate, map[string]any{"projectUuid": f.p}},
 		"chorus_get_document":          {viewerGate, map[string]any{"documentUuid": f.doc}},
 		"chorus_pm_create_document":    {editorGate, map[string]any{"projectUuid": f.p, "type": "prd", "title": "Doc"}},

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -335,5 +336,40 @@ func TestSearchSplitsWordsAtPunctuation(t *testing.T) {
 			require.Len(t, out.Results, 1, "query %q", query)
 			require.Equal(t, want, out.Results[0].UUID, "query %q", query)
 		}
+	})
+}
+
+// What one search reads is bounded whatever its words and texts (issue 18; docs/rules.md
+// §4.12): the first 16 words count, the store returns the first 8,192 characters of each text
+// found, and the snippet reads that once for all words. BenchmarkCraftedSearch measures it.
+func TestSearchScansAreBounded(t *testing.T) {
+	words := make([]string, 40)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	require.Equal(t, words[:store.MaxSearchTerms], store.SearchTerms(strings.Join(words, " ")))
+
+	// The first word to appear wins, whichever term it is; past the scanned part, the start.
+	body := "intro " + strings.Repeat("x ", 100) + "beta " + strings.Repeat("y ", 100) + "alpha end"
+	require.Contains(t, snippet("T", &body, []string{"alpha", "beta"}), "beta")
+	require.NotContains(t, snippet("T", &body, []string{"alpha", "beta"}), "alpha")
+	far := strings.Repeat("filler ", snippetScan/7+10) + "needle"
+	s := snippet("T", &far, []string{"needle"})
+	require.True(t, strings.HasPrefix(s, "filler filler") && strings.HasSuffix(s, "..."), s)
+
+	forEachDialect(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		big := strings.Repeat("é", 3*store.SnippetChars) + " needle"
+		ok(t, admin, "chorus_pm_create_document", map[string]any{"projectUuid": project, "type": "prd", "title": "Big",
+			"content": big}, nil)
+		res, err := e.st.Search(context.Background(), store.Caller{CompanyUUID: e.company, AgentUUID: e.agentID("Admin Agent"),
+			OwnerUUID: e.owner}, store.SearchRequest{Text: "needle", PerKind: 50})
+		require.NoError(t, err)
+		require.Len(t, res.Hits, 1, "the whole text is searched")
+		require.Equal(t, store.SnippetChars, len([]rune(*res.Hits[0].Body)), "only its start is read back")
+		out := searchFor(t, admin, map[string]any{"query": "needle"})
+		require.Len(t, out.Results, 1)
+		require.True(t, strings.HasPrefix(out.Results[0].Snippet, "ééé"), out.Results[0].Snippet)
 	})
 }

@@ -43,12 +43,12 @@ func TestSessionLifecycle(t *testing.T) {
 		require.NotEmpty(t, s.AgentUUID)
 		require.Contains(t, fails(t, dev, "chorus_create_session", map[string]any{"name": "  "}), "name must not be blank")
 
-		// Ownership: another agent's session is refused, an unknown one is not found.
+		// Ownership: another agent's session answers exactly like an unknown one.
 		for _, tool := range []string{"chorus_get_session", "chorus_close_session", "chorus_reopen_session", "chorus_session_heartbeat"} {
-			require.Equal(t, "No permission to access this Session", fails(t, other, tool, map[string]any{"sessionUuid": s.UUID}), tool)
+			require.Equal(t, "Session not found", fails(t, other, tool, map[string]any{"sessionUuid": s.UUID}), tool)
 			require.Equal(t, "Session not found", fails(t, dev, tool, map[string]any{"sessionUuid": store.NewUUID()}), tool)
 		}
-		require.Equal(t, "No permission to access this Session",
+		require.Equal(t, "Session not found",
 			fails(t, other, "chorus_session_checkin_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": t1}))
 
 		// Check-in claims an unheld task for the session's agent.
@@ -185,12 +185,12 @@ func TestSessionAttributionAndBlockers(t *testing.T) {
 		ok(t, dev1, "chorus_session_checkin_task", map[string]any{"sessionUuid": s1.UUID, "taskUuid": schema}, nil)
 		ok(t, dev2, "chorus_session_checkin_task", map[string]any{"sessionUuid": s2.UUID, "taskUuid": api}, nil)
 
-		// Someone else's session, or none, is refused before anything changes.
-		require.Equal(t, "No permission to access this Session", fails(t, dev1, "chorus_update_task",
+		// Someone else's session, or none, is not found, before anything changes.
+		require.Equal(t, "Session not found", fails(t, dev1, "chorus_update_task",
 			map[string]any{"taskUuid": schema, "status": "in_progress", "sessionUuid": s2.UUID}))
 		require.Equal(t, "Session not found", fails(t, dev1, "chorus_report_work",
 			map[string]any{"taskUuid": schema, "report": "x", "sessionUuid": store.NewUUID()}))
-		require.Equal(t, "No permission to access this Session", fails(t, dev1, "chorus_report_work",
+		require.Equal(t, "Session not found", fails(t, dev1, "chorus_report_work",
 			map[string]any{"taskUuid": schema, "report": "x", "sessionUuid": s2.UUID}))
 		require.Zero(t, activityCount(t, e.st, schema, "status_changed"))
 		require.Zero(t, activityCount(t, e.st, schema, "comment_added"))

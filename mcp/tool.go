@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -48,7 +49,9 @@ const (
 type tool[In, Out any] struct {
 	Name  string
 	Title string
-	Perm  perm.Bit
+	// Toolset is the lifecycle stage the tool serves (toolset.go, docs/rules.md §3.3).
+	Toolset toolset
+	Perm    perm.Bit
 	// Effect is reads, writes or destroys.
 	Effect effect
 	// Idempotent marks a write that changes nothing when repeated with the same arguments.
@@ -56,8 +59,12 @@ type tool[In, Out any] struct {
 	// Strict refuses unknown argument keys instead of ignoring them (docs/rules.md §3.5), for a
 	// tool where a misspelt key would silently change what the call does.
 	Strict bool
-	Desc   string
-	Run    func(ctx context.Context, d *Deps, call *Call, in In) (Out, error)
+	// ReadOnlyForm marks a tool that writes (Effect is not reads) but also serves read-only
+	// connections, by changing nothing there (Call.Conn.ReadOnly): chorus_checkin,
+	// chorus_get_notifications. Read-only connections list it as read-only.
+	ReadOnlyForm bool
+	Desc         string
+	Run          func(ctx context.Context, d *Deps, call *Call, in In) (Out, error)
 }
 
 // Call is what a handler knows about the request beyond its arguments.
@@ -72,6 +79,9 @@ type Call struct {
 	// recorded, so its command may have been applied already (see workflows.Call).
 	Retry  bool
 	Header http.Header
+	// Conn is what the connection selected (toolsets, read-only mode): a tool with a
+	// ReadOnlyForm changes nothing when Conn.ReadOnly is set.
+	Conn Conn
 }
 
 // Deps are what tool handlers use: the store for reads and records, the lifecycle client for
@@ -88,6 +98,17 @@ type Deps struct {
 	// the Temporal calls, workflow, activities and SQL statements the call makes (README
 	// "Tracing"); nil traces nothing.
 	Tracer oteltrace.Tracer
+
+	// Limits bound each API key's and each company's requests (limits.go); the zero value
+	// limits nothing. `chorus serve` and `chorus dev` pass DefaultLimits unless told otherwise.
+	Limits Limits
+	// Edge says which Host names and Origins the server admits (edge.go); the zero value
+	// admits loopback ones only.
+	Edge EdgeOptions
+
+	// touched remembers when this process last recorded a key's and an agent's use (uuid ->
+	// time.Time), so a burst of one key's requests writes it once, not once per request.
+	touched sync.Map
 }
 
 // entry is a tool table row with its types erased, so rows of different types share a table.
@@ -97,23 +118,34 @@ type entry interface {
 }
 
 type toolSpec struct {
-	Name       string
-	Perm       perm.Bit
-	Effect     effect
-	Idempotent bool
-	Desc       string
-	HasRun     bool
+	Name         string
+	Toolset      toolset
+	Perm         perm.Bit
+	Effect       effect
+	Idempotent   bool
+	ReadOnlyForm bool
+	Desc         string
+	HasRun       bool
 }
 
 func (t tool[In, Out]) spec() toolSpec {
-	return toolSpec{Name: t.Name, Perm: t.Perm, Effect: t.Effect, Idempotent: t.Idempotent, Desc: t.Desc, HasRun: t.Run != nil}
+	return toolSpec{Name: t.Name, Toolset: t.Toolset, Perm: t.Perm, Effect: t.Effect, Idempotent: t.Idempotent,
+		ReadOnlyForm: t.ReadOnlyForm, Desc: t.Desc, HasRun: t.Run != nil}
 }
 
+// servesReadOnly reports whether a read-only connection lists the tool: it changes nothing, or
+// it has a form that changes nothing (docs/rules.md §3.3).
+func (s toolSpec) servesReadOnly() bool { return s.Effect == reads || s.ReadOnlyForm }
+
 // builtTool is an entry made ready for the SDK: the MCP tool description and its handler.
+// readOnlyTool is how read-only connections list a tool with a ReadOnlyForm (annotated as a read).
+// inputSchema is the schema calls are checked against, bounds and all (docs/tools.md shows it).
 type builtTool struct {
-	spec    toolSpec
-	tool    *mcpsdk.Tool
-	handler mcpsdk.ToolHandler
+	spec         toolSpec
+	tool         *mcpsdk.Tool
+	readOnlyTool *mcpsdk.Tool
+	inputSchema  *jsonschema.Schema
+	handler      mcpsdk.ToolHandler
 }
 
 // maxCallBytes bounds the arguments of one mutating call, as normalized JSON without HTML
@@ -142,15 +174,14 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 		in.Properties = map[string]*jsonschema.Schema{}
 	}
 	if t.Effect != reads {
+		// The rule is told once, in the server's instructions (prompts.go), not in every tool.
 		one, most := 1, 128
-		in.Properties[requestIDField] = &jsonschema.Schema{Type: "string", MinLength: &one, MaxLength: &most,
-			Description: "Optional idempotency key (1-128 characters). Retrying with the same requestId returns " +
-				"the first result and changes nothing; reusing it with different arguments is an error."}
+		in.Properties[requestIDField] = &jsonschema.Schema{Type: "string", MinLength: &one, MaxLength: &most}
 		in.PropertyOrder = append(in.PropertyOrder, requestIDField)
 	}
 	publishable(in)
 	closeObjects(in)
-	mt := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Desc, InputSchema: in, Annotations: annotations(t.spec())}
+	mt := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Desc, InputSchema: modelSchema(in), Annotations: annotations(t.spec())}
 	isText := reflect.TypeFor[Out]() == reflect.TypeFor[textResult]()
 	if !isText {
 		out, err := outputSchema(reflect.TypeFor[Out]())
@@ -161,7 +192,12 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 			mt.OutputSchema = out
 		}
 	}
-	bt := &builtTool{spec: t.spec(), tool: mt}
+	bt := &builtTool{spec: t.spec(), tool: mt, inputSchema: in}
+	if t.ReadOnlyForm {
+		ro := *mt
+		ro.Annotations = annotations(toolSpec{Effect: reads})
+		bt.readOnlyTool = &ro
+	}
 	bt.handler = func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := requestStart(ctx)
 		span := oteltrace.SpanFromContext(ctx)
@@ -218,6 +254,10 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	if !who.Perms.Has(t.Perm) {
 		return nil, toolNotFound(t.Name)
 	}
+	conn, _ := connFrom(ctx)
+	if err := conn.refusal(t.spec()); err != nil {
+		return nil, err
+	}
 	var raw json.RawMessage
 	if req.Params != nil {
 		raw = req.Params.Arguments
@@ -235,7 +275,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		return nil, invalid("the arguments take %d bytes as JSON, and one call may carry at most %d (512 KiB); "+
 			"split the work into smaller calls (fewer tasks or criteria per call, shorter content)", len(args), maxCallBytes)
 	}
-	call := &Call{Who: who}
+	call := &Call{Who: who, Conn: conn}
 	if req.Extra != nil {
 		call.Header = req.Extra.Header
 	}
@@ -272,16 +312,13 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	// note is the plain-text note of a result that has one (docs/rules.md §8.11); a retry answered from the
-	// requestId ledger returns the JSON without it.
-	var note string
 	run := func() (json.RawMessage, error) {
 		out, err := t.Run(ctx, d, call, in)
 		if err != nil {
 			return nil, err
 		}
-		if n, ok := any(out).(noter); ok {
-			note = n.Note()
+		if f, ok := any(&out).(fitter); ok {
+			f.fit()
 		}
 		return json.Marshal(out)
 	}
@@ -300,8 +337,12 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: s}}}, nil
 	}
 	text := string(body)
-	if note != "" {
-		text += "\n" + note
+	// A note is a field of the structured result, which is all some clients show the model; it
+	// also follows the JSON in the text, where clients of docs/rules.md §8.11 read it. It is read
+	// from the body, so a retry answered from the requestId ledger carries it too.
+	var out Out
+	if n, ok := any(&out).(noter); ok && json.Unmarshal(body, &out) == nil && n.Note() != "" {
+		text += "\n" + n.Note()
 	}
 	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
 }
@@ -326,8 +367,8 @@ func knownKeysOnly(schema *jsonschema.Schema, raw json.RawMessage) error {
 // ledger see only the canonical form, so equivalent calls are the same call.
 type canonicalizer interface{ canonicalize() }
 
-// noter is a result that adds a plain-text note after its JSON (docs/rules.md §8.11); the structured
-// content stays pure JSON.
+// noter is a result with a note (docs/rules.md §8.11): a field of its structured content that the
+// text repeats after the JSON.
 type noter interface{ Note() string }
 
 // runOnce applies docs/rules.md §8.5 for a call carrying a requestId (docs/write-path.md, "Exactly

@@ -16,14 +16,14 @@ import (
 
 // CommentTargetIn names what a comment is on.
 type CommentTargetIn struct {
-	TargetType string `json:"targetType" jsonschema:"what the comment is on" chorus:"enum=idea|proposal|task|document"`
-	TargetUUID UUID   `json:"targetUuid" jsonschema:"the uuid of that idea, proposal, task or document"`
+	TargetType string `json:"targetType" chorus:"enum=idea|proposal|task|document"`
+	TargetUUID UUID   `json:"targetUuid"`
 }
 
 // AddCommentIn is chorus_add_comment's input.
 type AddCommentIn struct {
 	CommentTargetIn
-	Content string `json:"content" jsonschema:"the comment, in markdown; @[Name](agent:<uuid>) or @[Name](user:<uuid>) mentions and notifies that agent or user" chorus:"minLength=1"`
+	Content string `json:"content" jsonschema:"markdown" chorus:"minLength=1"`
 }
 
 // CommentView is a comment as tools show it.
@@ -44,11 +44,8 @@ func commentView(ctx context.Context, nm *store.Namer, c store.Comment) CommentV
 }
 
 var addComment = tool[AddCommentIn, CommentView]{
-	Name: "chorus_add_comment", Title: "Comment on an idea, proposal, task or document", Perm: perm.Public, Effect: writes,
-	Desc: "Add a comment to an idea, proposal, task or document of a project you can edit. The people it concerns " +
-		"are notified (a task's assignee and creator, an idea's assignee and creator, a proposal's or document's " +
-		"creator), and so is everyone the comment mentions with @[Name](agent:<uuid>) or @[Name](user:<uuid>) " +
-		"(chorus_search_mentionables finds them). Returns the comment.",
+	Name: "chorus_add_comment", Title: "Add a comment", Toolset: tsCollab, Perm: perm.Public, Effect: writes,
+	Desc: "Comment on an idea, proposal, task or document; the people it concerns and @-mentions are notified.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddCommentIn) (CommentView, error) {
 		if strings.TrimSpace(in.Content) == "" {
 			return CommentView{}, invalid("content must not be blank: write the comment's text")
@@ -79,9 +76,8 @@ type CommentList struct {
 }
 
 var getComments = tool[GetCommentsIn, CommentList]{
-	Name: "chorus_get_comments", Title: "List comments", Perm: perm.Public, Effect: reads,
-	Desc: "List the comments on an idea, proposal, task or document, newest first, with their authors " +
-		"(work reports made with chorus_report_work are comments on their task). Paged: page (default 1), pageSize (1-100, default 20).",
+	Name: "chorus_get_comments", Title: "List comments", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List the comments on an idea, proposal, task or document, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetCommentsIn) (CommentList, error) {
 		if _, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
 			return CommentList{}, err
@@ -112,10 +108,10 @@ var getComments = tool[GetCommentsIn, CommentList]{
 
 // GetNotificationsIn is chorus_get_notifications' input.
 type GetNotificationsIn struct {
-	Status       string `json:"status,omitempty" jsonschema:"unread (default), read or all" chorus:"enum=unread|read|all"`
-	Limit        int    `json:"limit,omitempty" jsonschema:"how many to return, 1 to 100; default 20" chorus:"min=1;max=100"`
-	Offset       int    `json:"offset,omitempty" jsonschema:"how many to skip, newest first; default 0" chorus:"min=0;max=1000000"`
-	AutoMarkRead *bool  `json:"autoMarkRead,omitempty" jsonschema:"with status unread, mark the notifications returned as read; default true"`
+	Status       string `json:"status,omitempty" jsonschema:"default unread" chorus:"enum=unread|read|all"`
+	Limit        int    `json:"limit,omitempty" jsonschema:"default 20" chorus:"min=1;max=100"`
+	Offset       int    `json:"offset,omitempty" chorus:"min=0;max=1000000"`
+	AutoMarkRead *bool  `json:"autoMarkRead,omitempty" jsonschema:"default true"`
 }
 
 // NotificationRow is one notification.
@@ -143,11 +139,19 @@ type NotificationList struct {
 }
 
 var getNotifications = tool[GetNotificationsIn, NotificationList]{
-	Name: "chorus_get_notifications", Title: "Read your notifications", Perm: perm.Public, Effect: writes,
-	Desc: "List the notifications addressed to you, newest first: unread ones by default (status read or all for " +
-		"others). With the default status, the ones returned are marked read unless autoMarkRead is false. " +
-		"unreadCount is how many were unread before this call. Paged with limit (1-100, default 20) and offset.",
+	Name: "chorus_get_notifications", Title: "Notifications", Toolset: tsCore, Perm: perm.Public, Effect: writes,
+	Desc: "List your notifications, newest first; unread ones by default, then marked read unless autoMarkRead " +
+		"is false.",
+	ReadOnlyForm: true,
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetNotificationsIn) (NotificationList, error) {
+		markRead := in.AutoMarkRead == nil || *in.AutoMarkRead
+		if call.Conn.ReadOnly {
+			if in.AutoMarkRead != nil && *in.AutoMarkRead {
+				return NotificationList{}, refuseAs(KindReadOnly, "autoMarkRead true would mark notifications read, and this "+
+					"connection is read-only; leave autoMarkRead out (nothing is marked read here)")
+			}
+			markRead = false
+		}
 		limit := in.Limit
 		if limit < 1 {
 			limit = 20
@@ -156,8 +160,8 @@ var getNotifications = tool[GetNotificationsIn, NotificationList]{
 		if status == "" {
 			status = "unread"
 		}
-		p, err := d.Store.ListNotifications(ctx, call.Who.Caller.AgentUUID, store.NotificationFilter{Status: status,
-			Limit: limit, Offset: in.Offset, MarkRead: in.AutoMarkRead == nil || *in.AutoMarkRead})
+		p, err := d.Store.ListNotifications(ctx, call.Who.Caller, store.NotificationFilter{Status: status,
+			Limit: limit, Offset: in.Offset, MarkRead: markRead})
 		if err != nil {
 			return NotificationList{}, err
 		}
@@ -178,8 +182,8 @@ var getNotifications = tool[GetNotificationsIn, NotificationList]{
 
 // MarkNotificationReadIn is chorus_mark_notification_read's input.
 type MarkNotificationReadIn struct {
-	NotificationUUID *UUID `json:"notificationUuid,omitempty" jsonschema:"the notification to mark read (one of yours)"`
-	All              bool  `json:"all,omitempty" jsonschema:"true: mark every unread notification of yours read"`
+	NotificationUUID *UUID `json:"notificationUuid,omitempty"`
+	All              bool  `json:"all,omitempty"`
 }
 
 // MarkedRead is chorus_mark_notification_read's result.
@@ -189,18 +193,17 @@ type MarkedRead struct {
 }
 
 var markNotificationRead = tool[MarkNotificationReadIn, MarkedRead]{
-	Name: "chorus_mark_notification_read", Title: "Mark notifications read", Perm: perm.Public, Effect: writes, Idempotent: true,
-	Desc: "Mark one of your notifications read (notificationUuid), or all of them (all: true).",
+	Name: "chorus_mark_notification_read", Title: "Mark notifications read", Toolset: tsCollab, Perm: perm.Public, Effect: writes, Idempotent: true,
+	Desc: "Mark one of your notifications read, or all of them.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MarkNotificationReadIn) (MarkedRead, error) {
-		agent := call.Who.Caller.AgentUUID
 		if in.All {
-			n, err := d.Store.MarkAllNotificationsRead(ctx, agent)
+			n, err := d.Store.MarkAllNotificationsRead(ctx, call.Who.Caller)
 			return MarkedRead{Success: err == nil, Marked: n}, err
 		}
 		if in.NotificationUUID == nil {
 			return MarkedRead{}, invalid("notificationUuid is required unless all is true: name the notification to mark read, or pass all: true")
 		}
-		n, err := d.Store.MarkNotificationRead(ctx, agent, string(*in.NotificationUUID))
+		n, err := d.Store.MarkNotificationRead(ctx, call.Who.Caller, string(*in.NotificationUUID))
 		return MarkedRead{Success: err == nil, Marked: n}, err
 	},
 }
@@ -209,11 +212,11 @@ var markNotificationRead = tool[MarkNotificationReadIn, MarkedRead]{
 
 // GetActivityIn is chorus_get_activity's input.
 type GetActivityIn struct {
-	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
-	TargetType  string `json:"targetType,omitempty" jsonschema:"with targetUuid: only the activity of this idea, proposal, task or document" chorus:"enum=idea|proposal|task|document"`
-	TargetUUID  *UUID  `json:"targetUuid,omitempty" jsonschema:"with targetType: the entity (of this project) whose activity to list"`
-	Page        int    `json:"page,omitempty" jsonschema:"1-based page number; default 1" chorus:"min=1;max=1000000"`
-	PageSize    int    `json:"pageSize,omitempty" jsonschema:"rows per page, 1 to 100; default 50" chorus:"min=1;max=100"`
+	ProjectUUID UUID   `json:"projectUuid"`
+	TargetType  string `json:"targetType,omitempty" chorus:"enum=idea|proposal|task|document"`
+	TargetUUID  *UUID  `json:"targetUuid,omitempty" jsonschema:"with targetType: follow one entity"`
+	Page        int    `json:"page,omitempty" chorus:"min=1;max=1000000"`
+	PageSize    int    `json:"pageSize,omitempty" jsonschema:"default 50" chorus:"min=1;max=100"`
 }
 
 // ActivityRow is one activity.
@@ -238,10 +241,8 @@ type ActivityList struct {
 }
 
 var getActivity = tool[GetActivityIn, ActivityList]{
-	Name: "chorus_get_activity", Title: "Read the activity stream", Perm: perm.Public, Effect: reads,
-	Desc: "List what happened in a project, newest first: who did what to which idea, proposal, task or document, " +
-		"and in which session. Give targetType and targetUuid to follow one entity. Paged: page (default 1), " +
-		"pageSize (1-100, default 50).",
+	Name: "chorus_get_activity", Title: "Activity", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List what happened in a project, or to one entity, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetActivityIn) (ActivityList, error) {
 		if (in.TargetType == "") != (in.TargetUUID == nil) {
 			return ActivityList{}, invalid("targetType and targetUuid go together: give both to follow one entity, or neither for the whole project")
@@ -261,7 +262,7 @@ var getActivity = tool[GetActivityIn, ActivityList]{
 			target = t.UUID
 		}
 		page, size, offset := PageIn{Page: in.Page, PageSize: in.PageSize}.window(50)
-		acts, total, err := d.Store.ListActivity(ctx, string(in.ProjectUUID), in.TargetType, target, size, offset)
+		acts, total, err := d.Store.ListActivity(ctx, call.Who.Caller, string(in.ProjectUUID), in.TargetType, target, size, offset)
 		if err != nil {
 			return ActivityList{}, err
 		}

@@ -16,13 +16,13 @@ import (
 
 // DocumentIn names a document.
 type DocumentIn struct {
-	DocumentUUID UUID `json:"documentUuid" jsonschema:"the document's uuid"`
+	DocumentUUID UUID `json:"documentUuid"`
 }
 
 // GetDocumentsIn is chorus_get_documents' input.
 type GetDocumentsIn struct {
-	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
-	Type        string `json:"type,omitempty" jsonschema:"only documents of this type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
+	ProjectUUID UUID   `json:"projectUuid"`
+	Type        string `json:"type,omitempty" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
 	PageIn
 }
 
@@ -44,8 +44,8 @@ type DocumentList struct {
 }
 
 var getDocuments = tool[GetDocumentsIn, DocumentList]{
-	Name: "chorus_get_documents", Title: "List documents", Perm: perm.Public, Effect: reads,
-	Desc: "List a project's documents (PRDs, tech designs, ADRs, specs, guides, reports), most recently updated first, optionally of one type. Paged.",
+	Name: "chorus_get_documents", Title: "List documents", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List a project's documents, most recently updated first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetDocumentsIn) (DocumentList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return DocumentList{}, err
@@ -68,8 +68,8 @@ var getDocuments = tool[GetDocumentsIn, DocumentList]{
 }
 
 var getDocument = tool[DocumentIn, DocumentView]{
-	Name: "chorus_get_document", Title: "Get a document", Perm: perm.Public, Effect: reads,
-	Desc: "Get one document with its full content and version.",
+	Name: "chorus_get_document", Title: "Get a document", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "Get a document with its content and version.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (DocumentView, error) {
 		doc, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessViewer)
 		if err != nil {
@@ -81,16 +81,16 @@ var getDocument = tool[DocumentIn, DocumentView]{
 
 // CreateDocumentIn is chorus_pm_create_document's input.
 type CreateDocumentIn struct {
-	ProjectUUID  UUID    `json:"projectUuid" jsonschema:"the project's uuid"`
-	Type         string  `json:"type" jsonschema:"document type (reports are written with chorus_create_report)" chorus:"enum=prd|tech_design|adr|spec|guide"`
-	Title        string  `json:"title" jsonschema:"document title" chorus:"minLength=1"`
-	Content      *string `json:"content,omitempty" jsonschema:"markdown content"`
-	ProposalUUID *UUID   `json:"proposalUuid,omitempty" jsonschema:"a proposal of the same project this document belongs to"`
+	ProjectUUID  UUID    `json:"projectUuid"`
+	Type         string  `json:"type" chorus:"enum=prd|tech_design|adr|spec|guide"`
+	Title        string  `json:"title" chorus:"minLength=1"`
+	Content      *string `json:"content,omitempty"`
+	ProposalUUID *UUID   `json:"proposalUuid,omitempty"`
 }
 
 var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
-	Name: "chorus_pm_create_document", Title: "Create a document", Perm: perm.DocumentWrite, Effect: writes,
-	Desc: "Create a document (prd, tech_design, adr, spec or guide) in a project, optionally attached to one of its proposals. Starts at version 1.",
+	Name: "chorus_pm_create_document", Title: "Create a document", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Create a document in a project, optionally of a proposal (reports: chorus_create_report).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateDocumentIn) (DocumentView, error) {
 		if strings.TrimSpace(in.Title) == "" {
 			return DocumentView{}, invalid("title must not be blank")
@@ -125,14 +125,14 @@ func nonEmpty(s *string) *string {
 
 // UpdateDocumentIn is chorus_pm_update_document's input.
 type UpdateDocumentIn struct {
-	DocumentUUID UUID    `json:"documentUuid" jsonschema:"the document's uuid"`
-	Title        *string `json:"title,omitempty" jsonschema:"new title"`
-	Content      *string `json:"content,omitempty" jsonschema:"new content"`
+	DocumentUUID UUID    `json:"documentUuid"`
+	Title        *string `json:"title,omitempty"`
+	Content      *string `json:"content,omitempty"`
 }
 
 var pmUpdateDocument = tool[UpdateDocumentIn, DocumentView]{
-	Name: "chorus_pm_update_document", Title: "Update a document", Perm: perm.DocumentWrite, Effect: writes,
-	Desc: "Change a document's title and/or content. Every call adds one to its version.",
+	Name: "chorus_pm_update_document", Title: "Update a document", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Change a document's title or content; its version goes up by one.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentIn) (DocumentView, error) {
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return DocumentView{}, invalid("title must not be blank")
@@ -154,8 +154,8 @@ var pmUpdateDocument = tool[UpdateDocumentIn, DocumentView]{
 }
 
 var adminDeleteDocument = tool[DocumentIn, textResult]{
-	Name: "chorus_admin_delete_document", Title: "Delete a document", Perm: perm.DocumentAdmin, Effect: destroys,
-	Desc: "Delete a document and the comments on it.",
+	Name: "chorus_admin_delete_document", Title: "Delete a document", Toolset: tsCollab, Perm: perm.DocumentAdmin, Effect: destroys,
+	Desc: "Delete a document and its comments.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (textResult, error) {
 		if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessEditor); err != nil {
 			return "", err
@@ -169,10 +169,10 @@ var adminDeleteDocument = tool[DocumentIn, textResult]{
 
 // CreateReportIn is chorus_create_report's input.
 type CreateReportIn struct {
-	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the approved proposal the report is about"`
-	Title        string `json:"title" jsonschema:"report title" chorus:"minLength=1;maxLength=200"`
-	Content      string `json:"content" jsonschema:"the report in markdown" chorus:"minLength=1"`
-	Force        bool   `json:"force,omitempty" jsonschema:"add another report even though the proposal has one"`
+	ProposalUUID UUID   `json:"proposalUuid"`
+	Title        string `json:"title" chorus:"minLength=1;maxLength=200"`
+	Content      string `json:"content" chorus:"minLength=1"`
+	Force        bool   `json:"force,omitempty"`
 }
 
 // CreatedReport is chorus_create_report's result.
@@ -183,9 +183,8 @@ type CreatedReport struct {
 }
 
 var createReport = tool[CreateReportIn, CreatedReport]{
-	Name: "chorus_create_report", Title: "Write a completion report", Perm: perm.DocumentWrite, Effect: writes,
-	Desc: "Write the completion report of an approved proposal: a report document attached to it (and announced " +
-		"on its first input idea). One report per proposal unless force is true; revise it with chorus_pm_update_document.",
+	Name: "chorus_create_report", Title: "Write a report", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Write the completion report of an approved proposal; one per proposal unless force.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateReportIn) (CreatedReport, error) {
 		if !store.IsUUID(string(in.ProposalUUID)) {
 			return CreatedReport{}, invalid("proposalUuid must be a UUID")

@@ -33,7 +33,7 @@ func groupView(v store.GroupView) GroupView {
 
 // GroupIn names a group.
 type GroupIn struct {
-	GroupUUID UUID `json:"groupUuid" jsonschema:"the project group's uuid"`
+	GroupUUID UUID `json:"groupUuid"`
 }
 
 // ---- reads ----
@@ -46,9 +46,8 @@ type GroupList struct {
 }
 
 var getProjectGroups = tool[PageIn, GroupList]{
-	Name: "chorus_get_project_groups", Title: "List project groups", Perm: perm.Public, Effect: reads,
-	Desc: "List the project groups you can see, oldest first, each with the number of its projects you can see, and " +
-		"how many of your projects are in no group. Paged: page (default 1), pageSize (1-100, default 20).",
+	Name: "chorus_get_project_groups", Title: "List project groups", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
+	Desc: "List the project groups you can see.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (GroupList, error) {
 		page, size, offset := in.window(20)
 		rows, total, ungrouped, err := d.Store.ListGroups(ctx, call.Who.Caller, size, offset)
@@ -82,8 +81,8 @@ type GroupDetail struct {
 }
 
 var getProjectGroup = tool[GroupIn, GroupDetail]{
-	Name: "chorus_get_project_group", Title: "Get a project group", Perm: perm.Public, Effect: reads,
-	Desc: "Get a project group you can see, with the projects in it that you can see (most recently updated first).",
+	Name: "chorus_get_project_group", Title: "Get a project group", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
+	Desc: "Get a project group with the projects in it you can see.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (GroupDetail, error) {
 		g, err := d.Store.GetGroup(ctx, call.Who.Caller, string(in.GroupUUID))
 		if err != nil {
@@ -150,9 +149,8 @@ type DashboardActivity struct {
 }
 
 var getGroupDashboard = tool[GroupIn, DashboardOut]{
-	Name: "chorus_get_group_dashboard", Title: "Get a group's dashboard", Perm: perm.Public, Effect: reads,
-	Desc: "Progress of a project group across the projects of it you can see: task totals and completion rate, open " +
-		"ideas, active proposals, a line per project, and the 20 newest activities.",
+	Name: "chorus_get_group_dashboard", Title: "Group dashboard", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
+	Desc: "A project group's progress: task totals, completion, open ideas, active proposals, recent activity.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (DashboardOut, error) {
 		g, dash, err := d.Store.Dashboard(ctx, call.Who.Caller, string(in.GroupUUID))
 		if err != nil {
@@ -180,15 +178,14 @@ var getGroupDashboard = tool[GroupIn, DashboardOut]{
 
 // CreateGroupIn is chorus_admin_create_project_group's input.
 type CreateGroupIn struct {
-	Name        string  `json:"name" jsonschema:"group name" chorus:"minLength=1;maxLength=200"`
-	Description *string `json:"description,omitempty" jsonschema:"what the group gathers; default empty"`
-	Visibility  string  `json:"visibility,omitempty" jsonschema:"public (default: everyone in the company sees it) or private (members only)" chorus:"enum=public|private"`
+	Name        string  `json:"name" chorus:"minLength=1;maxLength=200"`
+	Description *string `json:"description,omitempty"`
+	Visibility  string  `json:"visibility,omitempty" jsonschema:"default public: every company member sees it" chorus:"enum=public|private"`
 }
 
 var adminCreateProjectGroup = tool[CreateGroupIn, GroupView]{
-	Name: "chorus_admin_create_project_group", Title: "Create a project group", Perm: perm.ProjectWrite, Effect: writes,
-	Desc: "Create a project group. Your owner becomes its admin. Visibility is public (default) or private; " +
-		"projects later put in a private group become private.",
+	Name: "chorus_admin_create_project_group", Title: "Create a project group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
+	Desc: "Create a project group; your owner becomes its admin.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateGroupIn) (GroupView, error) {
 		if strings.TrimSpace(in.Name) == "" {
 			return GroupView{}, invalid("name must not be blank")
@@ -212,15 +209,15 @@ var adminCreateProjectGroup = tool[CreateGroupIn, GroupView]{
 
 // UpdateGroupIn is chorus_admin_update_project_group's input.
 type UpdateGroupIn struct {
-	GroupUUID         UUID    `json:"groupUuid" jsonschema:"the project group's uuid"`
-	Name              *string `json:"name,omitempty" jsonschema:"new name" chorus:"minLength=1;maxLength=200"`
-	Description       *string `json:"description,omitempty" jsonschema:"new description"`
-	Visibility        string  `json:"visibility,omitempty" jsonschema:"new visibility; a change needs preview=true first, then the returned confirmationToken" chorus:"enum=public|private"`
-	Preview           bool    `json:"preview,omitempty" jsonschema:"with visibility: show what the change would do and return its confirmationToken, changing nothing"`
-	ConfirmationToken string  `json:"confirmationToken,omitempty" jsonschema:"the token a preview returned, to apply that visibility change" chorus:"maxLength=100"`
-	MemberAction      string  `json:"memberAction,omitempty" jsonschema:"add, update or remove a group member (userUuid; role for add and update); not together with other changes" chorus:"enum=add|update|remove"`
-	UserUUID          *UUID   `json:"userUuid,omitempty" jsonschema:"the user a memberAction is about"`
-	Role              string  `json:"role,omitempty" jsonschema:"the member's role: viewer, editor or admin" chorus:"enum=viewer|editor|admin"`
+	GroupUUID         UUID    `json:"groupUuid"`
+	Name              *string `json:"name,omitempty" chorus:"minLength=1;maxLength=200"`
+	Description       *string `json:"description,omitempty"`
+	Visibility        string  `json:"visibility,omitempty" chorus:"enum=public|private"`
+	Preview           bool    `json:"preview,omitempty" jsonschema:"with visibility: show the change and its confirmationToken, changing nothing"`
+	ConfirmationToken string  `json:"confirmationToken,omitempty" chorus:"maxLength=100"`
+	MemberAction      string  `json:"memberAction,omitempty" jsonschema:"with userUuid (and role to add or update)" chorus:"enum=add|update|remove"`
+	UserUUID          *UUID   `json:"userUuid,omitempty"`
+	Role              string  `json:"role,omitempty" chorus:"enum=viewer|editor|admin"`
 }
 
 // UpdatedGroup is chorus_admin_update_project_group's result: the group after the change, or
@@ -250,13 +247,10 @@ type ProjectImpact struct {
 }
 
 var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
-	Name: "chorus_admin_update_project_group", Title: "Update a project group", Perm: perm.ProjectWrite, Effect: writes,
+	Name: "chorus_admin_update_project_group", Title: "Update a project group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
 	Strict: true,
-	Desc: "Rename a project group or change its description, change its visibility, or add, update or remove one of its " +
-		"members (memberAction with userUuid and role) - one kind of change per call. A visibility change is shown first " +
-		"with preview=true, which returns a confirmationToken; call again with it to apply (the token is refused once " +
-		"anyone's access changed meanwhile). Making a group private makes its projects private. Members and visibility " +
-		"need a group admin; renaming a public group needs editor. Unknown argument keys are refused.",
+	Desc: "Change a group's name and description, its visibility (preview, then confirmationToken) or one " +
+		"member; one per call.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateGroupIn) (UpdatedGroup, error) {
 		u := store.GroupUpdate{GroupUUID: string(in.GroupUUID), Name: in.Name, Description: in.Description,
 			Preview: in.Preview, Token: in.ConfirmationToken}
@@ -308,29 +302,59 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 
 // DeleteGroupIn is chorus_admin_delete_project_group's input.
 type DeleteGroupIn struct {
-	GroupUUID      UUID `json:"groupUuid" jsonschema:"the project group's uuid"`
-	DeleteProjects bool `json:"deleteProjects,omitempty" jsonschema:"also delete the group's projects (only projects without ideas, proposals or tasks); default false: they become ungrouped"`
+	GroupUUID         UUID   `json:"groupUuid"`
+	DeleteProjects    bool   `json:"deleteProjects,omitempty" jsonschema:"also delete its projects (without ideas, proposals or tasks) and their documents"`
+	Preview           bool   `json:"preview,omitempty" jsonschema:"show the deletion and its confirmationToken, deleting nothing"`
+	ConfirmationToken string `json:"confirmationToken,omitempty" chorus:"maxLength=100"`
 }
 
-var adminDeleteProjectGroup = tool[DeleteGroupIn, textResult]{
-	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Perm: perm.ProjectWrite, Effect: destroys,
-	Desc: "Delete a project group. Its projects become ungrouped, or with deleteProjects=true are deleted too (refused " +
-		"while they hold ideas, proposals or tasks). Needs the right to manage the group and every project in it.",
-	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (textResult, error) {
-		if err := d.Store.DeleteGroup(ctx, call.Who.Caller, string(in.GroupUUID), in.DeleteProjects); err != nil {
-			return "", err
+// DeletedGroup is chorus_admin_delete_project_group's result: what the deletion does (a
+// preview, with its token) or did.
+type DeletedGroup struct {
+	GroupUUID         string            `json:"groupUuid"`
+	Name              string            `json:"name"`
+	DeleteProjects    bool              `json:"deleteProjects"`
+	Projects          []DeletionProject `json:"projects" jsonschema:"each project and its action: deleted or ungrouped"`
+	Members           int               `json:"members" jsonschema:"users losing their role on the group"`
+	Summary           string            `json:"summary"`
+	Deleted           bool              `json:"deleted" jsonschema:"false for a preview"`
+	ConfirmationToken string            `json:"confirmationToken,omitempty" jsonschema:"preview: pass it back to apply this very deletion"`
+}
+
+// DeletionProject is one project of a group being deleted.
+type DeletionProject = store.ProjectDeletion
+
+var adminDeleteProjectGroup = tool[DeleteGroupIn, DeletedGroup]{
+	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Toolset: tsProjects, Perm: perm.ProjectAdmin,
+	Effect: destroys, Strict: true,
+	Desc: "Delete a project group (group admin): preview first, then confirmationToken. Its projects become " +
+		"ungrouped, or deleted with deleteProjects if they hold no work.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in DeleteGroupIn) (DeletedGroup, error) {
+		if in.Preview && in.ConfirmationToken != "" {
+			return DeletedGroup{}, invalid("preview and confirmationToken do not go together: preview first, then " +
+				"apply with the token it returned (nothing was changed)")
 		}
-		return textResult(fmt.Sprintf("Project group %s deleted", in.GroupUUID)), nil
+		p, err := d.Store.DeleteGroup(ctx, call.Who.Caller, store.GroupDeletion{GroupUUID: string(in.GroupUUID),
+			DeleteProjects: in.DeleteProjects, Preview: in.Preview, Token: in.ConfirmationToken})
+		if err != nil {
+			return DeletedGroup{}, err
+		}
+		out := DeletedGroup{GroupUUID: p.GroupUUID, Name: p.Name, DeleteProjects: p.DeleteProjects, Projects: p.Projects,
+			Members: p.Members, Summary: p.Summary, Deleted: !in.Preview, ConfirmationToken: p.Token}
+		if !in.Preview {
+			out.Summary = fmt.Sprintf("Project group %s deleted", p.GroupUUID)
+		}
+		return out, nil
 	},
 }
 
 // MoveProjectIn is chorus_admin_move_project_to_group's input.
 type MoveProjectIn struct {
-	ProjectUUID       UUID   `json:"projectUuid" jsonschema:"the project to move"`
-	GroupUUID         *UUID  `json:"groupUuid,omitempty" jsonschema:"the target group"`
+	ProjectUUID       UUID   `json:"projectUuid"`
+	GroupUUID         *UUID  `json:"groupUuid,omitempty"`
 	RemoveFromGroup   bool   `json:"removeFromGroup,omitempty" jsonschema:"true: take the project out of its group"`
-	Preview           bool   `json:"preview,omitempty" jsonschema:"show what the move would do to everyone's access, with its confirmationToken, changing nothing"`
-	ConfirmationToken string `json:"confirmationToken,omitempty" jsonschema:"the token a preview returned; needed when the move changes anyone's access" chorus:"maxLength=100"`
+	Preview           bool   `json:"preview,omitempty" jsonschema:"show the move and its confirmationToken, changing nothing"`
+	ConfirmationToken string `json:"confirmationToken,omitempty" chorus:"maxLength=100"`
 }
 
 // MovedProject is chorus_admin_move_project_to_group's result: the project after the move, or
@@ -359,11 +383,9 @@ type RoleChange struct {
 }
 
 var adminMoveProjectToGroup = tool[MoveProjectIn, MovedProject]{
-	Name: "chorus_admin_move_project_to_group", Title: "Move a project to a group", Perm: perm.ProjectWrite, Effect: writes,
-	Desc: "Move a project into a project group (groupUuid), or out of its group (removeFromGroup). Call with preview=true to see whose " +
-		"access changes; when requiresConfirmation is true, call again with the returned confirmationToken. A private " +
-		"target group makes the project private. Needs editor on a public project and admin on a private one, or when " +
-		"the move crosses a private group or widens anyone's access.",
+	Name: "chorus_admin_move_project_to_group", Title: "Move a project to a group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
+	Desc: "Move a project into a group, or out (removeFromGroup). Preview first; a change of anyone's access " +
+		"needs its confirmationToken.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveProjectIn) (MovedProject, error) {
 		if (in.GroupUUID != nil) == in.RemoveFromGroup {
 			return MovedProject{}, invalid("give groupUuid (the target group) or removeFromGroup: true (no group), one of them")

@@ -16,7 +16,7 @@ import (
 
 // IdeaIn names an idea.
 type IdeaIn struct {
-	IdeaUUID UUID `json:"ideaUuid" jsonschema:"the idea's uuid"`
+	IdeaUUID UUID `json:"ideaUuid"`
 }
 
 // ideaDetail reads the full Idea JSON after a change or for chorus_get_idea.
@@ -36,8 +36,8 @@ func ideaDetail(ctx context.Context, d *Deps, who Principal, ideaUUID string) (I
 
 // GetIdeasIn is chorus_get_ideas' input.
 type GetIdeasIn struct {
-	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
-	Status      string `json:"status,omitempty" jsonschema:"only ideas in this status: open, elaborating or elaborated" chorus:"enum=open|elaborating|elaborated|proposal_created|completed|closed"`
+	ProjectUUID UUID   `json:"projectUuid"`
+	Status      string `json:"status,omitempty" chorus:"enum=open|elaborating|elaborated|proposal_created|completed|closed"`
 	PageIn
 }
 
@@ -61,9 +61,8 @@ type IdeaList struct {
 }
 
 var getIdeas = tool[GetIdeasIn, IdeaList]{
-	Name: "chorus_get_ideas", Title: "List ideas", Perm: perm.Public, Effect: reads,
-	Desc: "List a project's ideas, newest first, with their status, parent, number of children and of completion " +
-		"reports. Filter by status (open, elaborating, elaborated). Paged.",
+	Name: "chorus_get_ideas", Title: "List ideas", Toolset: tsIdeas, Perm: perm.Public, Effect: reads,
+	Desc: "List a project's ideas, newest first, with status, parent and counts.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetIdeasIn) (IdeaList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return IdeaList{}, err
@@ -92,9 +91,8 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 }
 
 var getIdea = tool[IdeaIn, IdeaView]{
-	Name: "chorus_get_idea", Title: "Get an idea", Perm: perm.Public, Effect: reads,
-	Desc: "Get one idea: content, status and derived progress, assignee, elaboration state, parent, children " +
-		"(with their derived status), all descendants, and completion reports.",
+	Name: "chorus_get_idea", Title: "Get an idea", Toolset: tsCore, Perm: perm.Public, Effect: reads,
+	Desc: "Get an idea: content, status, progress, assignee, elaboration state, parent, children, reports.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
 		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
 	},
@@ -102,7 +100,7 @@ var getIdea = tool[IdeaIn, IdeaView]{
 
 // ProjectIn names a project.
 type ProjectIn struct {
-	ProjectUUID UUID `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID UUID `json:"projectUuid"`
 }
 
 // AvailableIdeaRow is one row of chorus_get_available_ideas.
@@ -121,8 +119,8 @@ type AvailableIdeas struct {
 }
 
 var getAvailableIdeas = tool[ProjectIn, AvailableIdeas]{
-	Name: "chorus_get_available_ideas", Title: "Ideas open to claim", Perm: perm.Public, Effect: reads,
-	Desc: "List up to 50 open (unclaimed) ideas of a project, newest first: the ones you can claim with chorus_claim_idea.",
+	Name: "chorus_get_available_ideas", Title: "Ideas open to claim", Toolset: tsIdeas, Perm: perm.Public, Effect: reads,
+	Desc: "List up to 50 open ideas of a project that you can claim.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectIn) (AvailableIdeas, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return AvailableIdeas{}, err
@@ -155,9 +153,8 @@ func elaborationOf(ctx context.Context, d *Deps, who Principal, ideaUUID string)
 }
 
 var getElaboration = tool[IdeaIn, ElaborationView]{
-	Name: "chorus_get_elaboration", Title: "Get elaboration", Perm: perm.Public, Effect: reads,
-	Desc: "Get an idea's elaboration: depth, status, every round with its questions and answers, and a summary " +
-		"(questions answered, rounds done, which round is pending).",
+	Name: "chorus_get_elaboration", Title: "Get elaboration", Toolset: tsIdeas, Perm: perm.Public, Effect: reads,
+	Desc: "Get an idea's elaboration rounds with questions and answers.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
 		return elaborationOf(ctx, d, call.Who, string(in.IdeaUUID))
 	},
@@ -167,12 +164,12 @@ var getElaboration = tool[IdeaIn, ElaborationView]{
 
 // CreateIdeaIn is chorus_pm_create_idea's input.
 type CreateIdeaIn struct {
-	ProjectUUID UUID          `json:"projectUuid" jsonschema:"the project to create the idea in"`
-	Title       string        `json:"title" jsonschema:"a short title" chorus:"minLength=1"`
-	Content     *string       `json:"content,omitempty" jsonschema:"the idea in markdown"`
-	ParentUUID  *UUID         `json:"parentUuid,omitempty" jsonschema:"a parent idea (theme) in the same project"`
-	IsContainer bool          `json:"isContainer,omitempty" jsonschema:"true for a theme: it groups child ideas and cannot be a proposal input"`
-	References  []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach (fail-soft: one that is invalid is reported in referenceErrors, and the rest are still added)" chorus:"maxItems=50"`
+	ProjectUUID UUID          `json:"projectUuid"`
+	Title       string        `json:"title" chorus:"minLength=1"`
+	Content     *string       `json:"content,omitempty" jsonschema:"markdown"`
+	ParentUUID  *UUID         `json:"parentUuid,omitempty"`
+	IsContainer bool          `json:"isContainer,omitempty" jsonschema:"a theme groups child ideas and cannot be a proposal input"`
+	References  []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach; one that is invalid is reported in referenceErrors" chorus:"maxItems=50"`
 }
 
 // CreatedIdea is chorus_pm_create_idea's result.
@@ -186,9 +183,8 @@ type CreatedIdea struct {
 }
 
 var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
-	Name: "chorus_pm_create_idea", Title: "Create an idea", Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Create an idea in a project (status open, unassigned). Optionally place it under a parent idea of the " +
-		"same project, or mark it as a theme (isContainer) that groups child ideas.",
+	Name: "chorus_pm_create_idea", Title: "Create an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Create an open idea in a project, optionally under a parent or as a theme grouping child ideas.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateIdeaIn) (CreatedIdea, error) {
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedIdea{}, invalid("title must not be blank")
@@ -253,27 +249,25 @@ func ideaCommand(cmd workflows.Command[workflows.IdeaCommand, workflows.IdeaResu
 }
 
 var claimIdea = tool[IdeaIn, IdeaView]{
-	Name: "chorus_claim_idea", Title: "Claim an idea", Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Claim an open idea: you become its assignee and it moves to elaborating. Refused when someone holds it " +
-		"or its elaboration is already resolved.",
-	Run: ideaCommand(workflows.ClaimIdea),
+	Name: "chorus_claim_idea", Title: "Claim an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Claim an open idea; it moves to elaborating. Refused when someone holds it.",
+	Run:  ideaCommand(workflows.ClaimIdea),
 }
 
 var releaseIdea = tool[IdeaIn, IdeaView]{
-	Name: "chorus_release_idea", Title: "Release an idea", Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Give up an idea you hold: it returns to open with no assignee and its elaboration depth and status are " +
-		"cleared (rounds are kept). Only the assignee can release, and not once elaboration is resolved.",
-	Run: ideaCommand(workflows.ReleaseIdea),
+	Name: "chorus_release_idea", Title: "Release an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Give up an idea you hold. Refused once its elaboration is resolved.",
+	Run:  ideaCommand(workflows.ReleaseIdea),
 }
 
 // EditIdeaIn is chorus_edit_idea's input.
 type EditIdeaIn struct {
-	IdeaUUID     UUID    `json:"ideaUuid" jsonschema:"the idea's uuid"`
-	Title        *string `json:"title,omitempty" jsonschema:"new title"`
-	Content      *string `json:"content,omitempty" jsonschema:"new content (markdown); an empty string clears it"`
-	ParentUUID   *UUID   `json:"parentUuid,omitempty" jsonschema:"new parent idea in the same project"`
-	DetachParent bool    `json:"detachParent,omitempty" jsonschema:"true: take the idea out of its parent (top-level)"`
-	IsContainer  *bool   `json:"isContainer,omitempty" jsonschema:"mark or unmark the idea as a theme"`
+	IdeaUUID     UUID    `json:"ideaUuid"`
+	Title        *string `json:"title,omitempty"`
+	Content      *string `json:"content,omitempty" jsonschema:"an empty string clears it"`
+	ParentUUID   *UUID   `json:"parentUuid,omitempty"`
+	DetachParent bool    `json:"detachParent,omitempty" jsonschema:"true: make the idea top-level"`
+	IsContainer  *bool   `json:"isContainer,omitempty"`
 }
 
 // EditedIdea is chorus_edit_idea's result.
@@ -284,9 +278,9 @@ type EditedIdea struct {
 }
 
 var editIdea = tool[EditIdeaIn, EditedIdea]{
-	Name: "chorus_edit_idea", Title: "Edit an idea", Perm: perm.IdeaWrite, Effect: writes, Idempotent: true,
-	Desc: "Change an idea's title, content, parent (detachParent makes it top-level) or theme flag. Its status never changes. The " +
-		"new parent must be in the same project and must not be one of the idea's descendants.",
+	Name: "chorus_edit_idea", Title: "Edit an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes, Idempotent: true,
+	Desc: "Change an idea's title, content, parent or theme flag. The parent must be in the same project, not a " +
+		"descendant.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in EditIdeaIn) (EditedIdea, error) {
 		i, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
 		if err != nil {
@@ -328,9 +322,8 @@ func mustMessage(err error) string {
 }
 
 var adminDeleteIdea = tool[IdeaIn, textResult]{
-	Name: "chorus_admin_delete_idea", Title: "Delete an idea", Perm: perm.IdeaAdmin, Effect: destroys,
-	Desc: "Delete an idea and its elaboration. Its direct children become top-level ideas; proposals that used it " +
-		"as an input are left as they are.",
+	Name: "chorus_admin_delete_idea", Title: "Delete an idea", Toolset: tsIdeas, Perm: perm.IdeaAdmin, Effect: destroys,
+	Desc: "Delete an idea and its elaboration; its children become top-level.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (textResult, error) {
 		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.DeleteIdea, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return "", err
@@ -343,32 +336,31 @@ var adminDeleteIdea = tool[IdeaIn, textResult]{
 
 // OptionIn is one option of a question.
 type OptionIn struct {
-	ID          string  `json:"id" jsonschema:"option id, unique in the question"`
-	Label       string  `json:"label" jsonschema:"what the option says"`
-	Description *string `json:"description,omitempty" jsonschema:"more detail"`
+	ID          string  `json:"id"`
+	Label       string  `json:"label"`
+	Description *string `json:"description,omitempty"`
 }
 
 // QuestionIn is one question of chorus_pm_start_elaboration.
 type QuestionIn struct {
-	ID       string     `json:"id" jsonschema:"question id, unique in the round"`
-	Text     string     `json:"text" jsonschema:"the question"`
-	Category string     `json:"category" jsonschema:"what the question is about" chorus:"enum=functional|non_functional|business_context|technical_context|user_scenario|scope"`
-	Options  []OptionIn `json:"options" jsonschema:"2 to 5 options to choose from"`
-	Required *bool      `json:"required,omitempty" jsonschema:"must be answered before the round is complete (default true)"`
+	ID       string     `json:"id"`
+	Text     string     `json:"text"`
+	Category string     `json:"category" chorus:"enum=functional|non_functional|business_context|technical_context|user_scenario|scope"`
+	Options  []OptionIn `json:"options"`
+	Required *bool      `json:"required,omitempty" jsonschema:"default true"`
 }
 
 // StartElaborationIn is chorus_pm_start_elaboration's input.
 type StartElaborationIn struct {
-	IdeaUUID  UUID         `json:"ideaUuid" jsonschema:"the idea's uuid"`
-	Depth     string       `json:"depth" jsonschema:"how deep to elaborate" chorus:"enum=minimal|standard|comprehensive"`
-	Questions []QuestionIn `json:"questions" jsonschema:"1 to 15 questions"`
+	IdeaUUID  UUID         `json:"ideaUuid"`
+	Depth     string       `json:"depth" chorus:"enum=minimal|standard|comprehensive"`
+	Questions []QuestionIn `json:"questions"`
 }
 
 var pmStartElaboration = tool[StartElaborationIn, RoundView]{
-	Name: "chorus_pm_start_elaboration", Title: "Start an elaboration round", Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Ask clarifying questions about an idea you hold: a new round of 1-15 multiple-choice questions (2-5 " +
-		"options each). The idea must be elaborating or elaborated (claim it first); at most 10 rounds per idea. A " +
-		"round started after elaboration was resolved is appended and does not reopen it.",
+	Name: "chorus_pm_start_elaboration", Title: "Start elaboration", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Ask 1-15 clarifying questions (2-5 options each) on an idea you hold. Refused before you claim it, " +
+		"or after 10 rounds.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in StartElaborationIn) (RoundView, error) {
 		cmd := workflows.StartElaborationInput{Actor: actor(call.Who), Depth: in.Depth}
 		for _, q := range in.Questions {
@@ -384,23 +376,21 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 
 // AnswerIn is one answer.
 type AnswerIn struct {
-	QuestionID       string  `json:"questionId" jsonschema:"the question's id"`
-	SelectedOptionID *string `json:"selectedOptionId,omitempty" jsonschema:"the chosen option's id; leave it out to answer in customText"`
-	CustomText       *string `json:"customText,omitempty" jsonschema:"free-text answer or comment; required without selectedOptionId"`
+	QuestionID       string  `json:"questionId"`
+	SelectedOptionID *string `json:"selectedOptionId,omitempty" jsonschema:"leave it out to answer in customText"`
+	CustomText       *string `json:"customText,omitempty" jsonschema:"required without selectedOptionId"`
 }
 
 // AnswerElaborationIn is chorus_answer_elaboration's input.
 type AnswerElaborationIn struct {
-	IdeaUUID  UUID       `json:"ideaUuid" jsonschema:"the idea's uuid"`
-	RoundUUID *UUID      `json:"roundUuid,omitempty" jsonschema:"the round to answer; default: the idea's one pending round"`
-	Answers   []AnswerIn `json:"answers" jsonschema:"answers; re-answering a question of a pending round replaces its answer"`
+	IdeaUUID  UUID       `json:"ideaUuid"`
+	RoundUUID *UUID      `json:"roundUuid,omitempty" jsonschema:"default: the one pending round"`
+	Answers   []AnswerIn `json:"answers"`
 }
 
 var answerElaboration = tool[AnswerElaborationIn, RoundView]{
-	Name: "chorus_answer_elaboration", Title: "Answer elaboration questions", Perm: perm.Public, Effect: writes,
-	Desc: "Answer questions of an idea's pending elaboration round (anyone with editor access may answer). All " +
-		"answers are checked before any is saved. When every required question is answered the round completes " +
-		"and the idea's elaboration waits for validation.",
+	Name: "chorus_answer_elaboration", Title: "Answer elaboration", Toolset: tsIdeas, Perm: perm.Public, Effect: writes,
+	Desc: "Answer an idea's pending elaboration round; one invalid answer refuses them all.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AnswerElaborationIn) (RoundView, error) {
 		cmd := workflows.AnswerElaborationInput{Actor: actor(call.Who), RoundUUID: (*string)(in.RoundUUID)}
 		for _, x := range in.Answers {
@@ -411,9 +401,8 @@ var answerElaboration = tool[AnswerElaborationIn, RoundView]{
 }
 
 var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
-	Name: "chorus_pm_validate_elaboration", Title: "Resolve elaboration", Perm: perm.IdeaAdmin, Effect: writes,
-	Desc: "Resolve an idea's elaboration once every round is answered: the idea becomes elaborated and ready for a " +
-		"proposal. Only the idea's assignee can resolve.",
+	Name: "chorus_pm_validate_elaboration", Title: "Resolve elaboration", Toolset: tsIdeas, Perm: perm.IdeaAdmin, Effect: writes,
+	Desc: "Resolve the elaboration of an idea you hold once no round is pending.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
 		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.ValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
 			return ElaborationView{}, err
@@ -424,8 +413,8 @@ var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
 
 // SkipElaborationIn is chorus_pm_skip_elaboration's input.
 type SkipElaborationIn struct {
-	IdeaUUID UUID   `json:"ideaUuid" jsonschema:"the idea's uuid"`
-	Reason   string `json:"reason" jsonschema:"why no elaboration is needed"`
+	IdeaUUID UUID   `json:"ideaUuid"`
+	Reason   string `json:"reason"`
 }
 
 // SkippedElaboration is chorus_pm_skip_elaboration's result.
@@ -436,9 +425,8 @@ type SkippedElaboration struct {
 }
 
 var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
-	Name: "chorus_pm_skip_elaboration", Title: "Skip elaboration", Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Mark an idea you hold as clear enough without questions: elaboration is resolved at minimal depth and " +
-		"the idea becomes elaborated. Only from elaborating.",
+	Name: "chorus_pm_skip_elaboration", Title: "Skip elaboration", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Resolve the elaboration of an idea you hold without questions, saying why it is clear.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SkipElaborationIn) (SkippedElaboration, error) {
 		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.SkipElaboration,
 			workflows.SkipElaborationInput{Actor: actor(call.Who), Reason: in.Reason}); err != nil {
@@ -452,23 +440,20 @@ var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
 
 // MoveIdeaIn is chorus_move_idea's input.
 type MoveIdeaIn struct {
-	IdeaUUID          UUID `json:"ideaUuid" jsonschema:"the idea to move, with its descendants"`
-	TargetProjectUUID UUID `json:"targetProjectUuid" jsonschema:"the project to move it to"`
+	IdeaUUID          UUID `json:"ideaUuid"`
+	TargetProjectUUID UUID `json:"targetProjectUuid"`
 }
 
 // MovedIdea is chorus_move_idea's result.
 type MovedIdea struct {
 	UUID    string           `json:"uuid"`
 	Project ProjectRef       `json:"project" jsonschema:"the project the idea is in now"`
-	Moved   store.MoveCounts `json:"moved" jsonschema:"rows moved: the idea and its descendants, the proposals built on them, their documents and tasks, and the activities about all of these"`
+	Moved   store.MoveCounts `json:"moved" jsonschema:"rows moved, all of the idea's project: the idea, its descendants, their proposals, documents, tasks and activities"`
 }
 
 var moveIdea = tool[MoveIdeaIn, MovedIdea]{
-	Name: "chorus_move_idea", Title: "Move an idea to another project", Perm: perm.IdeaWrite, Effect: writes,
-	Desc: "Move an idea to another project, with everything that follows from it: its descendant ideas, the proposals " +
-		"that take any of them as input, those proposals' documents and tasks, and the activities about all of these. " +
-		"The idea leaves its parent; comments, dependencies, criteria and assignees stay as they are. Needs editor on " +
-		"both projects.",
+	Name: "chorus_move_idea", Title: "Move an idea", Toolset: tsProjects, Perm: perm.IdeaWrite, Effect: writes,
+	Desc: "Move an idea with its descendants and their proposals, documents and tasks of its project to another project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveIdeaIn) (MovedIdea, error) {
 		wrap := func(err error) error {
 			if m, ok := agentMessage(err); ok && !strings.HasPrefix(m, "Failed to move Idea: ") {

@@ -21,6 +21,23 @@ type CheckinOut struct {
 	ActiveProjects map[string]ActiveProject `json:"activeProjects" jsonschema:"projects with ideas assigned to you that are not done, keyed by project uuid; at most 10"`
 	Notifications  NotificationSummary      `json:"notifications"`
 	Sessions       []SessionView            `json:"sessions" jsonschema:"your active sessions, most recently active first; at most 20"`
+	Toolsets       []ToolsetView            `json:"toolsets" jsonschema:"every toolset, and whether this connection selected it (docs/rules.md §3.3)"`
+	ReadOnly       bool                     `json:"readOnly" jsonschema:"this connection lists and runs only tools that change nothing"`
+}
+
+// ToolsetView is one toolset in chorus_checkin.
+type ToolsetView struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Enabled     bool   `json:"enabled"`
+}
+
+func toolsetViews(sel selection) []ToolsetView {
+	out := make([]ToolsetView, len(toolsetTable))
+	for i, t := range toolsetTable {
+		out[i] = ToolsetView{Name: t.name, Description: t.about, Enabled: sel.has(t.id)}
+	}
+	return out
 }
 
 // CheckinAgent is the caller's identity in chorus_checkin.
@@ -88,15 +105,20 @@ func truncRunes(s *string, n int) *string {
 }
 
 var checkin = tool[NoInput, CheckinOut]{
-	Name:   "chorus_checkin",
-	Title:  "Check in",
-	Perm:   perm.Public,
-	Effect: writes,
-	Desc: "Start here. Returns who you are (agent, owner, roles and the permissions you hold), the " +
-		"projects where ideas assigned to you are still active, your unread notifications (the up to " +
-		"five returned are marked read) and your active sessions. Records that you are active.",
+	Name:    "chorus_checkin",
+	Title:   "Check in",
+	Toolset: tsCore,
+	Perm:    perm.Public,
+	Effect:  writes,
+	Desc: "Start here: who you are, your permissions and toolsets, active projects, unread notifications " +
+		"(returned ones are marked read), sessions.",
+	ReadOnlyForm: true,
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (CheckinOut, error) {
-		res, err := d.Store.Checkin(ctx, call.Who.Caller)
+		checkin := d.Store.Checkin
+		if call.Conn.ReadOnly {
+			checkin = d.Store.CheckinReadOnly
+		}
+		res, err := checkin(ctx, call.Who.Caller)
 		if err != nil {
 			return CheckinOut{}, err
 		}
@@ -112,6 +134,8 @@ var checkin = tool[NoInput, CheckinOut]{
 				SystemPrompt: truncRunes(res.Agent.SystemPrompt, maxPersonaRunes)},
 			ActiveProjects: map[string]ActiveProject{},
 			Notifications:  NotificationSummary{Unread: res.Unread, Recent: []RecentNotification{}},
+			Toolsets:       toolsetViews(call.Conn.Toolsets),
+			ReadOnly:       call.Conn.ReadOnly,
 		}
 		if res.Owner != nil {
 			out.Agent.Owner = &PersonRef{UUID: res.Owner.UUID, Name: res.Owner.DisplayName(), Email: res.Owner.Email}
@@ -192,12 +216,12 @@ func projectRow(v store.ProjectView, withActivities bool) ProjectRow {
 }
 
 var listProjects = tool[PageIn, ProjectList]{
-	Name:   "chorus_list_projects",
-	Title:  "List projects",
-	Perm:   perm.Public,
-	Effect: reads,
-	Desc: "List the projects you can see, most recently updated first, with counts of their ideas, " +
-		"documents, tasks and proposals. Paged: page (default 1), pageSize (1-100, default 20).",
+	Name:    "chorus_list_projects",
+	Title:   "List projects",
+	Toolset: tsCore,
+	Perm:    perm.Public,
+	Effect:  reads,
+	Desc:    "List the projects you can see, most recently updated first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (ProjectList, error) {
 		page, size, offset := in.window(20)
 		views, total, err := d.Store.ListProjects(ctx, call.Who.Caller, size, offset)
@@ -218,15 +242,16 @@ var listProjects = tool[PageIn, ProjectList]{
 
 // GetProjectIn is chorus_get_project's input.
 type GetProjectIn struct {
-	ProjectUUID UUID `json:"projectUuid" jsonschema:"the project's uuid"`
+	ProjectUUID UUID `json:"projectUuid"`
 }
 
 var getProject = tool[GetProjectIn, ProjectDetail]{
-	Name:   "chorus_get_project",
-	Title:  "Get a project",
-	Perm:   perm.Public,
-	Effect: reads,
-	Desc:   "Get one project you can see: its details, your access level on it, and counts of its ideas, documents, tasks, proposals and activities.",
+	Name:    "chorus_get_project",
+	Title:   "Get a project",
+	Toolset: tsCore,
+	Perm:    perm.Public,
+	Effect:  reads,
+	Desc:    "Get a project with your access level on it and its counts.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProjectIn) (ProjectDetail, error) {
 		v, err := d.Store.GetProject(ctx, call.Who.Caller, string(in.ProjectUUID))
 		if err != nil {
@@ -240,11 +265,11 @@ var getProject = tool[GetProjectIn, ProjectDetail]{
 
 // CreateProjectIn is chorus_admin_create_project's input.
 type CreateProjectIn struct {
-	Name        string  `json:"name" jsonschema:"project name" chorus:"minLength=1;maxLength=200"`
-	Description *string `json:"description,omitempty" jsonschema:"what the project is about"`
-	GroupUUID   *UUID   `json:"groupUuid,omitempty" jsonschema:"put the project in this project group; a private group makes the project private"`
-	Visibility  string  `json:"visibility,omitempty" jsonschema:"public (default: everyone in the company can edit) or private (members only)" chorus:"enum=public|private"`
-	ClaimTTL    *int64  `json:"claimTtlSeconds,omitempty" jsonschema:"give task claims a time to live: a claim lapses, and its task is released, after this many seconds without a task command of its holder or a heartbeat of a session checked in to it (default: claims last until released)" chorus:"min=1;max=2592000"`
+	Name        string  `json:"name" chorus:"minLength=1;maxLength=200"`
+	Description *string `json:"description,omitempty"`
+	GroupUUID   *UUID   `json:"groupUuid,omitempty"`
+	Visibility  string  `json:"visibility,omitempty" jsonschema:"default public: every company member may edit" chorus:"enum=public|private"`
+	ClaimTTL    *int64  `json:"claimTtlSeconds,omitempty" jsonschema:"a claim lapses after this many seconds without a command of its holder or a heartbeat (default: never)" chorus:"min=1;max=2592000"`
 }
 
 // CreatedProject is chorus_admin_create_project's result.
@@ -260,12 +285,12 @@ type CreatedProject struct {
 }
 
 var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
-	Name:   "chorus_admin_create_project",
-	Title:  "Create a project",
-	Perm:   perm.ProjectWrite,
-	Effect: writes,
-	Desc: "Create a project. Your owner becomes its admin. Visibility is public (default) or private; " +
-		"a project placed in a private group is always private. claimTtlSeconds makes task claims lapse when their holder goes silent.",
+	Name:    "chorus_admin_create_project",
+	Title:   "Create a project",
+	Toolset: tsProjects,
+	Perm:    perm.ProjectWrite,
+	Effect:  writes,
+	Desc:    "Create a project; your owner becomes its admin. claimTtlSeconds makes silent claims lapse.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProjectIn) (CreatedProject, error) {
 		if strings.TrimSpace(in.Name) == "" {
 			return CreatedProject{}, invalid("name must not be blank")

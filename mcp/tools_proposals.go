@@ -17,7 +17,7 @@ import (
 
 // ProposalIn names a proposal.
 type ProposalIn struct {
-	ProposalUUID UUID `json:"proposalUuid" jsonschema:"the proposal's uuid"`
+	ProposalUUID UUID `json:"proposalUuid"`
 }
 
 // ReviewView is a proposal's last review.
@@ -63,20 +63,21 @@ type MaterializedDocument struct {
 // ProposalView is the proposal JSON of chorus_get_proposal (and approve): common meta plus the
 // parts the section asks for.
 type ProposalView struct {
-	UUID          string          `json:"uuid"`
-	Title         string          `json:"title"`
-	Description   *string         `json:"description"`
-	InputType     string          `json:"inputType"`
-	InputUUIDs    []string        `json:"inputUuids"`
-	Status        string          `json:"status"`
-	Project       ProjectRef      `json:"project"`
-	CreatedBy     *store.ActorRef `json:"createdBy"`
-	CreatedByType string          `json:"createdByType"`
-	Review        *ReviewView     `json:"review"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
-	Section       string          `json:"section"`
-	References    []ReferenceView `json:"references"`
+	UUID           string          `json:"uuid"`
+	Title          string          `json:"title"`
+	Description    *string         `json:"description"`
+	InputType      string          `json:"inputType"`
+	InputUUIDs     []string        `json:"inputUuids"`
+	Status         string          `json:"status"`
+	Project        ProjectRef      `json:"project"`
+	CreatedBy      *store.ActorRef `json:"createdBy"`
+	CreatedByType  string          `json:"createdByType"`
+	Review         *ReviewView     `json:"review"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+	Section        string          `json:"section"`
+	References     []ReferenceView `json:"references" jsonschema:"its references, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_references pages them all)"`
+	ReferenceCount int             `json:"referenceCount" jsonschema:"how many references it has"`
 
 	DocumentDraftCount *int                 `json:"documentDraftCount,omitempty"`
 	TaskDraftCount     *int                 `json:"taskDraftCount,omitempty"`
@@ -125,6 +126,13 @@ func proposalView(ctx context.Context, n *store.Namer, p *store.Proposal, projec
 	return v
 }
 
+// fit cuts the proposal's references to the answer's byte budget (docs/rules.md §3.6); its
+// drafts are its own fields, which the limits on drafts bound.
+func (v *ProposalView) fit() {
+	refs := v.References
+	fitLists(v, budgetList{len(refs), func(n int) { v.References = refs[:n] }})
+}
+
 // proposalAccess gates a proposal for a tool that changes it (editor).
 func proposalAccess(ctx context.Context, d *Deps, call *Call, uuid string) (*store.Proposal, *store.ProjectView, error) {
 	return d.Store.ProposalAccess(ctx, call.Who.Caller, uuid, store.AccessEditor)
@@ -134,8 +142,8 @@ func proposalAccess(ctx context.Context, d *Deps, call *Call, uuid string) (*sto
 
 // GetProposalsIn is chorus_get_proposals' input.
 type GetProposalsIn struct {
-	ProjectUUID UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
-	Status      string `json:"status,omitempty" jsonschema:"only proposals in this status" chorus:"enum=draft|pending|approved|closed|rejected|revised"`
+	ProjectUUID UUID   `json:"projectUuid"`
+	Status      string `json:"status,omitempty" chorus:"enum=draft|pending|approved|closed|rejected|revised"`
 	PageIn
 }
 
@@ -157,8 +165,8 @@ type ProposalList struct {
 }
 
 var getProposals = tool[GetProposalsIn, ProposalList]{
-	Name: "chorus_get_proposals", Title: "List proposals", Perm: perm.Public, Effect: reads,
-	Desc: "List a project's proposals, newest first, optionally of one status (draft, pending, approved, closed). Paged.",
+	Name: "chorus_get_proposals", Title: "List proposals", Toolset: tsProposals, Perm: perm.Public, Effect: reads,
+	Desc: "List a project's proposals, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalsIn) (ProposalList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return ProposalList{}, err
@@ -189,14 +197,13 @@ var getProposals = tool[GetProposalsIn, ProposalList]{
 
 // GetProposalIn is chorus_get_proposal's input.
 type GetProposalIn struct {
-	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	Section      string `json:"section,omitempty" jsonschema:"basic (default: counts and an index of the drafts), documents, tasks, or full" chorus:"enum=basic|documents|tasks|full"`
+	ProposalUUID UUID   `json:"proposalUuid"`
+	Section      string `json:"section,omitempty" jsonschema:"default basic: an index of the drafts" chorus:"enum=basic|documents|tasks|full"`
 }
 
 var getProposal = tool[GetProposalIn, ProposalView]{
-	Name: "chorus_get_proposal", Title: "Get a proposal", Perm: perm.Public, Effect: reads,
-	Desc: "Get a proposal. section=basic (default) gives its details with an index of its drafts; documents, " +
-		"tasks or full add the complete document drafts, task drafts, or both.",
+	Name: "chorus_get_proposal", Title: "Get a proposal", Toolset: tsProposals, Perm: perm.Public, Effect: reads,
+	Desc: "Get a proposal with an index of its drafts, or the drafts in full (section).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalIn) (ProposalView, error) {
 		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(in.ProposalUUID), store.AccessViewer)
 		if err != nil {
@@ -208,7 +215,7 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 		}
 		n := d.Store.NewNamer()
 		v := proposalView(ctx, n, p, pv.Name, section)
-		if v.References, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
+		if v.References, v.ReferenceCount, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
 			return ProposalView{}, err
 		}
 		return v, nil
@@ -219,12 +226,12 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 
 // CreateProposalIn is chorus_pm_create_proposal's input.
 type CreateProposalIn struct {
-	ProjectUUID UUID          `json:"projectUuid" jsonschema:"the project the proposal belongs to"`
-	Title       string        `json:"title" jsonschema:"the proposal's title" chorus:"minLength=1"`
-	Description *string       `json:"description,omitempty" jsonschema:"what the proposal delivers and why"`
-	InputType   string        `json:"inputType" jsonschema:"what the proposal is based on: ideas you hold, or documents" chorus:"enum=idea|document"`
-	InputUUIDs  []UUID        `json:"inputUuids" jsonschema:"the input ideas (or documents)"`
-	References  []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach (fail-soft: one that is invalid is reported in referenceErrors, and the rest are still added)" chorus:"maxItems=50"`
+	ProjectUUID UUID          `json:"projectUuid"`
+	Title       string        `json:"title" chorus:"minLength=1"`
+	Description *string       `json:"description,omitempty"`
+	InputType   string        `json:"inputType" chorus:"enum=idea|document"`
+	InputUUIDs  []UUID        `json:"inputUuids"`
+	References  []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach; one that is invalid is reported in referenceErrors" chorus:"maxItems=50"`
 }
 
 // CreatedProposal is chorus_pm_create_proposal's result.
@@ -234,11 +241,17 @@ type CreatedProposal struct {
 	Status string `json:"status"`
 	// ReferenceErrors lists the inline references that were not added (only when there are any).
 	ReferenceErrors []ReferenceError `json:"referenceErrors,omitempty"`
-	note            string
+	// NoteText is the reuse note (docs/rules.md §8.11), only when there is one.
+	NoteText string `json:"note,omitempty" jsonschema:"other proposals already using an input idea, when there are any"`
 }
 
-// Note is text appended after the JSON result (docs/rules.md §8.11).
-func (c CreatedProposal) Note() string { return c.note }
+// Note is the line the text carries after the JSON (docs/rules.md §8.11).
+func (c *CreatedProposal) Note() string {
+	if c.NoteText == "" {
+		return ""
+	}
+	return "Note: " + c.NoteText
+}
 
 // checkInputs gates a proposal's inputs (docs/rules.md §2.3): each resolves to an idea or document the
 // caller can see; idea inputs must be claimed by the caller and not be themes.
@@ -268,10 +281,9 @@ func checkInputs(ctx context.Context, d *Deps, who Principal, inputType string, 
 }
 
 var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
-	Name: "chorus_pm_create_proposal", Title: "Create a proposal", Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Create an empty draft proposal based on ideas you hold (inputType idea) or on documents. Then add " +
-		"document drafts (at least a PRD) and task drafts, validate, and submit it for review. A note after the " +
-		"JSON tells you when an input idea is already used by another proposal.",
+	Name: "chorus_pm_create_proposal", Title: "Create a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Create an empty draft proposal from ideas you hold, or from documents. note names other proposals " +
+		"using an input idea.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProposalIn) (CreatedProposal, error) {
 		if strings.TrimSpace(in.Title) == "" {
 			return CreatedProposal{}, invalid("title must not be blank")
@@ -304,7 +316,7 @@ var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 				for i, t := range titles {
 					quoted[i] = fmt.Sprintf("%q", t)
 				}
-				out.note = "Note: Idea is also referenced by existing Proposal(s): " + strings.Join(quoted, ", ")
+				out.NoteText = "Idea is also referenced by existing Proposal(s): " + strings.Join(quoted, ", ")
 			}
 		}
 		return out, nil
@@ -344,10 +356,8 @@ func validationOf(ctx context.Context, d *Deps, call *Call, proposalUUID string)
 }
 
 var pmValidateProposal = tool[ProposalIn, ValidationOut]{
-	Name: "chorus_pm_validate_proposal", Title: "Validate a proposal", Perm: perm.ProposalWrite, Effect: reads,
-	Desc: "Check a proposal the way submission will, without changing it: errors block submission (a PRD and a " +
-		"task draft are required, document drafts need 100+ characters, input ideas must have resolved elaboration, " +
-		"task dependencies must be known and acyclic); warnings and infos are advice.",
+	Name: "chorus_pm_validate_proposal", Title: "Validate a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: reads,
+	Desc: "Check a proposal as submission will, changing nothing: errors block submission.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (ValidationOut, error) {
 		_, v, err := validationOf(ctx, d, call, string(in.ProposalUUID))
 		return ValidationOut{Valid: v.Valid, Issues: v.Issues}, err
@@ -361,9 +371,8 @@ type StatusOut struct {
 }
 
 var pmSubmitProposal = tool[ProposalIn, StatusOut]{
-	Name: "chorus_pm_submit_proposal", Title: "Submit a proposal", Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Submit a draft proposal for review. It is validated first; any error-level issue refuses the submission " +
-		"and lists every issue. On success it is pending until an admin approves, rejects or closes it.",
+	Name: "chorus_pm_submit_proposal", Title: "Submit a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Submit a draft proposal for review. Refused, listing every issue, when validation finds an error.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (StatusOut, error) {
 		if _, _, err := validationOf(ctx, d, call, string(in.ProposalUUID)); err != nil {
 			return StatusOut{}, err
@@ -389,10 +398,10 @@ type DraftOut struct {
 
 // AddDocumentDraftIn is chorus_pm_add_document_draft's input.
 type AddDocumentDraftIn struct {
-	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	Type         string `json:"type" jsonschema:"document type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
-	Title        string `json:"title" jsonschema:"document title" chorus:"minLength=1"`
-	Content      string `json:"content" jsonschema:"document content in markdown (validation wants 100+ characters)"`
+	ProposalUUID UUID   `json:"proposalUuid"`
+	Type         string `json:"type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
+	Title        string `json:"title" chorus:"minLength=1"`
+	Content      string `json:"content" jsonschema:"markdown, 100 characters or more"`
 }
 
 // draftUpdate gates the proposal and sends one draft update.
@@ -409,8 +418,8 @@ func draftUpdate[In any](ctx context.Context, d *Deps, call *Call, proposalUUID 
 }
 
 var pmAddDocumentDraft = tool[AddDocumentDraftIn, DraftOut]{
-	Name: "chorus_pm_add_document_draft", Title: "Add a document draft", Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Add a document draft (prd, tech_design, adr, spec, guide or report) to a draft proposal. Approval turns it into a document.",
+	Name: "chorus_pm_add_document_draft", Title: "Add a document draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Add a document draft to a draft proposal.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddDocumentDraftIn) (DraftOut, error) {
 		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.AddDocumentDraft, "document_draft_added",
 			workflows.DocumentDraftInput{Actor: actor(call.Who), Type: &in.Type, Title: &in.Title, Content: &in.Content})
@@ -419,16 +428,16 @@ var pmAddDocumentDraft = tool[AddDocumentDraftIn, DraftOut]{
 
 // UpdateDocumentDraftIn is chorus_pm_update_document_draft's input.
 type UpdateDocumentDraftIn struct {
-	ProposalUUID UUID    `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	DraftUUID    UUID    `json:"draftUuid" jsonschema:"the document draft's uuid"`
-	Type         *string `json:"type,omitempty" jsonschema:"new type" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
-	Title        *string `json:"title,omitempty" jsonschema:"new title"`
-	Content      *string `json:"content,omitempty" jsonschema:"new content"`
+	ProposalUUID UUID    `json:"proposalUuid"`
+	DraftUUID    UUID    `json:"draftUuid"`
+	Type         *string `json:"type,omitempty" chorus:"enum=prd|tech_design|adr|spec|guide|report"`
+	Title        *string `json:"title,omitempty"`
+	Content      *string `json:"content,omitempty"`
 }
 
 var pmUpdateDocumentDraft = tool[UpdateDocumentDraftIn, DraftOut]{
-	Name: "chorus_pm_update_document_draft", Title: "Update a document draft", Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
-	Desc: "Change a document draft of a draft proposal; fields you leave out keep their value.",
+	Name: "chorus_pm_update_document_draft", Title: "Update a document draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
+	Desc: "Change a document draft of a draft proposal; fields left out keep their value.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentDraftIn) (DraftOut, error) {
 		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateDocumentDraft, "document_draft_updated",
 			workflows.DocumentDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Type: in.Type, Title: in.Title, Content: in.Content})
@@ -437,8 +446,8 @@ var pmUpdateDocumentDraft = tool[UpdateDocumentDraftIn, DraftOut]{
 
 // CriterionIn is one acceptance criterion.
 type CriterionIn struct {
-	Description string `json:"description" jsonschema:"what must be true for the task to be accepted"`
-	Required    *bool  `json:"required,omitempty" jsonschema:"whether verification needs it passed (default true)"`
+	Description string `json:"description"`
+	Required    *bool  `json:"required,omitempty" jsonschema:"default true"`
 }
 
 func criteria(items []CriterionIn) []store.CriterionDraft {
@@ -451,20 +460,19 @@ func criteria(items []CriterionIn) []store.CriterionDraft {
 
 // AddTaskDraftIn is chorus_pm_add_task_draft's input.
 type AddTaskDraftIn struct {
-	ProposalUUID            UUID          `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	Title                   string        `json:"title" jsonschema:"task title" chorus:"minLength=1"`
-	Description             *string       `json:"description,omitempty" jsonschema:"what to do"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed" chorus:"min=0"`
-	Priority                *string       `json:"priority,omitempty" jsonschema:"low, medium or high" chorus:"enum=low|medium|high"`
-	Kind                    *string       `json:"kind,omitempty" jsonschema:"implementation, verification, docs or other" chorus:"enum=implementation|verification|docs|other"`
-	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems" jsonschema:"at least one criterion with a non-blank description"`
-	DependsOnDraftUUIDs     []UUID        `json:"dependsOnDraftUuids,omitempty" jsonschema:"task drafts of this proposal that must be done first"`
+	ProposalUUID            UUID          `json:"proposalUuid"`
+	Title                   string        `json:"title" chorus:"minLength=1"`
+	Description             *string       `json:"description,omitempty"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" chorus:"min=0"`
+	Priority                *string       `json:"priority,omitempty" chorus:"enum=low|medium|high"`
+	Kind                    *string       `json:"kind,omitempty" chorus:"enum=implementation|verification|docs|other"`
+	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems"`
+	DependsOnDraftUUIDs     []UUID        `json:"dependsOnDraftUuids,omitempty"`
 }
 
 var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
-	Name: "chorus_pm_add_task_draft", Title: "Add a task draft", Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Add a task draft to a draft proposal, with at least one acceptance criterion and, optionally, the task " +
-		"drafts it depends on. Approval turns it into a task with the same criteria and dependencies.",
+	Name: "chorus_pm_add_task_draft", Title: "Add a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Add a task draft with acceptance criteria and dependencies to a draft proposal.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddTaskDraftIn) (DraftOut, error) {
 		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.AddTaskDraft, "task_draft_added",
 			workflows.TaskDraftInput{Actor: actor(call.Who), Title: &in.Title, Description: in.Description,
@@ -475,21 +483,20 @@ var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
 
 // UpdateTaskDraftIn is chorus_pm_update_task_draft's input.
 type UpdateTaskDraftIn struct {
-	ProposalUUID            UUID          `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	DraftUUID               UUID          `json:"draftUuid" jsonschema:"the task draft's uuid"`
-	Title                   *string       `json:"title,omitempty" jsonschema:"new title"`
-	Description             *string       `json:"description,omitempty" jsonschema:"new description"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate" chorus:"min=0"`
-	Priority                *string       `json:"priority,omitempty" jsonschema:"new priority" chorus:"enum=low|medium|high"`
-	Kind                    *string       `json:"kind,omitempty" jsonschema:"new kind" chorus:"enum=implementation|verification|docs|other"`
-	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces all criteria; must keep at least one"`
-	DependsOnDraftUUIDs     []UUID        `json:"dependsOnDraftUuids,omitempty" jsonschema:"replaces the dependencies"`
+	ProposalUUID            UUID          `json:"proposalUuid"`
+	DraftUUID               UUID          `json:"draftUuid"`
+	Title                   *string       `json:"title,omitempty"`
+	Description             *string       `json:"description,omitempty"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" chorus:"min=0"`
+	Priority                *string       `json:"priority,omitempty" chorus:"enum=low|medium|high"`
+	Kind                    *string       `json:"kind,omitempty" chorus:"enum=implementation|verification|docs|other"`
+	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces all criteria"`
+	DependsOnDraftUUIDs     []UUID        `json:"dependsOnDraftUuids,omitempty"`
 }
 
 var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
-	Name: "chorus_pm_update_task_draft", Title: "Update a task draft", Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
-	Desc: "Change a task draft of a draft proposal; fields you leave out keep their value, and acceptance " +
-		"criteria or dependencies you give replace the old ones.",
+	Name: "chorus_pm_update_task_draft", Title: "Update a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
+	Desc: "Change a task draft of a draft proposal; fields left out are kept, lists given replace the old.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskDraftIn) (DraftOut, error) {
 		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateTaskDraft, "task_draft_updated",
 			workflows.TaskDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Title: in.Title, Description: in.Description,
@@ -501,13 +508,13 @@ var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
 
 // RemoveDraftIn names a draft of a proposal.
 type RemoveDraftIn struct {
-	ProposalUUID UUID `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	DraftUUID    UUID `json:"draftUuid" jsonschema:"the draft's uuid"`
+	ProposalUUID UUID `json:"proposalUuid"`
+	DraftUUID    UUID `json:"draftUuid"`
 }
 
 var pmRemoveDocumentDraft = tool[RemoveDraftIn, DraftOut]{
-	Name: "chorus_pm_remove_document_draft", Title: "Remove a document draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
-	Desc: "Remove a document draft from a draft proposal (an unknown draft is a no-op).",
+	Name: "chorus_pm_remove_document_draft", Title: "Remove a document draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
+	Desc: "Remove a document draft from a draft proposal.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
 		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.RemoveDocumentDraft, "document_draft_removed",
 			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
@@ -517,8 +524,8 @@ var pmRemoveDocumentDraft = tool[RemoveDraftIn, DraftOut]{
 }
 
 var pmRemoveTaskDraft = tool[RemoveDraftIn, DraftOut]{
-	Name: "chorus_pm_remove_task_draft", Title: "Remove a task draft", Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
-	Desc: "Remove a task draft from a draft proposal and from every other draft's dependencies (an unknown draft is a no-op).",
+	Name: "chorus_pm_remove_task_draft", Title: "Remove a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
+	Desc: "Remove a task draft from a draft proposal and from other drafts' dependencies.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
 		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.RemoveTaskDraft, "task_draft_removed",
 			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
@@ -531,14 +538,14 @@ var pmRemoveTaskDraft = tool[RemoveDraftIn, DraftOut]{
 
 // ReviewIn is a proposal with a required review note.
 type ReviewIn struct {
-	ProposalUUID UUID   `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	ReviewNote   string `json:"reviewNote" jsonschema:"why (shown to the proposal's author)" chorus:"minLength=1"`
+	ProposalUUID UUID   `json:"proposalUuid"`
+	ReviewNote   string `json:"reviewNote" jsonschema:"for the author" chorus:"minLength=1"`
 }
 
 // OptionalReviewIn is a proposal with an optional review note.
 type OptionalReviewIn struct {
-	ProposalUUID UUID    `json:"proposalUuid" jsonschema:"the proposal's uuid"`
-	ReviewNote   *string `json:"reviewNote,omitempty" jsonschema:"a note for the proposal's author"`
+	ProposalUUID UUID    `json:"proposalUuid"`
+	ReviewNote   *string `json:"reviewNote,omitempty"`
 }
 
 func reviewCommand(ctx context.Context, d *Deps, call *Call, proposalUUID string, cmd workflows.Command[workflows.ProposalCommand, workflows.ProposalResult],
@@ -552,8 +559,8 @@ func reviewCommand(ctx context.Context, d *Deps, call *Call, proposalUUID string
 }
 
 var pmRejectProposal = tool[ReviewIn, StatusOut]{
-	Name: "chorus_pm_reject_proposal", Title: "Reject a proposal", Perm: perm.ProposalWrite, Effect: destroys,
-	Desc: "Send a pending proposal back to draft with a review note. Only its author can, unless you hold proposal:admin.",
+	Name: "chorus_pm_reject_proposal", Title: "Reject a proposal", Toolset: tsReview, Perm: perm.ProposalWrite, Effect: destroys,
+	Desc: "Send a pending proposal back to draft with a review note. Author or proposal:admin only.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
 		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RejectProposal, &in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
@@ -561,8 +568,8 @@ var pmRejectProposal = tool[ReviewIn, StatusOut]{
 }
 
 var adminCloseProposal = tool[ReviewIn, StatusOut]{
-	Name: "chorus_admin_close_proposal", Title: "Close a proposal", Perm: perm.ProposalAdmin, Effect: destroys,
-	Desc: "Close a pending proposal for good, with a review note. A closed proposal cannot change again.",
+	Name: "chorus_admin_close_proposal", Title: "Close a proposal", Toolset: tsReview, Perm: perm.ProposalAdmin, Effect: destroys,
+	Desc: "Close a pending proposal for good, with a review note.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
 		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.CloseProposal, &in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
@@ -570,9 +577,8 @@ var adminCloseProposal = tool[ReviewIn, StatusOut]{
 }
 
 var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
-	Name: "chorus_admin_approve_proposal", Title: "Approve a proposal", Perm: perm.ProposalAdmin, Effect: writes,
-	Desc: "Approve a pending proposal: in one transaction its document drafts become documents and its task drafts " +
-		"become open tasks with their acceptance criteria and dependencies. Returns what was created.",
+	Name: "chorus_admin_approve_proposal", Title: "Approve a proposal", Toolset: tsReview, Perm: perm.ProposalAdmin, Effect: writes,
+	Desc: "Approve a pending proposal: its drafts become documents and open tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (ProposalView, error) {
 		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.ApproveProposal, in.ReviewNote)
 		if err != nil {
@@ -584,7 +590,7 @@ var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
 		}
 		n := d.Store.NewNamer()
 		v := proposalView(ctx, n, p, pv.Name, "basic")
-		if v.References, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
+		if v.References, v.ReferenceCount, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
 			return ProposalView{}, err
 		}
 		if m := res.Materialized; m != nil {
@@ -614,10 +620,9 @@ type NamedRef struct {
 }
 
 var pmRevokeProposal = tool[OptionalReviewIn, Revoked]{
-	Name: "chorus_pm_revoke_proposal", Title: "Revoke an approved proposal", Perm: perm.ProposalWrite, Effect: destroys,
-	Desc: "Take back an approved proposal: its tasks are closed, its documents (reports included) deleted, and it " +
-		"returns to draft with its drafts intact, ready to be changed and submitted again. Only its author can, " +
-		"unless you hold proposal:admin.",
+	Name: "chorus_pm_revoke_proposal", Title: "Revoke a proposal", Toolset: tsReview, Perm: perm.ProposalWrite, Effect: destroys,
+	Desc: "Take back an approved proposal: its tasks close, its documents go, it returns to draft. Author or " +
+		"proposal:admin only.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (Revoked, error) {
 		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RevokeProposal, in.ReviewNote)
 		if err != nil {

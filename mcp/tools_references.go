@@ -45,9 +45,9 @@ func checkReferenceURL(raw string) (string, string) {
 // ReferenceIn is one inline reference of a create tool.
 type ReferenceIn struct {
 	Type  string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
-	URL   string  `json:"url" jsonschema:"a full http:// or https:// address" chorus:"maxLength=2048"`
-	Title string  `json:"title" jsonschema:"what the link is"`
-	Notes *string `json:"notes,omitempty" jsonschema:"your notes on it, kept as written (Chorus never fetches the url)"`
+	URL   string  `json:"url" chorus:"maxLength=2048"`
+	Title string  `json:"title"`
+	Notes *string `json:"notes,omitempty"`
 }
 
 // ReferenceError reports an inline reference that was not added, and why; the entity it was
@@ -98,10 +98,17 @@ func addInlineReferences(ctx context.Context, d *Deps, call *Call, target store.
 		return errs, nil
 	}
 	_, err := d.Store.AddReferences(ctx, target, refs)
-	if errors.Is(err, store.ErrNotFound) { // the entity was deleted right after it was created
+	var full *store.TooManyReferencesError
+	switch {
+	case errors.Is(err, store.ErrNotFound): // the entity was deleted right after it was created
 		for j, r := range refs {
 			errs = append(errs, ReferenceError{Task: task, Index: indexes[j], URL: r.URL, Title: r.Title,
 				Error: fmt.Sprintf("The %s was deleted before its references were added.", target.Type)})
+		}
+		err = nil
+	case errors.As(err, &full): // not from a create's 50, but said as it is
+		for j, r := range refs {
+			errs = append(errs, ReferenceError{Task: task, Index: indexes[j], URL: r.URL, Title: r.Title, Error: full.Error()})
 		}
 		err = nil
 	}
@@ -114,18 +121,17 @@ func addInlineReferences(ctx context.Context, d *Deps, call *Call, target store.
 
 // AddReferenceIn is chorus_add_reference's input.
 type AddReferenceIn struct {
-	TargetType string  `json:"targetType" jsonschema:"what the reference is attached to" chorus:"enum=idea|proposal|task"`
-	TargetUUID UUID    `json:"targetUuid" jsonschema:"the idea, proposal or task"`
+	TargetType string  `json:"targetType" chorus:"enum=idea|proposal|task"`
+	TargetUUID UUID    `json:"targetUuid"`
 	Type       string  `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
-	URL        string  `json:"url" jsonschema:"a full http:// or https:// address" chorus:"maxLength=2048"`
-	Title      string  `json:"title" jsonschema:"what the link is"`
-	Notes      *string `json:"notes,omitempty" jsonschema:"your notes on it, kept as written (Chorus never fetches the url)"`
+	URL        string  `json:"url" chorus:"maxLength=2048"`
+	Title      string  `json:"title"`
+	Notes      *string `json:"notes,omitempty"`
 }
 
 var addReference = tool[AddReferenceIn, ReferenceView]{
-	Name: "chorus_add_reference", Title: "Add a reference", Perm: perm.DocumentWrite, Effect: writes,
-	Desc: "Attach a link (documentation, a repository, an issue or pull request, a paper or blog post) to an idea, " +
-		"proposal or task, with a title and optional notes. Needs editor access to its project. Chorus stores the url; it never fetches it.",
+	Name: "chorus_add_reference", Title: "Add a reference", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
+	Desc: "Attach a link to an idea, proposal or task. Chorus never fetches it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddReferenceIn) (ReferenceView, error) {
 		const prefix = "Failed to add reference: "
 		target, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
@@ -154,6 +160,10 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 		if errors.Is(err, store.ErrNotFound) {
 			return ReferenceView{}, refuseAs("not_found", "%sTarget %s with UUID %s not found", prefix, in.TargetType, in.TargetUUID)
 		}
+		var full *store.TooManyReferencesError
+		if errors.As(err, &full) {
+			return ReferenceView{}, refuse("%s%s", prefix, full.Error())
+		}
 		if err != nil {
 			return ReferenceView{}, err
 		}
@@ -161,13 +171,51 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 	},
 }
 
+// GetReferencesIn is chorus_get_references' input.
+type GetReferencesIn struct {
+	TargetType string `json:"targetType" chorus:"enum=idea|proposal|task"`
+	TargetUUID UUID   `json:"targetUuid"`
+	PageIn
+}
+
+// ReferenceList is chorus_get_references' result.
+type ReferenceList struct {
+	References []ReferenceView `json:"references"`
+	Meta
+}
+
+var getReferences = tool[GetReferencesIn, ReferenceList]{
+	Name: "chorus_get_references", Title: "List references", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List all references of an idea, proposal or task, oldest first, paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in GetReferencesIn) (ReferenceList, error) {
+		if _, err := d.Store.TargetAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
+			return ReferenceList{}, err
+		}
+		page, size, offset := in.window(20)
+		rs, total, err := d.Store.References(ctx, in.TargetType, string(in.TargetUUID), size, offset)
+		if err != nil {
+			return ReferenceList{}, err
+		}
+		n := d.Store.NewNamer()
+		n.Prefetch(ctx, referenceAuthors(rs)...)
+		rows := referenceViews(ctx, n, rs)
+		for i := range rows {
+			rows[i].Title = clip(rows[i].Title)
+		}
+		wrap := func(r []ReferenceView) any {
+			return ReferenceList{References: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(ReferenceList), nil
+	},
+}
+
 // UpdateReferenceIn is chorus_update_reference's input.
 type UpdateReferenceIn struct {
-	UUID       UUID    `json:"uuid" jsonschema:"the reference's uuid"`
-	Type       *string `json:"type,omitempty" jsonschema:"new kind: docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
-	URL        *string `json:"url,omitempty" jsonschema:"new http:// or https:// address" chorus:"maxLength=2048"`
-	Title      *string `json:"title,omitempty" jsonschema:"new title"`
-	Notes      *string `json:"notes,omitempty" jsonschema:"new notes"`
+	UUID       UUID    `json:"uuid"`
+	Type       *string `json:"type,omitempty" jsonschema:"docs, repo, issue_pr or paper_blog" chorus:"maxLength=64"`
+	URL        *string `json:"url,omitempty" chorus:"maxLength=2048"`
+	Title      *string `json:"title,omitempty"`
+	Notes      *string `json:"notes,omitempty"`
 	ClearNotes bool    `json:"clearNotes,omitempty" jsonschema:"true: remove the notes"`
 }
 
@@ -182,8 +230,8 @@ func referenceAccess(ctx context.Context, d *Deps, call *Call, id, prefix string
 }
 
 var updateReference = tool[UpdateReferenceIn, ReferenceView]{
-	Name: "chorus_update_reference", Title: "Update a reference", Perm: perm.DocumentWrite, Effect: writes, Idempotent: true,
-	Desc: "Change a reference's type, url, title or notes (clearNotes removes them). Needs editor access to its target's project.",
+	Name: "chorus_update_reference", Title: "Update a reference", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes, Idempotent: true,
+	Desc: "Change a reference's type, url, title or notes.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateReferenceIn) (ReferenceView, error) {
 		const prefix = "Failed to update reference: "
 		if in.Type == nil && in.URL == nil && in.Title == nil && in.Notes == nil && !in.ClearNotes {
@@ -228,7 +276,7 @@ var updateReference = tool[UpdateReferenceIn, ReferenceView]{
 
 // ReferenceUUIDIn names a reference.
 type ReferenceUUIDIn struct {
-	UUID UUID `json:"uuid" jsonschema:"the reference's uuid"`
+	UUID UUID `json:"uuid"`
 }
 
 // RemovedReference is chorus_remove_reference's result.
@@ -238,8 +286,8 @@ type RemovedReference struct {
 }
 
 var removeReference = tool[ReferenceUUIDIn, RemovedReference]{
-	Name: "chorus_remove_reference", Title: "Remove a reference", Perm: perm.DocumentWrite, Effect: destroys,
-	Desc: "Remove a reference from its idea, proposal or task. Needs editor access to its project.",
+	Name: "chorus_remove_reference", Title: "Remove a reference", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: destroys,
+	Desc: "Remove a reference from its idea, proposal or task.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReferenceUUIDIn) (RemovedReference, error) {
 		const prefix = "Failed to remove reference: "
 		if _, err := referenceAccess(ctx, d, call, string(in.UUID), prefix); err != nil {

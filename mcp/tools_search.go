@@ -19,10 +19,10 @@ import (
 
 // SearchIn is chorus_search's input.
 type SearchIn struct {
-	Query       string   `json:"query" jsonschema:"words to find (all of them, each as a word or the start of one, in any case), or an entity's uuid" chorus:"minLength=1;maxLength=500"`
-	Scope       string   `json:"scope,omitempty" jsonschema:"global (default: every project you can see), group or project" chorus:"enum=global|group|project"`
-	ScopeUUID   *UUID    `json:"scopeUuid,omitempty" jsonschema:"the project group or project to search in, for scope group or project"`
-	EntityTypes []string `json:"entityTypes,omitempty" jsonschema:"only these kinds of entity; all when absent or empty" chorus:"enum=task|idea|proposal|document|project|project_group"`
+	Query       string   `json:"query" jsonschema:"words, or a uuid" chorus:"minLength=1;maxLength=500"`
+	Scope       string   `json:"scope,omitempty" jsonschema:"default global" chorus:"enum=global|group|project"`
+	ScopeUUID   *UUID    `json:"scopeUuid,omitempty"`
+	EntityTypes []string `json:"entityTypes,omitempty" chorus:"enum=task|idea|proposal|document|project|project_group"`
 }
 
 // SearchRow is one entity chorus_search found.
@@ -58,11 +58,8 @@ type SearchOut struct {
 const searchLimit = 50
 
 var search = tool[SearchIn, SearchOut]{
-	Name: "chorus_search", Title: "Search", Perm: perm.Public, Effect: reads,
-	Desc: "Find tasks, ideas, proposals, documents, projects and project groups by the words in their titles and text " +
-		"(every word given must appear, as a word or the start of one, in any case), or by uuid. Searches every " +
-		"project you can see, or one group or project (scope and scopeUuid); entityTypes narrows the kinds. Returns " +
-		"the 50 most recently updated matches with a snippet, and the full count per kind.",
+	Name: "chorus_search", Title: "Search", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "Find tasks, ideas, proposals, documents, projects and groups by words (all must match) or uuid.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SearchIn) (SearchOut, error) {
 		q := strings.TrimSpace(in.Query)
 		if q == "" {
@@ -127,28 +124,57 @@ var search = tool[SearchIn, SearchOut]{
 // snippetRunes is about how much text a snippet shows around the first match.
 const snippetRunes = 100
 
+// snippetScan is how much of an entity's text a snippet looks at: its first 8,192 characters
+// (docs/rules.md §4.12), all the store returns of it. A match further on shows the text's start,
+// as a match in the title only does.
+const snippetScan = store.SnippetChars
+
 // snippet is about 100 characters of an entity's text (its body, else its title) around the first
 // word that starts with one of terms, with "..." where the text was cut and whitespace runs shown
-// as one space. Without terms, or when the match is in the title only, the text's start.
+// as one space. Without terms, or when the match is in the title only or past the first
+// snippetScan characters, the text's start. The text is read once, whatever the number of
+// terms: each word start is compared with the terms that begin with its first letter.
 func snippet(title string, body *string, terms []string) string {
 	text := title
 	if body != nil && strings.TrimSpace(*body) != "" {
 		text = *body
 	}
-	runes := []rune(strings.Join(strings.Fields(text), " "))
-	lower := make([]rune, len(runes)) // rune for rune, so positions line up
-	for i, r := range runes {
-		lower[i] = unicode.ToLower(r)
+	// The text's words, whitespace runs as one space, lower-cased beside it rune for rune so
+	// positions line up; no more than snippetScan of them.
+	runes := make([]rune, 0, min(len(text), snippetScan))
+	lower := make([]rune, 0, cap(runes))
+	space, cut := false, false
+	for _, r := range text {
+		if unicode.IsSpace(r) {
+			space = len(runes) > 0
+			continue
+		}
+		if room := snippetScan - len(runes); room < 1 || (space && room < 2) {
+			cut = true // r is more text
+			break
+		}
+		if space {
+			runes, lower = append(runes, ' '), append(lower, ' ')
+			space = false
+		}
+		runes, lower = append(runes, r), append(lower, unicode.ToLower(r))
+	}
+	byFirst := map[rune][][]rune{}
+	for _, t := range terms {
+		if tr := []rune(t); len(tr) > 0 {
+			byFirst[tr[0]] = append(byFirst[tr[0]], tr)
+		}
 	}
 	at := -1
-	for _, t := range terms {
-		tr := []rune(t)
-		for i := 0; i+len(tr) <= len(lower); i++ {
-			if (i == 0 || !isWordRune(lower[i-1])) && slices.Equal(lower[i:i+len(tr)], tr) {
-				if at < 0 || i < at {
-					at = i
-				}
-				break
+scan:
+	for i := 0; i < len(lower) && len(byFirst) > 0; i++ {
+		if i > 0 && isWordRune(lower[i-1]) {
+			continue
+		}
+		for _, tr := range byFirst[lower[i]] {
+			if i+len(tr) <= len(lower) && slices.Equal(lower[i:i+len(tr)], tr) {
+				at = i
+				break scan
 			}
 		}
 	}
@@ -164,7 +190,7 @@ func snippet(title string, body *string, terms []string) string {
 	if start > 0 {
 		out = "..." + out
 	}
-	if end < len(runes) {
+	if end < len(runes) || cut {
 		out += "..."
 	}
 	return out
@@ -174,10 +200,10 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r)
 
 // MentionablesIn is chorus_search_mentionables' input.
 type MentionablesIn struct {
-	Query      string `json:"query" jsonschema:"part of a name (or of a user's email), in any case; empty lists everyone" chorus:"maxLength=200"`
-	Limit      int    `json:"limit,omitempty" jsonschema:"at most this many, 1 to 100; default 10" chorus:"min=1;max=100"`
-	EntityType string `json:"entityType,omitempty" jsonschema:"with entityUuid: only people who can see this entity" chorus:"enum=idea|proposal|task|document"`
-	EntityUUID *UUID  `json:"entityUuid,omitempty" jsonschema:"with entityType: the entity"`
+	Query      string `json:"query" jsonschema:"empty lists everyone" chorus:"maxLength=200"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"default 10" chorus:"min=1;max=100"`
+	EntityType string `json:"entityType,omitempty" chorus:"enum=idea|proposal|task|document"`
+	EntityUUID *UUID  `json:"entityUuid,omitempty" jsonschema:"with entityType: only people who can see it"`
 }
 
 // MentionableRow is one person chorus_search_mentionables offers.
@@ -200,11 +226,8 @@ type Mentionables struct {
 }
 
 var searchMentionables = tool[MentionablesIn, Mentionables]{
-	Name: "chorus_search_mentionables", Title: "Find people to mention", Perm: perm.Public, Effect: reads,
-	Desc: "Find the users and agents you can @-mention, by part of their name (or a user's email): every user of " +
-		"your company and the agents that share your owner. Agents show whether they are online and how many tasks " +
-		"they have in hand; online agents come first, least busy first. With entityType and entityUuid, only people " +
-		"who can see that entity. Write a mention as @[Name](user:<uuid>) or @[Name](agent:<uuid>).",
+	Name: "chorus_search_mentionables", Title: "Find people to mention", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "Find users and agents to @-mention, as @[Name](user:<uuid>) or @[Name](agent:<uuid>).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MentionablesIn) (Mentionables, error) {
 		if (in.EntityType == "") != (in.EntityUUID == nil) {
 			return Mentionables{}, invalid("entityType and entityUuid go together: give both to see who can access an entity, or neither")

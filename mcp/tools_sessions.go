@@ -17,7 +17,7 @@ import (
 
 // SessionIn names a session.
 type SessionIn struct {
-	SessionUUID UUID `json:"sessionUuid" jsonschema:"the session's uuid"`
+	SessionUUID UUID `json:"sessionUuid"`
 }
 
 // CheckinView is one open check-in of a session.
@@ -66,17 +66,14 @@ func readSession(ctx context.Context, d *Deps, c store.Caller, sessionUUID strin
 
 // sessionError words the store's session refusals for agents.
 func sessionError(err error) error {
-	switch {
-	case errors.Is(err, store.ErrSessionNotYours):
-		return refuseAs("forbidden", "%s", err.Error())
-	case errors.Is(err, store.ErrSessionNotActive):
+	if errors.Is(err, store.ErrSessionNotActive) {
 		return refuse("%s", err.Error())
 	}
 	return err
 }
 
 // sessionGate resolves a sessionUuid argument (docs/rules.md §2.5, §6.3): the session must be the
-// caller's ("Session not found", "No permission to access this Session"), and the caller needs
+// caller's ("Session not found" for any other), and the caller needs
 // level need on the task of every open check-in of the session.
 func sessionGate(ctx context.Context, d *Deps, c store.Caller, sessionUUID string, need store.Access) (*store.AgentSession, []store.SessionCheckin, error) {
 	s, err := d.Store.Session(ctx, c, sessionUUID)
@@ -138,15 +135,13 @@ func touchSession(ctx context.Context, d *Deps, s *store.AgentSession) error {
 
 // CreateSessionIn is chorus_create_session's input.
 type CreateSessionIn struct {
-	Name        string  `json:"name" jsonschema:"a short name others will see, e.g. the branch or the part of the work" chorus:"minLength=1;maxLength=200"`
-	Description *string `json:"description,omitempty" jsonschema:"what this session is for"`
+	Name        string  `json:"name" jsonschema:"e.g. the branch" chorus:"minLength=1;maxLength=200"`
+	Description *string `json:"description,omitempty"`
 }
 
 var createSession = tool[CreateSessionIn, SessionView]{
-	Name: "chorus_create_session", Title: "Start a session", Perm: perm.Public, Effect: writes,
-	Desc: "Start a named work session (for example one per worktree or sub-agent). Check the tasks it works on " +
-		"in with chorus_session_checkin_task, pass its sessionUuid to chorus_update_task and chorus_report_work so " +
-		"the activity names it, and keep it alive with chorus_session_heartbeat. Returns the session.",
+	Name: "chorus_create_session", Title: "Start a session", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
+	Desc: "Start a named work session (one per worktree or sub-agent).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateSessionIn) (SessionView, error) {
 		name := strings.TrimSpace(in.Name)
 		if name == "" {
@@ -163,7 +158,7 @@ var createSession = tool[CreateSessionIn, SessionView]{
 
 // ListSessionsIn is chorus_list_sessions' input.
 type ListSessionsIn struct {
-	Status string `json:"status,omitempty" jsonschema:"only sessions in this status" chorus:"enum=active|closed"`
+	Status string `json:"status,omitempty" chorus:"enum=active|closed"`
 	PageIn
 }
 
@@ -185,8 +180,8 @@ type SessionList struct {
 }
 
 var listSessions = tool[ListSessionsIn, SessionList]{
-	Name: "chorus_list_sessions", Title: "List your sessions", Perm: perm.Public, Effect: reads,
-	Desc: "List your own sessions, newest first, stale ones included (stale: no activity for an hour). Filter by status. Paged.",
+	Name: "chorus_list_sessions", Title: "List your sessions", Toolset: tsSessions, Perm: perm.Public, Effect: reads,
+	Desc: "List your sessions, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ListSessionsIn) (SessionList, error) {
 		page, size, offset := in.window(20)
 		ss, total, err := d.Store.ListSessions(ctx, call.Who.Caller, in.Status, size, offset)
@@ -207,7 +202,7 @@ var listSessions = tool[ListSessionsIn, SessionList]{
 }
 
 var getSession = tool[SessionIn, SessionView]{
-	Name: "chorus_get_session", Title: "Get a session", Perm: perm.Public, Effect: reads,
+	Name: "chorus_get_session", Title: "Get a session", Toolset: tsSessions, Perm: perm.Public, Effect: reads,
 	Desc: "Get one of your sessions with the tasks it is checked in to.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
 		s, open, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessViewer)
@@ -221,9 +216,8 @@ var getSession = tool[SessionIn, SessionView]{
 // ---- close / reopen / heartbeat ----
 
 var closeSession = tool[SessionIn, SessionView]{
-	Name: "chorus_close_session", Title: "Close a session", Perm: perm.Public, Effect: destroys, Idempotent: true,
-	Desc: "Close one of your sessions: it is checked out of every task it works on. The tasks themselves keep their " +
-		"status and assignee. Closing a closed session changes nothing.",
+	Name: "chorus_close_session", Title: "Close a session", Toolset: tsSessions, Perm: perm.Public, Effect: destroys, Idempotent: true,
+	Desc: "Close one of your sessions and check it out of its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
 		s, _, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
 		if err != nil {
@@ -237,8 +231,8 @@ var closeSession = tool[SessionIn, SessionView]{
 }
 
 var reopenSession = tool[SessionIn, SessionView]{
-	Name: "chorus_reopen_session", Title: "Reopen a session", Perm: perm.Public, Effect: writes,
-	Desc: "Make one of your closed sessions active again. Its earlier check-ins stay checked out; check tasks in again as needed.",
+	Name: "chorus_reopen_session", Title: "Reopen a session", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
+	Desc: "Make one of your closed sessions active again.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
 		s, _, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
 		if err != nil {
@@ -254,9 +248,8 @@ var reopenSession = tool[SessionIn, SessionView]{
 }
 
 var sessionHeartbeat = tool[SessionIn, textResult]{
-	Name: "chorus_session_heartbeat", Title: "Session heartbeat", Perm: perm.Public, Effect: writes,
-	Desc: "Tell Chorus one of your active sessions is still working (a session is stale after an hour without " +
-		"activity). It also renews your claim on every task the session is checked in to, in projects where claims lapse.",
+	Name: "chorus_session_heartbeat", Title: "Session heartbeat", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
+	Desc: "Keep your session active and renew your claims on its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (textResult, error) {
 		s, open, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
 		if err != nil {
@@ -306,8 +299,8 @@ func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionC
 
 // SessionTaskIn names a session and a task.
 type SessionTaskIn struct {
-	SessionUUID UUID `json:"sessionUuid" jsonschema:"your session's uuid"`
-	TaskUUID    UUID `json:"taskUuid" jsonschema:"the task's uuid"`
+	SessionUUID UUID `json:"sessionUuid"`
+	TaskUUID    UUID `json:"taskUuid"`
 }
 
 // CheckedIn is chorus_session_checkin_task's result.
@@ -318,9 +311,8 @@ type CheckedIn struct {
 }
 
 var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
-	Name: "chorus_session_checkin_task", Title: "Check a session in to a task", Perm: perm.Public, Effect: writes, Idempotent: true,
-	Desc: "Record that one of your active sessions works on a task, so others see who is on it (blocked tasks name " +
-		"it). A task nobody holds is claimed for you first, if you may claim tasks. Checking in again refreshes the check-in.",
+	Name: "chorus_session_checkin_task", Title: "Session check-in", Toolset: tsSessions, Perm: perm.Public, Effect: writes, Idempotent: true,
+	Desc: "Record that your session works on a task, claiming it if nobody holds it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (CheckedIn, error) {
 		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
@@ -351,8 +343,8 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 }
 
 var sessionCheckoutTask = tool[SessionTaskIn, textResult]{
-	Name: "chorus_session_checkout_task", Title: "Check a session out of a task", Perm: perm.Public, Effect: writes, Idempotent: true,
-	Desc: "Record that one of your sessions stopped working on a task (its claim and status do not change). Without a check-in it changes nothing.",
+	Name: "chorus_session_checkout_task", Title: "Session check-out", Toolset: tsSessions, Perm: perm.Public, Effect: writes, Idempotent: true,
+	Desc: "Record that your session stopped working on a task.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (textResult, error) {
 		taskUUID := string(in.TaskUUID)
 		_, _, accessErr := d.Store.TaskAccess(ctx, call.Who.Caller, taskUUID, store.AccessEditor)

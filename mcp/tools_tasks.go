@@ -23,7 +23,7 @@ import (
 
 // TaskIn names a task.
 type TaskIn struct {
-	TaskUUID UUID `json:"taskUuid" jsonschema:"the task's uuid"`
+	TaskUUID UUID `json:"taskUuid"`
 }
 
 // CriterionView is one acceptance criterion with both marks.
@@ -78,12 +78,15 @@ type TaskView struct {
 	ProposalUUID            *string                 `json:"proposalUuid"`
 	Project                 ProjectRef              `json:"project"`
 	CreatedBy               *store.ActorRef         `json:"createdBy"`
-	DependsOn               []TaskLinkView          `json:"dependsOn"`
-	DependedBy              []TaskLinkView          `json:"dependedBy"`
+	DependsOn               []TaskLinkView          `json:"dependsOn" jsonschema:"the tasks it depends on, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_task_dependencies pages them all)"`
+	DependsOnCount          int                     `json:"dependsOnCount" jsonschema:"how many tasks it depends on"`
+	DependedBy              []TaskLinkView          `json:"dependedBy" jsonschema:"the tasks that depend on it, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_task_dependencies pages them all)"`
+	DependedByCount         int                     `json:"dependedByCount" jsonschema:"how many tasks depend on it"`
 	CommentCount            int                     `json:"commentCount"`
 	CreatedAt               time.Time               `json:"createdAt"`
 	UpdatedAt               time.Time               `json:"updatedAt"`
-	References              []ReferenceView         `json:"references"`
+	References              []ReferenceView         `json:"references" jsonschema:"its references, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_references pages them all)"`
+	ReferenceCount          int                     `json:"referenceCount" jsonschema:"how many references it has"`
 	ClaimTTLSeconds         *int64                  `json:"claimTtlSeconds" jsonschema:"the claim lapses after this many seconds without a command of its holder or a heartbeat of a session checked in to the task; null when it does not lapse"`
 	ClaimExpiresAt          *time.Time              `json:"claimExpiresAt" jsonschema:"when the claim lapses unless renewed; null when it does not lapse"`
 	Warnings                []string                `json:"warnings,omitempty"`
@@ -96,6 +99,16 @@ func links(ls []store.TaskLink) []TaskLinkView {
 		out[i] = TaskLinkView{UUID: l.UUID, Title: l.Title, Status: l.Status}
 	}
 	return out
+}
+
+// fit cuts the task's lists to the answer's byte budget (docs/rules.md §3.6): its references
+// give way first, then the tasks depending on it, then those it depends on.
+func (v *TaskView) fit() {
+	deps, dependents, refs := v.DependsOn, v.DependedBy, v.References
+	fitLists(v,
+		budgetList{len(deps), func(n int) { v.DependsOn = deps[:n] }},
+		budgetList{len(dependents), func(n int) { v.DependedBy = dependents[:n] }},
+		budgetList{len(refs), func(n int) { v.References = refs[:n] }})
 }
 
 // taskView reads the full Task JSON of a task the caller can see.
@@ -129,6 +142,7 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 		Assignee:     assigneeView(ctx, n, t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID),
 		ProposalUUID: t.ProposalUUID, Project: ProjectRef{UUID: pv.UUID, Name: pv.Name},
 		CreatedBy: n.Ref(ctx, t.CreatedByType, &t.CreatedByUUID), DependsOn: links(dependsOn), DependedBy: links(dependedBy),
+		DependsOnCount: rel.DependsOnCount, DependedByCount: rel.DependedByCount, ReferenceCount: rel.ReferenceCount,
 		CommentCount: comments, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, References: referenceViews(ctx, n, rel.References),
 		ClaimTTLSeconds: t.ClaimTTLSeconds, ClaimExpiresAt: t.ClaimExpiresAt}, nil
 }
@@ -144,6 +158,7 @@ func taskHints(v TaskView, mine bool) []string {
 		}
 	}
 	if len(open) > 0 {
+		open = named(open, v.DependsOnCount-len(v.DependsOn))
 		tail := "before work can proceed."
 		if mine {
 			tail = "before you can proceed."
@@ -158,6 +173,7 @@ func taskHints(v TaskView, mine bool) []string {
 		}
 	}
 	if len(waiting) > 0 {
+		waiting = named(waiting, v.DependedByCount-len(v.DependedBy))
 		lead := "After completion, an admin or human must verify this task to done to unblock them."
 		if mine {
 			lead = "After you finish, an admin or human must verify this task to done to unblock them."
@@ -174,6 +190,20 @@ func taskHints(v TaskView, mine bool) []string {
 			v.ClaimExpiresAt.Format(time.RFC3339), who, *v.ClaimTTLSeconds))
 	}
 	return hints
+}
+
+// hintNames is how many tasks a hint names; the rest it counts.
+const hintNames = 10
+
+// named keeps the first hintNames of names and says how many more there are, adding unread, the
+// tasks the view did not load (whose statuses are unknown here).
+func named(names []string, unread int) []string {
+	more := max(len(names)-hintNames, 0) + max(unread, 0)
+	names = names[:min(len(names), hintNames)]
+	if more > 0 {
+		names = append(names, fmt.Sprintf("and %d more (chorus_get_task_dependencies lists them)", more))
+	}
+	return names
 }
 
 // claimTTL is the time to live the task's project gives claims (docs/rules.md §5.10), 0 for none.
@@ -200,10 +230,10 @@ func statusOut(r workflows.TaskResult, err error) (StatusOut, error) {
 
 // ListTasksIn is chorus_list_tasks' input.
 type ListTasksIn struct {
-	ProjectUUID   UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
-	Status        string `json:"status,omitempty" jsonschema:"only tasks in this status" chorus:"enum=open|assigned|in_progress|to_verify|done|closed"`
-	Priority      string `json:"priority,omitempty" jsonschema:"only tasks of this priority" chorus:"enum=low|medium|high"`
-	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals (empty: all)"`
+	ProjectUUID   UUID   `json:"projectUuid"`
+	Status        string `json:"status,omitempty" chorus:"enum=open|assigned|in_progress|to_verify|done|closed"`
+	Priority      string `json:"priority,omitempty" chorus:"enum=low|medium|high"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty"`
 	PageIn
 }
 
@@ -239,8 +269,8 @@ func taskList(ts []store.Task, page, size, total int) TaskList {
 }
 
 var listTasks = tool[ListTasksIn, TaskList]{
-	Name: "chorus_list_tasks", Title: "List tasks", Perm: perm.Public, Effect: reads,
-	Desc: "List a project's tasks, high priority first, then newest. Filter by status, priority or proposals. Paged.",
+	Name: "chorus_list_tasks", Title: "List tasks", Toolset: tsReview, Perm: perm.Public, Effect: reads,
+	Desc: "List a project's tasks, high priority first; status to_verify lists those waiting for review.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ListTasksIn) (TaskList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
@@ -256,23 +286,58 @@ var listTasks = tool[ListTasksIn, TaskList]{
 }
 
 var getTask = tool[TaskIn, TaskView]{
-	Name: "chorus_get_task", Title: "Get a task", Perm: perm.Public, Effect: reads,
-	Desc: "Get one task: description, status, assignee, acceptance criteria with both the self-check and the " +
-		"verification marks, acceptance status and summary, and the tasks it depends on and that depend on it.",
+	Name: "chorus_get_task", Title: "Get a task", Toolset: tsCore, Perm: perm.Public, Effect: reads,
+	Desc: "Get a task: description, status, assignee, criteria with both marks, dependencies, references.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
 		return taskView(ctx, d, call.Who, string(in.TaskUUID))
 	},
 }
 
+// TaskDependenciesIn is chorus_get_task_dependencies' input.
+type TaskDependenciesIn struct {
+	TaskUUID  UUID   `json:"taskUuid"`
+	Direction string `json:"direction" chorus:"enum=dependsOn|dependedBy"`
+	PageIn
+}
+
+// TaskLinkList is chorus_get_task_dependencies' result.
+type TaskLinkList struct {
+	Tasks []TaskLinkView `json:"tasks"`
+	Meta
+}
+
+var getTaskDependencies = tool[TaskDependenciesIn, TaskLinkList]{
+	Name: "chorus_get_task_dependencies", Title: "List a task's dependencies", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
+	Desc: "List all tasks a task depends on (dependsOn) or that depend on it (dependedBy), oldest first, paged.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in TaskDependenciesIn) (TaskLinkList, error) {
+		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessViewer); err != nil {
+			return TaskLinkList{}, err
+		}
+		page, size, offset := in.window(20)
+		ls, total, err := d.Store.TaskLinks(ctx, string(in.TaskUUID), in.Direction, size, offset)
+		if err != nil {
+			return TaskLinkList{}, err
+		}
+		rows := links(ls)
+		for i := range rows {
+			rows[i].Title = clip(rows[i].Title)
+		}
+		wrap := func(r []TaskLinkView) any {
+			return TaskLinkList{Tasks: r, Meta: Meta{Returned: len(r), Page: page, PageSize: size, Total: total}}
+		}
+		return wrap(fit(rows, wrap)).(TaskLinkList), nil
+	},
+}
+
 // AvailableTasksIn is chorus_get_available_tasks' input.
 type AvailableTasksIn struct {
-	ProjectUUID   UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
-	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
+	ProjectUUID   UUID   `json:"projectUuid"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty"`
 }
 
 var getAvailableTasks = tool[AvailableTasksIn, TaskList]{
-	Name: "chorus_get_available_tasks", Title: "Tasks open to claim", Perm: perm.Public, Effect: reads,
-	Desc: "List up to 50 open (unclaimed) tasks of a project, high priority first. Some may still be blocked by dependencies; see chorus_get_unblocked_tasks.",
+	Name: "chorus_get_available_tasks", Title: "Tasks open to claim", Toolset: tsDevelop, Perm: perm.Public, Effect: reads,
+	Desc: "List up to 50 unclaimed open tasks of a project; some may be blocked.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AvailableTasksIn) (TaskList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
@@ -287,15 +352,14 @@ var getAvailableTasks = tool[AvailableTasksIn, TaskList]{
 
 // UnblockedTasksIn is chorus_get_unblocked_tasks' input.
 type UnblockedTasksIn struct {
-	ProjectUUID   UUID   `json:"projectUuid" jsonschema:"the project's uuid"`
-	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
+	ProjectUUID   UUID   `json:"projectUuid"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty"`
 	PageIn
 }
 
 var getUnblockedTasks = tool[UnblockedTasksIn, TaskList]{
-	Name: "chorus_get_unblocked_tasks", Title: "Tasks you can start now", Perm: perm.Public, Effect: reads,
-	Desc: "List open or assigned tasks whose every dependency is done or closed: the work that can start now. " +
-		"A dependency waiting for verification (to_verify) still blocks. Paged.",
+	Name: "chorus_get_unblocked_tasks", Title: "Tasks you can start now", Toolset: tsDevelop, Perm: perm.Public, Effect: reads,
+	Desc: "List open or assigned tasks whose dependencies are all done or closed.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UnblockedTasksIn) (TaskList, error) {
 		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
 			return TaskList{}, err
@@ -382,10 +446,8 @@ func scopeHeaders(ctx context.Context, d *Deps, c store.Caller, h http.Header) (
 }
 
 var getMyAssignments = tool[NoInput, MyAssignments]{
-	Name: "chorus_get_my_assignments", Title: "My assignments", Perm: perm.Public, Effect: reads,
-	Desc: "Everything assigned to you (or your owner) that is not finished, by project: ideas with their derived " +
-		"status and proposal and task counts, and tasks with their acceptance progress (high priority first). " +
-		"The X-Chorus-Project (comma-separated uuids) or X-Chorus-Project-Group HTTP header narrows it to those projects.",
+	Name: "chorus_get_my_assignments", Title: "My assignments", Toolset: tsCore, Perm: perm.Public, Effect: reads,
+	Desc: "Your unfinished ideas and tasks, by project, with their progress.",
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (MyAssignments, error) {
 		only, err := scopeHeaders(ctx, d, call.Who.Caller, call.Header)
 		if err != nil {
@@ -423,22 +485,22 @@ var getMyAssignments = tool[NoInput, MyAssignments]{
 
 // NewTaskIn is one task of chorus_create_tasks.
 type NewTaskIn struct {
-	Title                   string        `json:"title" jsonschema:"task title" chorus:"minLength=1"`
-	Description             *string       `json:"description,omitempty" jsonschema:"what to do"`
-	Priority                *string       `json:"priority,omitempty" jsonschema:"low, medium (default) or high" chorus:"enum=low|medium|high"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"estimate; fractions allowed" chorus:"min=0"`
-	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems" jsonschema:"at least one criterion with a non-blank description"`
-	DraftUUID               *string       `json:"draftUuid,omitempty" jsonschema:"your own id for this task, for dependsOnDraftUuids of other tasks in the same call"`
-	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty" jsonschema:"draftUuids of tasks in this call that must be done first"`
-	DependsOnTaskUUIDs      []UUID        `json:"dependsOnTaskUuids,omitempty" jsonschema:"existing tasks that must be done first"`
-	References              []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach (fail-soft: one that is invalid is reported in referenceErrors, and the rest are still added)" chorus:"maxItems=50"`
+	Title                   string        `json:"title" chorus:"minLength=1"`
+	Description             *string       `json:"description,omitempty"`
+	Priority                *string       `json:"priority,omitempty" jsonschema:"default medium" chorus:"enum=low|medium|high"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" chorus:"min=0"`
+	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems"`
+	DraftUUID               *string       `json:"draftUuid,omitempty" jsonschema:"your label for this task, for dependsOnDraftUuids in this call"`
+	DependsOnDraftUUIDs     []string      `json:"dependsOnDraftUuids,omitempty"`
+	DependsOnTaskUUIDs      []UUID        `json:"dependsOnTaskUuids,omitempty"`
+	References              []ReferenceIn `json:"references,omitempty" jsonschema:"links to attach; one that is invalid is reported in referenceErrors" chorus:"maxItems=50"`
 }
 
 // CreateTasksIn is chorus_create_tasks' input.
 type CreateTasksIn struct {
-	ProjectUUID  UUID        `json:"projectUuid" jsonschema:"the project's uuid"`
-	ProposalUUID *UUID       `json:"proposalUuid,omitempty" jsonschema:"attach the tasks to this proposal of the project (default: quick tasks)"`
-	Tasks        []NewTaskIn `json:"tasks" jsonschema:"the tasks to create" chorus:"minItems=1;maxItems=100"`
+	ProjectUUID  UUID        `json:"projectUuid"`
+	ProposalUUID *UUID       `json:"proposalUuid,omitempty"`
+	Tasks        []NewTaskIn `json:"tasks" chorus:"minItems=1;maxItems=100"`
 }
 
 // CreatedTasks is chorus_create_tasks' result.
@@ -450,10 +512,8 @@ type CreatedTasks struct {
 }
 
 var createTasks = tool[CreateTasksIn, CreatedTasks]{
-	Name: "chorus_create_tasks", Title: "Create tasks", Perm: perm.Public, Effect: writes,
-	Desc: "Create one or more tasks at once (quick tasks, or tasks of a proposal), each with at least one acceptance " +
-		"criterion. All are created or none. Tasks may depend on each other (draftUuid / dependsOnDraftUuids) and on " +
-		"existing tasks; a dependency that cannot be added is reported as a warning.",
+	Name: "chorus_create_tasks", Title: "Create tasks", Toolset: tsProposals, Perm: perm.Public, Effect: writes,
+	Desc: "Create up to 100 tasks with acceptance criteria, in a proposal or not; all or none.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateTasksIn) (CreatedTasks, error) {
 		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
 		if err != nil {
@@ -565,23 +625,22 @@ const criteriaRequiredText = "Acceptance criteria are required: provide at least
 
 // UpdateTaskIn is chorus_update_task's input.
 type UpdateTaskIn struct {
-	TaskUUID                UUID          `json:"taskUuid" jsonschema:"the task's uuid"`
-	Title                   *string       `json:"title,omitempty" jsonschema:"new title"`
-	Description             *string       `json:"description,omitempty" jsonschema:"new description"`
-	Priority                *string       `json:"priority,omitempty" jsonschema:"new priority" chorus:"enum=low|medium|high"`
-	StoryPoints             *float64      `json:"storyPoints,omitempty" jsonschema:"new estimate" chorus:"min=0"`
-	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces every criterion (all marks are discarded); must keep at least one"`
-	AddDependsOn            []UUID        `json:"addDependsOn,omitempty" jsonschema:"tasks of the same project this task now depends on"`
-	RemoveDependsOn         []UUID        `json:"removeDependsOn,omitempty" jsonschema:"dependencies to drop"`
-	Status                  *string       `json:"status,omitempty" jsonschema:"assignee only: in_progress (every dependency must be done or closed) or to_verify" chorus:"enum=in_progress|to_verify"`
-	SessionUUID             *UUID         `json:"sessionUuid,omitempty" jsonschema:"your work session, recorded with the change"`
+	TaskUUID                UUID          `json:"taskUuid"`
+	Title                   *string       `json:"title,omitempty"`
+	Description             *string       `json:"description,omitempty"`
+	Priority                *string       `json:"priority,omitempty" chorus:"enum=low|medium|high"`
+	StoryPoints             *float64      `json:"storyPoints,omitempty" chorus:"min=0"`
+	AcceptanceCriteriaItems []CriterionIn `json:"acceptanceCriteriaItems,omitempty" jsonschema:"replaces all criteria and their marks"`
+	AddDependsOn            []UUID        `json:"addDependsOn,omitempty"`
+	RemoveDependsOn         []UUID        `json:"removeDependsOn,omitempty"`
+	Status                  *string       `json:"status,omitempty" jsonschema:"assignee only" chorus:"enum=in_progress|to_verify"`
+	SessionUUID             *UUID         `json:"sessionUuid,omitempty"`
 }
 
 var updateTask = tool[UpdateTaskIn, TaskView]{
-	Name: "chorus_update_task", Title: "Update a task", Perm: perm.Public, Effect: writes,
-	Desc: "Edit a task's title, description, priority, story points, acceptance criteria (replaced wholesale) or " +
-		"dependencies; as its assignee, move it to in_progress (only when every dependency is done or closed) or " +
-		"to_verify. A dependency that cannot be added is reported in warnings; anything else wrong changes nothing.",
+	Name: "chorus_update_task", Title: "Update a task", Toolset: tsProposals, Perm: perm.Public, Effect: writes,
+	Desc: "Edit a task's fields, criteria or dependencies; as its assignee, move it to in_progress or " +
+		"to_verify.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskIn) (TaskView, error) {
 		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor); err != nil {
 			return TaskView{}, err
@@ -625,9 +684,8 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 // ---- claim / release / assign ----
 
 var claimTask = tool[TaskIn, TaskView]{
-	Name: "chorus_claim_task", Title: "Claim a task", Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
-	Desc: "Claim an open task: you become its assignee. Refused when another agent holds it (ask an admin to " +
-		"reassign); claiming a task you already hold changes nothing. _hints say what blocks it and who waits for it.",
+	Name: "chorus_claim_task", Title: "Claim a task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
+	Desc: "Claim an open task. Refused when another agent holds it. _hints say what blocks it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
 		_, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
@@ -644,8 +702,8 @@ var claimTask = tool[TaskIn, TaskView]{
 }
 
 var releaseTask = tool[TaskIn, StatusOut]{
-	Name: "chorus_release_task", Title: "Release a task", Perm: perm.TaskWrite, Effect: writes,
-	Desc: "Give up a task you hold that has not started (status assigned): it returns to open with no assignee.",
+	Name: "chorus_release_task", Title: "Release a task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
+	Desc: "Give up a task you hold that has not started: it returns to open.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
 		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.ReleaseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
@@ -653,14 +711,14 @@ var releaseTask = tool[TaskIn, StatusOut]{
 
 // AssignTaskIn is chorus_pm_assign_task's input.
 type AssignTaskIn struct {
-	TaskUUID     UUID  `json:"taskUuid" jsonschema:"the task's uuid"`
-	AgentUUID    UUID  `json:"agentUuid" jsonschema:"the agent to assign"`
-	InstanceUUID *UUID `json:"instanceUuid,omitempty" jsonschema:"pin a specific agent instance (none exist yet)"`
+	TaskUUID     UUID  `json:"taskUuid"`
+	AgentUUID    UUID  `json:"agentUuid"`
+	InstanceUUID *UUID `json:"instanceUuid,omitempty" jsonschema:"none exist yet"`
 }
 
 var pmAssignTask = tool[AssignTaskIn, TaskView]{
-	Name: "chorus_pm_assign_task", Title: "Assign a task", Perm: perm.ProposalWrite, Effect: writes,
-	Desc: "Assign an open or assigned task to an agent of your company that holds task:write (replacing the current assignee).",
+	Name: "chorus_pm_assign_task", Title: "Assign a task", Toolset: tsDevelop, Perm: perm.ProposalWrite, Effect: writes,
+	Desc: "Assign an open or assigned task to an agent holding task:write.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignTaskIn) (TaskView, error) {
 		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
@@ -698,16 +756,16 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 
 // ReportWorkIn is chorus_report_work's input.
 type ReportWorkIn struct {
-	TaskUUID    UUID    `json:"taskUuid" jsonschema:"the task's uuid"`
-	Report      string  `json:"report" jsonschema:"what you did; saved as a comment on the task" chorus:"minLength=1"`
-	Status      *string `json:"status,omitempty" jsonschema:"also move the task: in_progress or to_verify" chorus:"enum=in_progress|to_verify"`
-	SessionUUID *UUID   `json:"sessionUuid,omitempty" jsonschema:"your work session"`
+	TaskUUID    UUID    `json:"taskUuid"`
+	Report      string  `json:"report" chorus:"minLength=1"`
+	Status      *string `json:"status,omitempty" chorus:"enum=in_progress|to_verify"`
+	SessionUUID *UUID   `json:"sessionUuid,omitempty"`
 }
 
 var reportWork = tool[ReportWorkIn, textResult]{
-	Name: "chorus_report_work", Title: "Report work", Perm: perm.TaskWrite, Effect: writes,
-	Desc: "As the assignee, record progress on a task as a comment, optionally moving it to in_progress or " +
-		"to_verify. A status the task cannot move to is refused and nothing is recorded.",
+	Name: "chorus_report_work", Title: "Report work", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
+	Desc: "As the assignee, record progress as a comment, optionally moving the task; an illegal move records " +
+		"nothing.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReportWorkIn) (textResult, error) {
 		if _, _, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor); err != nil {
 			return "", err
@@ -732,15 +790,15 @@ var reportWork = tool[ReportWorkIn, textResult]{
 
 // SelfCheckItem is one criterion of a self-check.
 type SelfCheckItem struct {
-	UUID        UUID    `json:"uuid" jsonschema:"the criterion's uuid"`
-	DevStatus   string  `json:"devStatus" jsonschema:"your verdict" chorus:"enum=passed|failed"`
-	DevEvidence *string `json:"devEvidence,omitempty" jsonschema:"how you know (tests run, links, output)"`
+	UUID        UUID    `json:"uuid"`
+	DevStatus   string  `json:"devStatus" chorus:"enum=passed|failed"`
+	DevEvidence *string `json:"devEvidence,omitempty"`
 }
 
 // SelfCheckIn is chorus_report_criteria_self_check's input.
 type SelfCheckIn struct {
-	TaskUUID UUID            `json:"taskUuid" jsonschema:"the task's uuid"`
-	Criteria []SelfCheckItem `json:"criteria" jsonschema:"criteria of this task and your verdicts" chorus:"minItems=1"`
+	TaskUUID UUID            `json:"taskUuid"`
+	Criteria []SelfCheckItem `json:"criteria" chorus:"minItems=1"`
 }
 
 // CriteriaOut is the result of the self-check and mark tools.
@@ -760,9 +818,8 @@ func criteriaOut(ctx context.Context, d *Deps, taskUUID string) (CriteriaOut, er
 }
 
 var reportCriteriaSelfCheck = tool[SelfCheckIn, CriteriaOut]{
-	Name: "chorus_report_criteria_self_check", Title: "Self-check acceptance criteria", Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
-	Desc: "As the assignee, mark acceptance criteria passed or failed with evidence. These are your marks; only an " +
-		"admin's verification marks decide the acceptance status.",
+	Name: "chorus_report_criteria_self_check", Title: "Self-check criteria", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
+	Desc: "As the assignee, mark acceptance criteria passed or failed with evidence.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SelfCheckIn) (CriteriaOut, error) {
 		cmd := workflows.MarkCriteriaInput{Actor: actor(call.Who)}
 		for _, c := range in.Criteria {
@@ -777,20 +834,20 @@ var reportCriteriaSelfCheck = tool[SelfCheckIn, CriteriaOut]{
 
 // MarkItem is one criterion of a verification.
 type MarkItem struct {
-	UUID     UUID    `json:"uuid" jsonschema:"the criterion's uuid"`
-	Status   string  `json:"status" jsonschema:"verdict" chorus:"enum=passed|failed"`
-	Evidence *string `json:"evidence,omitempty" jsonschema:"what you checked"`
+	UUID     UUID    `json:"uuid"`
+	Status   string  `json:"status" chorus:"enum=passed|failed"`
+	Evidence *string `json:"evidence,omitempty"`
 }
 
 // MarkCriteriaIn is chorus_mark_acceptance_criteria's input.
 type MarkCriteriaIn struct {
-	TaskUUID UUID       `json:"taskUuid" jsonschema:"the task's uuid"`
-	Criteria []MarkItem `json:"criteria" jsonschema:"criteria of this task and verdicts" chorus:"minItems=1"`
+	TaskUUID UUID       `json:"taskUuid"`
+	Criteria []MarkItem `json:"criteria" chorus:"minItems=1"`
 }
 
 var markAcceptanceCriteria = tool[MarkCriteriaIn, CriteriaOut]{
-	Name: "chorus_mark_acceptance_criteria", Title: "Verify acceptance criteria", Perm: perm.TaskAdmin, Effect: writes, Idempotent: true,
-	Desc: "As a reviewer, mark acceptance criteria passed or failed with evidence. Verification of the task needs every required criterion passed.",
+	Name: "chorus_mark_acceptance_criteria", Title: "Mark criteria", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: writes, Idempotent: true,
+	Desc: "As a reviewer, mark acceptance criteria passed or failed with evidence.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MarkCriteriaIn) (CriteriaOut, error) {
 		cmd := workflows.MarkCriteriaInput{Actor: actor(call.Who)}
 		for _, c := range in.Criteria {
@@ -805,13 +862,13 @@ var markAcceptanceCriteria = tool[MarkCriteriaIn, CriteriaOut]{
 
 // SubmitIn is chorus_submit_for_verify's input.
 type SubmitIn struct {
-	TaskUUID UUID    `json:"taskUuid" jsonschema:"the task's uuid"`
-	Summary  *string `json:"summary,omitempty" jsonschema:"what you delivered, for the reviewer"`
+	TaskUUID UUID    `json:"taskUuid"`
+	Summary  *string `json:"summary,omitempty"`
 }
 
 var submitForVerify = tool[SubmitIn, StatusOut]{
-	Name: "chorus_submit_for_verify", Title: "Submit for verification", Perm: perm.TaskWrite, Effect: writes,
-	Desc: "As the assignee, hand an in_progress task to review: it becomes to_verify until an admin verifies or reopens it.",
+	Name: "chorus_submit_for_verify", Title: "Submit for review", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
+	Desc: "As the assignee, submit an in_progress task for review (to_verify).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SubmitIn) (StatusOut, error) {
 		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.SubmitForVerify,
 			workflows.SubmitInput{Actor: actor(call.Who), Summary: in.Summary}))
@@ -821,8 +878,8 @@ var submitForVerify = tool[SubmitIn, StatusOut]{
 // ---- admin ----
 
 var adminVerifyTask = tool[TaskIn, StatusOut]{
-	Name: "chorus_admin_verify_task", Title: "Verify a task", Perm: perm.TaskAdmin, Effect: writes,
-	Desc: "Accept a task waiting in to_verify: it becomes done, which unblocks the tasks that depend on it. Every required acceptance criterion must be marked passed first.",
+	Name: "chorus_admin_verify_task", Title: "Verify a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: writes,
+	Desc: "Accept a task in to_verify as done. Refused until every required criterion is marked passed.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
 		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.VerifyTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
@@ -830,13 +887,14 @@ var adminVerifyTask = tool[TaskIn, StatusOut]{
 
 // ReopenIn is chorus_admin_reopen_task's input.
 type ReopenIn struct {
-	TaskUUID UUID `json:"taskUuid" jsonschema:"the task's uuid"`
-	Force    bool `json:"force,omitempty" jsonschema:"reopen even though a dependency is unresolved"`
+	TaskUUID UUID `json:"taskUuid"`
+	Force    bool `json:"force,omitempty"`
 }
 
 var adminReopenTask = tool[ReopenIn, StatusOut]{
-	Name: "chorus_admin_reopen_task", Title: "Reopen a task", Perm: perm.TaskAdmin, Effect: writes,
-	Desc: "Send a task waiting in to_verify back to in_progress; all acceptance marks are reset. Refused while a dependency is unresolved unless force is true.",
+	Name: "chorus_admin_reopen_task", Title: "Reopen a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: writes,
+	Desc: "Send a task in to_verify back to in_progress, resetting its marks. Refused while a dependency is " +
+		"open, unless force.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReopenIn) (StatusOut, error) {
 		_, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
 		if err != nil {
@@ -848,16 +906,16 @@ var adminReopenTask = tool[ReopenIn, StatusOut]{
 }
 
 var adminCloseTask = tool[TaskIn, StatusOut]{
-	Name: "chorus_admin_close_task", Title: "Close a task", Perm: perm.TaskAdmin, Effect: destroys,
-	Desc: "Close a task for good, from any status. A closed task no longer blocks the tasks that depend on it.",
+	Name: "chorus_admin_close_task", Title: "Close a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: destroys,
+	Desc: "Close a task for good, from any status.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
 		return statusOut(taskCommand(ctx, d, call, string(in.TaskUUID), workflows.CloseTask, workflows.TaskCommand{Actor: actor(call.Who)}))
 	},
 }
 
 var adminDeleteTask = tool[TaskIn, textResult]{
-	Name: "chorus_admin_delete_task", Title: "Delete a task", Perm: perm.TaskAdmin, Effect: destroys,
-	Desc: "Delete a task with its acceptance criteria and its dependency edges in both directions.",
+	Name: "chorus_admin_delete_task", Title: "Delete a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: destroys,
+	Desc: "Delete a task with its criteria and dependency edges.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (textResult, error) {
 		if _, err := taskCommand(ctx, d, call, string(in.TaskUUID), workflows.DeleteTask, workflows.TaskCommand{Actor: actor(call.Who)}); err != nil {
 			return "", err
@@ -870,8 +928,8 @@ var adminDeleteTask = tool[TaskIn, textResult]{
 
 // ClaimNextIn is chorus_claim_next_task's input.
 type ClaimNextIn struct {
-	ProjectUUID   *UUID  `json:"projectUuid,omitempty" jsonschema:"claim from this project (default: every project where you may edit tasks)"`
-	ProposalUUIDs []UUID `json:"proposalUuids,omitempty" jsonschema:"only tasks of these proposals"`
+	ProjectUUID   *UUID  `json:"projectUuid,omitempty" jsonschema:"default: every project you may edit"`
+	ProposalUUIDs []UUID `json:"proposalUuids,omitempty"`
 }
 
 // errNoTaskAvailable: chorus_claim_next_task found no task to claim.
@@ -881,11 +939,8 @@ var errNoTaskAvailable = errors.New("no task available")
 const claimNextBatch = 10
 
 var claimNextTask = tool[ClaimNextIn, TaskView]{
-	Name: "chorus_claim_next_task", Title: "Claim the next task", Perm: perm.TaskWrite, Effect: writes,
-	Desc: "Claim the most important task you can start now, in one step: the highest-priority open task that " +
-		"nobody holds and whose dependencies are all done or closed (oldest first among equals), in one project or " +
-		"in every project where you may edit tasks. Agents calling it at once each get a different task. Answers " +
-		"with the claimed task, or an error when none is available.",
+	Name: "chorus_claim_next_task", Title: "Claim the next task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
+	Desc: "Claim the most important unclaimed task you can start now. Refused when none is available.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ClaimNextIn) (TaskView, error) {
 		var projects []string
 		if in.ProjectUUID != nil {

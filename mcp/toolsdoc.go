@@ -31,16 +31,22 @@ while this file is stale. -->
 
 Every tool Chorus serves at ` + "`POST /api/mcp`" + `, in the order ` + "`tools/list`" + ` gives them. A tool
 whose permission is *public* is listed for every key; the others only for keys holding that bit
-([rules.md](rules.md) §6.1, §6.2). Project access applies to all of them (§6.3). Every tool that
-is not read-only also takes an optional ` + "`requestId`" + ` (§8.5). Refusals are tool results with
-` + "`isError: true`" + ` and one sentence of text (§3.7); the error texts each tool relies on are in
-[rules.md](rules.md). The complete schemas, including the results', are in
-` + "`mcp/testdata/tools.golden.json`" + `.
+([rules.md](rules.md) §6.1, §6.2). A connection lists the tools of the toolsets it selects, and
+in read-only mode only those marked read-only here (§3.3). Project access applies to all of them
+(§6.3). Every tool that is not read-only also takes an optional ` + "`requestId`" + ` (§8.5). Refusals
+are tool results with ` + "`isError: true`" + ` and one sentence of text (§3.7); the error texts each tool
+relies on are in [rules.md](rules.md). The complete schemas, including the results', are in
+` + "`mcp/testdata/tools.golden.json`" + ` (as ` + "`tools/list`" + ` publishes them: the bounds below that no model
+meets in practice are checked but not published).
 
 `)
-	fmt.Fprintf(&b, "%d tools.\n\n| Tool | Permission | Kind |\n|---|---|---|\n", len(ep.tools))
+	b.WriteString("| Toolset | What it holds |\n|---|---|\n")
+	for _, ts := range toolsetTable {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", ts.name, ts.about)
+	}
+	fmt.Fprintf(&b, "\n%d tools.\n\n| Tool | Toolset | Permission | Kind |\n|---|---|---|---|\n", len(ep.tools))
 	for _, t := range ep.tools {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", t.spec.Name, t.spec.Name, permName(t.spec.Perm), kindName(t.spec))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s |\n", t.spec.Name, t.spec.Name, t.spec.Toolset, permName(t.spec.Perm), kindName(t.spec))
 	}
 	for _, t := range ep.tools {
 		b.WriteString("\n")
@@ -76,9 +82,13 @@ func writeTool(b *strings.Builder, t *builtTool) {
 		fmt.Fprintf(b, ": %s", mt.Title)
 	}
 	b.WriteString("\n\n")
-	fmt.Fprintf(b, "Permission: %s. Annotations: %s.\n\n", permName(t.spec.Perm), annotationList(t))
+	fmt.Fprintf(b, "Toolset: `%s`. Permission: %s. Annotations: %s.", t.spec.Toolset, permName(t.spec.Perm), annotationList(t))
+	if t.spec.ReadOnlyForm {
+		b.WriteString(" Read-only connections list it too, and there it changes nothing.")
+	}
+	b.WriteString("\n\n")
 	b.WriteString(strings.TrimSpace(mt.Description) + "\n\n")
-	in, _ := mt.InputSchema.(*jsonschema.Schema)
+	in := t.inputSchema
 	var rows [][4]string
 	if in != nil {
 		rows = argRows("", in)

@@ -135,7 +135,7 @@ func TestBodyLimitIsOneDocumentedJSONRPCError(t *testing.T) {
 	// Just under the limit the body is read and the tool answers for itself.
 	under := callWith(strings.Repeat("x", MaxRequestBytes-len(callWith(""))))
 	require.Len(t, under, MaxRequestBytes)
-	a = e.send(http.MethodPost, Path, auth, under)
+	a = e.send(http.MethodPost, Path+"/x/projects", auth, under)
 	require.Equal(t, http.StatusOK, a.status)
 	require.Contains(t, a.body, "name must be at most 200 characters long")
 
@@ -250,7 +250,7 @@ func TestPreflightOnEveryPath(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, a.status, path)
 		require.Equal(t, "*", a.header.Get("Access-Control-Allow-Origin"), path)
 		require.Equal(t, "POST, OPTIONS", a.header.Get("Access-Control-Allow-Methods"), path)
-		require.Equal(t, "Content-Type, Authorization, mcp-protocol-version", a.header.Get("Access-Control-Allow-Headers"), path)
+		require.Equal(t, "Content-Type, Authorization, mcp-protocol-version, X-Chorus-Toolsets, X-Chorus-Readonly", a.header.Get("Access-Control-Allow-Headers"), path)
 	}
 }
 

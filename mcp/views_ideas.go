@@ -59,10 +59,25 @@ type IdeaView struct {
 	UpdatedAt         time.Time            `json:"updatedAt"`
 	ParentUUID        *string              `json:"parentUuid"`
 	Parent            *IdeaRefView         `json:"parent"`
-	Children          []IdeaChildView      `json:"children"`
-	DescendantUUIDs   []string             `json:"descendantUuids"`
-	Reports           []DocumentView       `json:"reports"`
-	References        []ReferenceView      `json:"references"`
+	Children          []IdeaChildView      `json:"children" jsonschema:"its direct children, oldest first, as many as fit the answer's 64 KiB budget"`
+	ChildCount        int                  `json:"childCount" jsonschema:"how many direct children it has"`
+	DescendantUUIDs   []string             `json:"descendantUuids" jsonschema:"all its transitive children, as many as fit the answer's 64 KiB budget"`
+	DescendantCount   int                  `json:"descendantCount" jsonschema:"how many transitive children it has"`
+	Reports           []DocumentView       `json:"reports" jsonschema:"report documents of its approved or closed proposals, newest first, as many as fit the answer's 64 KiB budget"`
+	ReportCount       int                  `json:"reportCount" jsonschema:"how many report documents it has"`
+	References        []ReferenceView      `json:"references" jsonschema:"its references, oldest first, as many as fit the answer's 64 KiB budget (chorus_get_references pages them all)"`
+	ReferenceCount    int                  `json:"referenceCount" jsonschema:"how many references it has"`
+}
+
+// fit cuts the idea's lists to the answer's byte budget (docs/rules.md §3.6): its reports give
+// way first, then its references, its descendants and its children.
+func (v *IdeaView) fit() {
+	children, descendants, refs, reports := v.Children, v.DescendantUUIDs, v.References, v.Reports
+	fitLists(v,
+		budgetList{len(children), func(n int) { v.Children = children[:n] }},
+		budgetList{len(descendants), func(n int) { v.DescendantUUIDs = descendants[:n] }},
+		budgetList{len(refs), func(n int) { v.References = refs[:n] }},
+		budgetList{len(reports), func(n int) { v.Reports = reports[:n] }})
 }
 
 // DocumentView is the Document JSON (docs/rules.md §4.7, chorus_get_document).
@@ -101,7 +116,9 @@ func ideaView(ctx context.Context, n *store.Namer, d *store.IdeaDetail) IdeaView
 		Project:  ProjectRef{UUID: d.Project.UUID, Name: d.Project.Name}, ElaborationStatus: i.ElaborationStatus,
 		ElaborationDepth: i.ElaborationDepth, CreatedBy: n.Ref(ctx, i.CreatedByType, &i.CreatedByUUID),
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ParentUUID: i.ParentUUID, Children: []IdeaChildView{},
-		DescendantUUIDs: d.DescendantUUIDs, Reports: []DocumentView{}, References: referenceViews(ctx, n, d.References)}
+		DescendantUUIDs: d.DescendantUUIDs, Reports: []DocumentView{}, References: referenceViews(ctx, n, d.References),
+		ChildCount: len(d.Children), DescendantCount: len(d.DescendantUUIDs), ReportCount: d.ReportCount,
+		ReferenceCount: d.ReferenceCount}
 	if len(i.Attachments) > 0 {
 		// Written only by operators; a value of another shape is shown as no attachments.
 		_ = json.Unmarshal(i.Attachments, &v.Attachments)

@@ -13,7 +13,7 @@ type ReferenceView struct {
 	UUID       string          `json:"uuid"`
 	TargetType string          `json:"targetType" jsonschema:"idea, proposal or task"`
 	TargetUUID string          `json:"targetUuid"`
-	Type       string          `json:"type" jsonschema:"docs, repo, issue_pr or paper_blog"`
+	Type       string          `json:"type"`
 	URL        string          `json:"url"`
 	Title      string          `json:"title"`
 	Notes      *string         `json:"notes"`
@@ -37,13 +37,15 @@ func referenceViews(ctx context.Context, n *store.Namer, rs []store.Reference) [
 	return out
 }
 
-// targetReferences reads a target's references[].
-func targetReferences(ctx context.Context, d *Deps, n *store.Namer, targetType, targetUUID string) ([]ReferenceView, error) {
-	rs, err := d.Store.References(ctx, targetType, targetUUID)
+// targetReferences reads the first store.EntityListRows of a target's references[] and how many
+// it has.
+func targetReferences(ctx context.Context, d *Deps, n *store.Namer, targetType, targetUUID string) ([]ReferenceView, int, error) {
+	rs, total, err := d.Store.References(ctx, targetType, targetUUID, store.EntityListRows, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return referenceViews(ctx, n, rs), nil
+	n.Prefetch(ctx, referenceAuthors(rs)...)
+	return referenceViews(ctx, n, rs), total, nil
 }
 
 // AttachmentView is one entry of an idea's attachments (docs/rules.md §1.6; not settable through MCP).

@@ -117,6 +117,9 @@ type Report struct {
 type Ops struct {
 	Store *store.Store
 	Flows *workflows.Client
+	// Converters are those of Flows' Temporal client (payload keys): ReplayHistory replays with
+	// them. Nil: payloads in the clear.
+	Converters *workflows.Converters
 
 	// Attempts is how many times an entity is observed before it is called busy (default 6).
 	Attempts int

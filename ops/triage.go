@@ -255,7 +255,11 @@ func firstSentences(msg string) string {
 // JSON history file when source is a file (as `temporal workflow show --output json` writes),
 // against the workflow code built into this binary.
 func (o *Ops) ReplayHistory(ctx context.Context, source, runID string) (Replay, error) {
-	r, err := workflows.NewReplayer()
+	conv := workflows.NewConverters(nil)
+	if o != nil && o.Converters != nil {
+		conv = *o.Converters
+	}
+	r, err := workflows.NewReplayerWith(conv)
 	if err != nil {
 		return Replay{}, err
 	}

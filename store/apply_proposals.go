@@ -312,19 +312,21 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 		if err := tx.NewSelect().Table("proposals").Column("project_uuid").Where("uuid = ?", c.UUID).Scan(ctx, &project); err != nil {
 			return err
 		}
-		if len(project) == 1 {
-			if err := lockProject(ctx, tx, project[0]); err != nil {
-				return err
-			}
+		if len(project) != 1 {
+			return NotFound("Proposal")
 		}
+		if err := lockProject(ctx, tx, project[0]); err != nil {
+			return err
+		}
+		// Only the proposal's own project's rows (docs/rules.md §6.3, "Across projects").
 		var tasks []Task
 		if err := tx.NewSelect().Model(&tasks).Column("uuid", "title").Where("proposal_uuid = ?", c.UUID).
-			Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
+			Where("project_uuid = ?", project[0]).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
 			return err
 		}
 		var docs []Document
 		if err := tx.NewSelect().Model(&docs).Column("uuid", "title").Where("proposal_uuid = ?", c.UUID).
-			Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
+			Where("project_uuid = ?", project[0]).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
 			return err
 		}
 		var ids []string
@@ -340,9 +342,12 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 		if err != nil {
 			return err
 		}
+		// Edges of the project's other tasks go; a task of another project keeps its edge, which a
+		// closed task resolves (docs/rules.md §5.7).
 		if len(ids) > 0 {
 			if _, err := tx.NewDelete().Table("task_dependencies").Where("depends_on_uuid IN (?)", bun.List(ids)).
-				Where("task_uuid NOT IN (?)", bun.List(ids)).Exec(ctx); err != nil {
+				Where("task_uuid NOT IN (?)", bun.List(ids)).
+				Where("task_uuid IN (SELECT uuid FROM tasks WHERE project_uuid = ?)", project[0]).Exec(ctx); err != nil {
 				return err
 			}
 		}

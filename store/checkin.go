@@ -20,18 +20,31 @@ type CheckinResult struct {
 const recentOnCheckin = 5
 
 // Checkin records that the agent is active (lastActiveAt = now), takes up to five of its unread
-// notifications (newest first) and marks them read, and counts the unread ones left. The
+// notifications (newest first) and marks them read, and counts the unread ones left, all among
+// those of projects it can see (agentInbox). The
 // first check-in of an agent that has an owner leaves the owner an "agent_checkin"
 // notification. All of it happens in one transaction.
 func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
+	return s.checkin(ctx, c, true)
+}
+
+// CheckinReadOnly is Checkin for a read-only connection (docs/rules.md §3.3): it reads the same
+// and writes nothing; the notifications it returns stay unread and count in Unread.
+func (s *Store) CheckinReadOnly(ctx context.Context, c Caller) (*CheckinResult, error) {
+	return s.checkin(ctx, c, false)
+}
+
+func (s *Store) checkin(ctx context.Context, c Caller, write bool) (*CheckinResult, error) {
 	res := CheckinResult{At: Now()}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := tx.NewSelect().Model(&res.Agent).Where("uuid = ?", c.AgentUUID).Scan(ctx); err != nil {
 			return mapErr(err, "Agent")
 		}
-		res.Agent.LastActiveAt = &res.At
-		if _, err := tx.NewUpdate().Model(&res.Agent).Column("last_active_at").WherePK().Exec(ctx); err != nil {
-			return err
+		if write {
+			res.Agent.LastActiveAt = &res.At
+			if _, err := tx.NewUpdate().Model(&res.Agent).Column("last_active_at").WherePK().Exec(ctx); err != nil {
+				return err
+			}
 		}
 		if res.Agent.OwnerUUID != nil {
 			var u User
@@ -39,7 +52,7 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 				res.Owner = &u
 			}
 		}
-		if res.Owner != nil {
+		if write && res.Owner != nil {
 			// One per agent, ever: its id derives from the agent, so only the first check-in's
 			// insert lands (also when two race on PostgreSQL); any call, not only a check-in,
 			// moves lastActiveAt, so that cannot tell the first check-in.
@@ -53,14 +66,12 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 				return err
 			}
 		}
-		err := tx.NewSelect().Model(&res.Recent).
-			Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
-			Where("read_at IS NULL").Where("archived_at IS NULL").
+		err := s.agentInbox(tx, &res.Recent, c).Where("read_at IS NULL").
 			Order("created_at DESC", "uuid DESC").Limit(recentOnCheckin).Scan(ctx)
 		if err != nil {
 			return err
 		}
-		if len(res.Recent) > 0 {
+		if write && len(res.Recent) > 0 {
 			ids := make([]string, len(res.Recent))
 			for i := range res.Recent {
 				ids[i] = res.Recent[i].UUID
@@ -73,9 +84,7 @@ func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
 				return err
 			}
 		}
-		unread, err := tx.NewSelect().Model((*Notification)(nil)).
-			Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
-			Where("read_at IS NULL").Where("archived_at IS NULL").Count(ctx)
+		unread, err := s.agentInbox(tx, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
 		res.Unread = int(unread)
 		return err
 	})

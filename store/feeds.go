@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 
 	"github.com/uptrace/bun"
 )
@@ -24,24 +26,26 @@ type NotificationPage struct {
 	Unread int
 }
 
-// agentInbox selects the notifications addressed to an agent that are not archived.
-func agentInbox(db bun.IDB, model any, agentUUID string) *bun.SelectQuery {
-	return db.NewSelect().Model(model).Where("recipient_type = 'agent'").Where("recipient_uuid = ?", agentUUID).
-		Where("archived_at IS NULL")
+// agentInbox selects the notifications addressed to the calling agent that are not archived and
+// whose project the caller can still see (docs/rules.md §4.16): one of a project it lost access
+// to, or of a project deleted since, is neither shown nor counted nor marked.
+func (s *Store) agentInbox(db bun.IDB, model any, c Caller) *bun.SelectQuery {
+	return db.NewSelect().Model(model).Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
+		Where("archived_at IS NULL").Where("(project_uuid IS NULL OR project_uuid IN (?))", s.visibleProjectIDs(c))
 }
 
 // ListNotifications returns a page of the agent's notifications, newest first, and, when
 // f.MarkRead, marks the unread ones returned as read, in one transaction.
-func (s *Store) ListNotifications(ctx context.Context, agentUUID string, f NotificationFilter) (*NotificationPage, error) {
+func (s *Store) ListNotifications(ctx context.Context, c Caller, f NotificationFilter) (*NotificationPage, error) {
 	var out NotificationPage
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = NotificationPage{}
-		unread, err := agentInbox(tx, (*Notification)(nil), agentUUID).Where("read_at IS NULL").Count(ctx)
+		unread, err := s.agentInbox(tx, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
 		if err != nil {
 			return err
 		}
 		out.Unread = int(unread)
-		q := agentInbox(tx, &out.Rows, agentUUID)
+		q := s.agentInbox(tx, &out.Rows, c)
 		switch f.Status {
 		case "read":
 			q = q.Where("read_at IS NOT NULL")
@@ -79,13 +83,14 @@ func (s *Store) ListNotifications(ctx context.Context, agentUUID string, f Notif
 }
 
 // MarkNotificationRead marks one of the agent's notifications read and returns 1, or 0 when it
-// was read already; "Notification not found" when it does not exist or is someone else's.
-func (s *Store) MarkNotificationRead(ctx context.Context, agentUUID, uuid string) (int, error) {
+// was read already; "Notification not found" when it does not exist, is someone else's, or its
+// project is hidden from the caller.
+func (s *Store) MarkNotificationRead(ctx context.Context, c Caller, uuid string) (int, error) {
 	if !IsUUID(uuid) {
 		return 0, NotFound("Notification")
 	}
 	var n Notification
-	if err := agentInbox(s.DB, &n, agentUUID).Where("uuid = ?", uuid).Scan(ctx); err != nil {
+	if err := s.agentInbox(s.DB, &n, c).Where("uuid = ?", uuid).Scan(ctx); err != nil {
 		return 0, mapErr(err, "Notification")
 	}
 	now := Now()
@@ -98,12 +103,11 @@ func (s *Store) MarkNotificationRead(ctx context.Context, agentUUID, uuid string
 	return int(k), nil
 }
 
-// MarkAllNotificationsRead marks every unread notification of the agent read and returns how many.
-func (s *Store) MarkAllNotificationsRead(ctx context.Context, agentUUID string) (int, error) {
+// MarkAllNotificationsRead marks every unread notification the agent can see read and returns how many.
+func (s *Store) MarkAllNotificationsRead(ctx context.Context, c Caller) (int, error) {
 	now := Now()
 	res, err := s.DB.NewUpdate().Model((*Notification)(nil)).Set("read_at = ?", now).Set("updated_at = ?", now).
-		Where("recipient_type = 'agent'").Where("recipient_uuid = ?", agentUUID).Where("archived_at IS NULL").
-		Where("read_at IS NULL").Exec(ctx)
+		Where("uuid IN (?)", s.agentInbox(s.DB, (*Notification)(nil), c).Column("uuid").Where("read_at IS NULL")).Exec(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -115,7 +119,10 @@ func (s *Store) MarkAllNotificationsRead(ctx context.Context, agentUUID string) 
 // given, newest first, and their count. Rows one change wrote share a time and keep the order
 // they were written in (reversed): PostgreSQL numbers rows in activities.seq (migration
 // 20261201000010), SQLite by rowid.
-func (s *Store) ListActivity(ctx context.Context, projectUUID, targetType, targetUUID string, limit, offset int) ([]Activity, int, error) {
+//
+// What a row says of another project is shown only to a caller who can see that project
+// (docs/rules.md §6.3, "Across projects"; see foreignNames).
+func (s *Store) ListActivity(ctx context.Context, c Caller, projectUUID, targetType, targetUUID string, limit, offset int) ([]Activity, int, error) {
 	var rows []Activity
 	q := s.DB.NewSelect().Model(&rows).Where("activity.project_uuid = ?", projectUUID)
 	if targetUUID != "" {
@@ -127,5 +134,49 @@ func (s *Store) ListActivity(ctx context.Context, projectUUID, targetType, targe
 	}
 	total, err := q.OrderExpr("activity.created_at DESC").OrderExpr(order).
 		Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
-	return rows, int(total), err
+	if err != nil {
+		return nil, 0, err
+	}
+	return rows, int(total), s.foreignNames(ctx, c, rows)
+}
+
+// foreignNames withholds, from a caller who cannot see it, the other project an activity names:
+// the source project of a "moved" (fromProjectUuid, fromProjectName become null). Every other
+// activity is written in the project of what it tells (docs/rules.md §7.1), so this is the one
+// value that crosses projects; it is judged when read, since access changes after it is written.
+func (s *Store) foreignNames(ctx context.Context, c Caller, rows []Activity) error {
+	var from []string
+	values := make([]map[string]any, len(rows))
+	for i, a := range rows {
+		if a.Action != "moved" || len(a.Value) == 0 {
+			continue
+		}
+		var v map[string]any
+		if json.Unmarshal(a.Value, &v) != nil {
+			continue
+		}
+		if p, ok := v["fromProjectUuid"].(string); ok && IsUUID(p) {
+			values[i] = v
+			from = append(from, p)
+		}
+	}
+	if len(from) == 0 {
+		return nil
+	}
+	var visible []string
+	if err := s.visibleProjectIDs(c).Where("vp.uuid IN (?)", bun.List(from)).Scan(ctx, &visible); err != nil {
+		return err
+	}
+	for i, v := range values {
+		if v == nil || slices.Contains(visible, v["fromProjectUuid"].(string)) {
+			continue
+		}
+		v["fromProjectUuid"], v["fromProjectName"] = nil, nil
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		rows[i].Value = b
+	}
+	return nil
 }

@@ -137,8 +137,10 @@ type IdeaDetail struct {
 	Parent          *Idea
 	Children        []IdeaChild
 	DescendantUUIDs []string
-	Reports         []Document
-	References      []Reference
+	Reports         []Document // at most EntityListRows, newest first
+	ReportCount     int
+	References      []Reference // at most EntityListRows, oldest first
+	ReferenceCount  int
 	Derived         Derived
 }
 
@@ -195,13 +197,14 @@ func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*Id
 		}
 	}
 	if len(pids) > 0 {
-		err = s.DB.NewSelect().Model(&d.Reports).Where("type = 'report'").Where("proposal_uuid IN (?)", bun.List(pids)).
-			Order("created_at DESC", "uuid DESC").Scan(ctx)
+		n, err := s.DB.NewSelect().Model(&d.Reports).Where("type = 'report'").Where("proposal_uuid IN (?)", bun.List(pids)).
+			Order("created_at DESC", "uuid DESC").Limit(EntityListRows).ScanAndCount(ctx)
 		if err != nil {
 			return nil, err
 		}
+		d.ReportCount = int(n)
 	}
-	if d.References, err = s.References(ctx, "idea", i.UUID); err != nil {
+	if d.References, d.ReferenceCount, err = s.References(ctx, "idea", i.UUID, EntityListRows, 0); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -365,12 +365,26 @@ func (s *Store) GetAgent(ctx context.Context, companyUUID, agentUUID string) (*A
 // CreateKey adds a new key for an agent, optionally expiring, and returns the row and the
 // plaintext (shown once).
 func (s *Store) CreateKey(ctx context.Context, companyUUID, agentUUID, name string, expiresAt *time.Time) (*APIKey, string, error) {
+	return s.CreateKeyWith(ctx, companyUUID, agentUUID, NewKey{Name: name, ExpiresAt: expiresAt})
+}
+
+// NewKey is what CreateKeyWith needs besides the agent.
+type NewKey struct {
+	Name      string
+	ExpiresAt *time.Time
+	// ReadOnly makes a key that calls only tools that change nothing (docs/rules.md §3.3).
+	ReadOnly bool
+}
+
+// CreateKeyWith adds a new key for an agent and returns the row and the plaintext (shown once).
+func (s *Store) CreateKeyWith(ctx context.Context, companyUUID, agentUUID string, n NewKey) (*APIKey, string, error) {
 	a, err := s.GetAgent(ctx, companyUUID, agentUUID)
 	if err != nil {
 		return nil, "", err
 	}
 	plaintext := GenerateKey()
-	k := newKeyRow(*a, plaintext, name, expiresAt, Now())
+	k := newKeyRow(*a, plaintext, n.Name, n.ExpiresAt, Now())
+	k.ReadOnly = n.ReadOnly
 	if _, err := s.DB.NewInsert().Model(&k).Exec(ctx); err != nil {
 		return nil, "", mapErr(err, "API key")
 	}

@@ -75,6 +75,8 @@ type APIKey struct {
 	ExpiresAt   *time.Time `bun:"expires_at"`
 	RevokedAt   *time.Time `bun:"revoked_at"`
 	CreatedAt   time.Time  `bun:"created_at"`
+	// ReadOnly keys call only tools that change nothing (docs/rules.md §3.3).
+	ReadOnly bool `bun:"read_only"`
 }
 
 // ProjectGroup groups projects (docs/rules.md §1.5).

@@ -61,9 +61,10 @@ type movedValue struct {
 	Moved           MoveCounts `json:"moved"`
 }
 
-// MoveIdeaCascade moves the idea, its descendants, the idea-input proposals of the company that
-// list any of them, those proposals' documents and tasks, and the activities about all of these
-// to m.ToProject, in one transaction (docs/rules.md §5.9). The root idea's row moves by the
+// MoveIdeaCascade moves the idea, its descendants, the idea-input proposals of the source project
+// that list any of them, those proposals' documents and tasks, and the source project's
+// activities about all of these to m.ToProject, in one transaction (docs/rules.md §5.9). Nothing
+// of another project moves or is counted, whoever asks (§6.3, "Across projects"). The root idea's row moves by the
 // write protocol (from m.Expect) and loses its parent; every other idea, proposal and task row
 // moves on from wherever it stands, marked with the move's change id and journaled, so its
 // workflow adopts it (MoveOutcome.Rows) and a retry of the move writes nothing.
@@ -97,7 +98,7 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 		if !slices.ContainsFunc(names, func(p Project) bool { return p.UUID == m.ToProject }) {
 			return NotFound("Target project")
 		}
-		ideas, err := descendants(ctx, tx, m.UUID)
+		ideas, err := descendants(ctx, tx, m.UUID, m.FromProject)
 		if err != nil {
 			return err
 		}
@@ -112,8 +113,10 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 			moved[id] = true
 		}
 		var props []Proposal
+		// Only the source project's proposals: one in another project stays there, whoever may
+		// see it (docs/rules.md §6.3, "Across projects").
 		if err := tx.NewSelect().Model(&props).Column("uuid", "input_uuids").Where("company_uuid = ?", m.CompanyUUID).
-			Where("input_type = 'idea'").Scan(ctx); err != nil {
+			Where("project_uuid = ?", m.FromProject).Where("input_type = 'idea'").Scan(ctx); err != nil {
 			return err
 		}
 		var proposals []string
@@ -126,11 +129,11 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 		var tasks, docs []string
 		if len(proposals) > 0 {
 			if err := tx.NewSelect().Table("tasks").Column("uuid").Where("proposal_uuid IN (?)", bun.List(proposals)).
-				Order("uuid").Scan(ctx, &tasks); err != nil {
+				Where("project_uuid = ?", m.FromProject).Order("uuid").Scan(ctx, &tasks); err != nil {
 				return err
 			}
 			if err := tx.NewSelect().Table("documents").Column("uuid").Where("proposal_uuid IN (?)", bun.List(proposals)).
-				Order("uuid").Scan(ctx, &docs); err != nil {
+				Where("project_uuid = ?", m.FromProject).Order("uuid").Scan(ctx, &docs); err != nil {
 				return err
 			}
 		}
@@ -167,7 +170,7 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 		}
 		targets = append(append(append(targets, proposals...), tasks...), docs...)
 		res, err := tx.NewUpdate().Table("activities").Set("project_uuid = ?", m.ToProject).
-			Where("company_uuid = ?", m.CompanyUUID).Where("target_uuid IN (?)", bun.List(targets)).
+			Where("company_uuid = ?", m.CompanyUUID).Where("project_uuid = ?", m.FromProject).Where("target_uuid IN (?)", bun.List(targets)).
 			Where("target_type IN ('idea', 'proposal', 'task', 'document')").Exec(ctx)
 		if err != nil {
 			return err
@@ -186,15 +189,16 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 	return out, err
 }
 
-// descendants lists the idea's transitive children (breadth first), never the idea itself.
-func descendants(ctx context.Context, db bun.IDB, ideaUUID string) ([]string, error) {
+// descendants lists the idea's transitive children in project (breadth first), never the idea
+// itself. Lineage stays within a project (docs/rules.md §5.5); the project bounds the walk all the same.
+func descendants(ctx context.Context, db bun.IDB, ideaUUID, project string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{ideaUUID: true}
 	level := []string{ideaUUID}
 	for len(level) > 0 {
 		var next []string
 		if err := db.NewSelect().Table("ideas").Column("uuid").Where("parent_uuid IN (?)", bun.List(level)).
-			Order("uuid").Scan(ctx, &next); err != nil {
+			Where("project_uuid = ?", project).Order("uuid").Scan(ctx, &next); err != nil {
 			return nil, err
 		}
 		level = level[:0]

@@ -105,6 +105,16 @@ func (s *Store) projectRoles(c Caller) *bun.SelectQuery {
 		Where("(project.visibility = 'public' OR pm.role IS NOT NULL OR gm.role IS NOT NULL)")
 }
 
+// visibleProjectIDs selects the uuids (column vp.uuid) of the company's projects the caller can
+// see (docs/rules.md §6.3), for use as a subquery.
+func (s *Store) visibleProjectIDs(c Caller) *bun.SelectQuery {
+	return s.DB.NewSelect().TableExpr("projects AS vp").ColumnExpr("vp.uuid").
+		Join("LEFT JOIN project_members AS vpm ON vpm.project_uuid = vp.uuid AND vpm.user_uuid = ?", c.OwnerUUID).
+		Join("LEFT JOIN project_group_members AS vgm ON vgm.group_uuid = vp.group_uuid AND vgm.user_uuid = ?", c.OwnerUUID).
+		Where("vp.company_uuid = ?", c.CompanyUUID).
+		Where("(vp.visibility = 'public' OR vpm.role IS NOT NULL OR vgm.role IS NOT NULL)")
+}
+
 // ListProjects returns one page of the projects the caller can see, most recently updated first,
 // and the total count (docs/rules.md §4.2, chorus_list_projects).
 func (s *Store) ListProjects(ctx context.Context, c Caller, limit, offset int) ([]ProjectView, int, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/uptrace/bun"
 )
@@ -186,8 +187,10 @@ func (e *ReportStatusError) Error() string {
 }
 
 // CreateReport adds a report document to an approved proposal in one transaction with the
-// guard (docs/rules.md §5.8). For an idea-input proposal it also records "report_created" on the first
-// input idea and notifies that idea's creator and assignee (and their owners, for agents).
+// guard (docs/rules.md §5.8). For an idea-input proposal it also records "report_created", in the
+// proposal's project, on its first input idea in that project, or on the proposal when none is,
+// and notifies that idea's (or else the first input idea's) creator and assignee, and their
+// owners for agents, who can see the proposal's project.
 func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string, doc *Document, force bool) error {
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var prior Document
@@ -224,13 +227,36 @@ func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string,
 		if p.InputType != "idea" || len(p.InputUUIDs) == 0 {
 			return nil
 		}
+		var inputs []Idea
+		if err := tx.NewSelect().Model(&inputs).Where("uuid IN (?)", bun.List(p.InputUUIDs)).Scan(ctx); err != nil {
+			return err
+		}
+		// The idea announced on: the first input idea in the proposal's project, else the first
+		// input idea still there (whose people are told, if they may see the proposal's project).
 		var idea Idea
-		if err := tx.NewSelect().Model(&idea).Where("uuid = ?", p.InputUUIDs[0]).Scan(ctx); err != nil {
-			return nil // the idea is gone: there is nothing to attach the activity to
+		found := false
+		for _, same := range []bool{true, false} {
+			for _, u := range p.InputUUIDs {
+				k := slices.IndexFunc(inputs, func(i Idea) bool { return strings.EqualFold(i.UUID, u) && (!same || i.ProjectUUID == p.ProjectUUID) })
+				if k >= 0 && !found {
+					idea, found = inputs[k], true
+				}
+			}
+		}
+		if !found {
+			return nil // the ideas are gone: there is nobody to tell
+		}
+		// Announced in the proposal's project only, where the report is (docs/rules.md §5.8, §6.3
+		// "Across projects"): on that idea when it is there too, else on the proposal.
+		var on struct{ typ, uuid, title, what string }
+		if idea.ProjectUUID == p.ProjectUUID {
+			on.typ, on.uuid, on.title, on.what = "idea", idea.UUID, idea.Title, "idea"
+		} else {
+			on.typ, on.uuid, on.title, on.what = "proposal", p.UUID, p.Title, "proposal"
 		}
 		now := Now()
-		act := Activity{UUID: derivedID(doc.UUID, "report_created"), CompanyUUID: c.CompanyUUID, ProjectUUID: idea.ProjectUUID, TargetType: "idea",
-			TargetUUID: idea.UUID, ActorType: "agent", ActorUUID: c.AgentUUID, Action: "report_created", CreatedAt: now,
+		act := Activity{UUID: derivedID(doc.UUID, "report_created"), CompanyUUID: c.CompanyUUID, ProjectUUID: p.ProjectUUID, TargetType: on.typ,
+			TargetUUID: on.uuid, ActorType: "agent", ActorUUID: c.AgentUUID, Action: "report_created", CreatedAt: now,
 			Value: jsonValue(map[string]string{"reportUuid": doc.UUID, "proposalUuid": p.UUID, "reportTitle": doc.Title})}
 		if _, err := tx.NewInsert().Model(&act).Exec(ctx); err != nil {
 			return err
@@ -249,9 +275,9 @@ func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string,
 				to = append(to, OwnerOf(ctx, tx, *idea.AssigneeUUID))
 			}
 		}
-		return InsertNotifications(ctx, tx, c.CompanyUUID, NotifySpec{Seed: act.UUID, ProjectUUID: idea.ProjectUUID,
-			Action: "report_created", EntityType: "idea", EntityUUID: idea.UUID, EntityTitle: idea.Title,
-			Message:   c.AgentName + " generated a new report on idea \"" + idea.Title + "\"",
+		return InsertNotifications(ctx, tx, c.CompanyUUID, NotifySpec{Seed: act.UUID, ProjectUUID: p.ProjectUUID,
+			Action: "report_created", EntityType: on.typ, EntityUUID: on.uuid, EntityTitle: on.title,
+			Message:   c.AgentName + " generated a new report on " + on.what + " \"" + on.title + "\"",
 			ActorType: "agent", ActorUUID: c.AgentUUID, ActorName: c.AgentName, Recipients: to})
 	})
 }

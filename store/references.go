@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -72,12 +73,24 @@ func (s *Store) TargetAccess(ctx context.Context, c Caller, targetType, targetUU
 // targetTables maps a reference target type to its table.
 var targetTables = map[string]string{"idea": "ideas", "proposal": "proposals", "task": "tasks"}
 
-// References lists a target's references, oldest first (docs/rules.md §1.16).
-func (s *Store) References(ctx context.Context, targetType, targetUUID string) ([]Reference, error) {
+// MaxReferences is how many references one idea, proposal or task may have (docs/rules.md §1.16).
+const MaxReferences = 100
+
+// TooManyReferencesError: adding references would take the target past MaxReferences.
+type TooManyReferencesError struct{ TargetType string }
+
+func (e *TooManyReferencesError) Error() string {
+	return fmt.Sprintf("the %s already has %d references, the most one may have. Remove one with "+
+		"chorus_remove_reference before adding another.", e.TargetType, MaxReferences)
+}
+
+// References returns a page of a target's references, oldest first (docs/rules.md §1.16), and
+// how many it has.
+func (s *Store) References(ctx context.Context, targetType, targetUUID string, limit, offset int) ([]Reference, int, error) {
 	rows := []Reference{}
-	err := s.DB.NewSelect().Model(&rows).Where("target_type = ?", targetType).Where("target_uuid = ?", targetUUID).
-		Order("created_at ASC", "uuid ASC").Scan(ctx)
-	return rows, err
+	n, err := s.DB.NewSelect().Model(&rows).Where("target_type = ?", targetType).Where("target_uuid = ?", targetUUID).
+		Order("created_at ASC", "uuid ASC").Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	return rows, int(n), err
 }
 
 // ReferenceAccess returns a reference of the caller's company whose target the caller can reach
@@ -116,12 +129,32 @@ func (s *Store) AddReferences(ctx context.Context, target Target, refs []Referen
 	}
 	out := make([]Reference, len(refs))
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// The target's row is held, so that adds racing on it count each other (docs/rules.md §1.16).
+		if err := lockRow(ctx, tx, table, target.UUID); err != nil {
+			return err
+		}
 		exists, err := tx.NewSelect().Table(table).Where("uuid = ?", target.UUID).Exists(ctx)
 		if err != nil {
 			return err
 		}
 		if !exists {
 			return NotFound(entityName(target.Type))
+		}
+		ids := make([]string, len(refs))
+		for i, r := range refs {
+			ids[i] = r.UUID
+		}
+		have, err := tx.NewSelect().Model((*Reference)(nil)).Where("target_type = ?", target.Type).
+			Where("target_uuid = ?", target.UUID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		stored, err := tx.NewSelect().Model((*Reference)(nil)).Where("uuid IN (?)", bun.List(ids)).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if int(have)+len(refs)-int(stored) > MaxReferences { // a retry's references are stored already and count once
+			return &TooManyReferencesError{TargetType: target.Type}
 		}
 		for i, r := range refs {
 			res, err := tx.NewInsert().Model(&r).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)

@@ -45,8 +45,6 @@ type SessionCheckin struct {
 
 // Session refusals, in the words agents see (docs/rules.md §2.5).
 var (
-	// ErrSessionNotYours: the session belongs to another agent of the company.
-	ErrSessionNotYours = errors.New("No permission to access this Session")
 	// ErrSessionNotActive: a check-in needs an active session.
 	ErrSessionNotActive = errors.New("Session not found or not active")
 	// ErrSessionNotClosed: only a closed session can be reopened.
@@ -77,18 +75,17 @@ func (s *Store) CreateSession(ctx context.Context, c Caller, n NewSession) (*Age
 }
 
 // Session returns a session of the caller: "Session not found" for a uuid that names no session
-// of the caller's company, ErrSessionNotYours for another agent's.
+// of the caller, whether it names none at all or another agent's (docs/rules.md §2.5: hidden is
+// not found, so a key cannot probe for other agents' sessions).
 func (s *Store) Session(ctx context.Context, c Caller, sessionUUID string) (*AgentSession, error) {
 	if !IsUUID(sessionUUID) {
 		return nil, NotFound("Session")
 	}
 	var row AgentSession
-	err := s.DB.NewSelect().Model(&row).Where("uuid = ?", sessionUUID).Where("company_uuid = ?", c.CompanyUUID).Scan(ctx)
+	err := s.DB.NewSelect().Model(&row).Where("uuid = ?", sessionUUID).Where("company_uuid = ?", c.CompanyUUID).
+		Where("agent_uuid = ?", c.AgentUUID).Scan(ctx)
 	if err != nil {
 		return nil, mapErr(err, "Session")
-	}
-	if row.AgentUUID != c.AgentUUID {
-		return nil, ErrSessionNotYours
 	}
 	return &row, nil
 }

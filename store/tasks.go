@@ -152,37 +152,59 @@ var linkColumns = "t.uuid, t.status, " +
 	"CASE WHEN t.project_uuid = self.project_uuid THEN a.name END AS assignee_name, " +
 	"CASE WHEN t.project_uuid = self.project_uuid THEN 0 ELSE 1 END AS elsewhere"
 
+// EntityListRows is how many rows of one list an entity read loads (chorus_get_task's
+// dependencies and references, an idea's references): the answer shows as many of them as fit
+// its byte budget and counts them all (docs/rules.md §3.6); the rest are paged by their own tools.
+const EntityListRows = 200
+
 // DependsOn lists the tasks taskUUID depends on; DependedBy the tasks that depend on it.
 func (s *Store) DependsOn(ctx context.Context, taskUUID string) ([]TaskLink, error) {
-	var rows []TaskLink
-	err := s.DB.NewSelect().TableExpr("task_dependencies AS d").
-		ColumnExpr(linkColumns).
-		Join("JOIN tasks AS t ON t.uuid = d.depends_on_uuid").
-		Join("JOIN tasks AS self ON self.uuid = d.task_uuid").
-		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.task_uuid = ?", taskUUID).
-		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
+	rows, _, err := s.TaskLinks(ctx, taskUUID, "dependsOn", 0, 0)
 	return rows, err
 }
 
 // DependedBy lists the tasks that depend on taskUUID.
 func (s *Store) DependedBy(ctx context.Context, taskUUID string) ([]TaskLink, error) {
-	var rows []TaskLink
-	err := s.DB.NewSelect().TableExpr("task_dependencies AS d").
-		ColumnExpr(linkColumns).
-		Join("JOIN tasks AS t ON t.uuid = d.task_uuid").
-		Join("JOIN tasks AS self ON self.uuid = d.depends_on_uuid").
-		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where("d.depends_on_uuid = ?", taskUUID).
-		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
+	rows, _, err := s.TaskLinks(ctx, taskUUID, "dependedBy", 0, 0)
 	return rows, err
 }
 
-// TaskRelations is what chorus_get_task shows beside the task row.
+// TaskLinks returns a page of the tasks taskUUID depends on (direction "dependsOn") or that
+// depend on it ("dependedBy"), oldest first, and how many there are; limit 0 reads them all.
+func (s *Store) TaskLinks(ctx context.Context, taskUUID, direction string, limit, offset int) ([]TaskLink, int, error) {
+	other, self := "d.depends_on_uuid", "d.task_uuid"
+	if direction == "dependedBy" {
+		other, self = self, other
+	}
+	rows := []TaskLink{}
+	q := s.DB.NewSelect().TableExpr("task_dependencies AS d").
+		ColumnExpr(linkColumns).
+		Join("JOIN tasks AS t ON t.uuid = "+other).
+		Join("JOIN tasks AS self ON self.uuid = "+self).
+		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").Where(self+" = ?", taskUUID).
+		Order("t.created_at ASC", "t.uuid ASC")
+	if limit == 0 {
+		err := q.Scan(ctx, &rows)
+		return rows, len(rows), err
+	}
+	if err := q.Limit(int64(limit)).Offset(int64(offset)).Scan(ctx, &rows); err != nil {
+		return nil, 0, err
+	}
+	n, err := s.DB.NewSelect().TableExpr("task_dependencies AS d").Where(self+" = ?", taskUUID).Count(ctx)
+	return rows, int(n), err
+}
+
+// TaskRelations is what chorus_get_task shows beside the task row: its lists, each at most
+// EntityListRows long, with their full counts.
 type TaskRelations struct {
-	Criteria     []AcceptanceCriterion
-	DependsOn    []TaskLink
-	DependedBy   []TaskLink
-	CommentCount int
-	References   []Reference
+	Criteria        []AcceptanceCriterion
+	DependsOn       []TaskLink
+	DependsOnCount  int
+	DependedBy      []TaskLink
+	DependedByCount int
+	CommentCount    int
+	References      []Reference
+	ReferenceCount  int
 }
 
 // Relations reads a task's criteria, both directions of its dependencies, its comment count and
@@ -197,10 +219,16 @@ func (s *Store) Relations(ctx context.Context, taskUUID string) (*TaskRelations,
 	)
 	reads := []func(){
 		func() { r.Criteria, errs[0] = s.Criteria(ctx, taskUUID) },
-		func() { r.DependsOn, errs[1] = s.DependsOn(ctx, taskUUID) },
-		func() { r.DependedBy, errs[2] = s.DependedBy(ctx, taskUUID) },
+		func() {
+			r.DependsOn, r.DependsOnCount, errs[1] = s.TaskLinks(ctx, taskUUID, "dependsOn", EntityListRows, 0)
+		},
+		func() {
+			r.DependedBy, r.DependedByCount, errs[2] = s.TaskLinks(ctx, taskUUID, "dependedBy", EntityListRows, 0)
+		},
 		func() { r.CommentCount, errs[3] = s.CommentCount(ctx, "task", taskUUID) },
-		func() { r.References, errs[4] = s.References(ctx, "task", taskUUID) },
+		func() {
+			r.References, r.ReferenceCount, errs[4] = s.References(ctx, "task", taskUUID, EntityListRows, 0)
+		},
 	}
 	if s.Dialect() == "pg" {
 		var wg sync.WaitGroup

@@ -37,11 +37,17 @@ func TestReplayRecordedHistories(t *testing.T) {
 	for _, kind := range []string{"idea", "proposal", "task"} {
 		require.True(t, seen[kind], "no recorded %s history in testdata/histories", kind)
 	}
+	// Histories written in the clear replay with payload encryption off and on: a worker that
+	// turns encryption on keeps running the workflows that began without it (codec.go).
+	keys, err := ParsePayloadKeys("k1:"+strings.Repeat("QUJD", 10)+"QUI=", "")
+	require.NoError(t, err)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r, err := NewReplayer() // what chorus ops replay uses
-			require.NoError(t, err)
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+			for _, conv := range []Converters{NewConverters(nil), NewConverters(keys)} {
+				r, err := NewReplayerWith(conv) // what chorus ops replay uses
+				require.NoError(t, err)
+				require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+			}
 		})
 	}
 }

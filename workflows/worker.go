@@ -30,8 +30,14 @@ func Register(r worker.Registry, a *activities.Activities) {
 
 // NewReplayer is a workflow replayer with every Chorus workflow of this binary registered, as a
 // worker registers them: `chorus ops replay` and the recorded-history test replay against it.
-func NewReplayer() (worker.WorkflowReplayer, error) {
-	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter()})
+// It reads payloads in the clear; NewReplayerWith reads encrypted ones too.
+func NewReplayer() (worker.WorkflowReplayer, error) { return NewReplayerWith(NewConverters(nil)) }
+
+// NewReplayerWith is NewReplayer with the converters of the clients whose histories it replays
+// (NewConverters: with payload keys, it opens encrypted payloads).
+func NewReplayerWith(conv Converters) (worker.WorkflowReplayer, error) {
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: conv.Data,
+		FailureConverter: conv.Failure})
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,8 @@ const TIMEOUT_MS = 60_000;
  * @param {string} storageDir
  */
 function inspect(args, storageDir) {
-  const argv = ['--cli', s.url, '--transport', 'http', '--header', `Authorization: Bearer ${s.key.admin.key}`, ...args];
+  const argv = ['--cli', s.url, '--transport', 'http', '--header', `Authorization: Bearer ${s.key.admin.key}`,
+    '--header', 'X-Chorus-Toolsets: all', ...args];
   return new Promise((resolve, reject) => {
     execFile(BIN, argv, {
       timeout: TIMEOUT_MS, maxBuffer: 64 << 20,

@@ -57,16 +57,19 @@ export function stack() {
 export const anyResult = { safeParse: (data) => ({ success: true, data }) };
 
 /**
- * newClient connects the official SDK client to url with a bearer key (initialize included).
+ * newClient connects the official SDK client to url with a bearer key (initialize included). It
+ * selects every toolset unless headers says otherwise (docs/rules.md §3.3), so the suites reach
+ * every tool the key's permissions grant.
  * @param {string} url
  * @param {string} key
  * @param {string} [clientName]
+ * @param {Record<string, string>} [headers] more request headers, e.g. {'X-Chorus-Readonly': 'true'}
  * @returns {Promise<Client>}
  */
-export async function newClient(url, key, clientName = 'chorus-ts-conformance') {
+export async function newClient(url, key, clientName = 'chorus-ts-conformance', headers = { 'X-Chorus-Toolsets': 'all' }) {
   const client = new Client({ name: clientName, version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: 'Bearer ' + key } },
+    requestInit: { headers: { Authorization: 'Bearer ' + key, ...headers } },
   });
   await client.connect(transport);
   return client;

@@ -121,6 +121,8 @@ describe('lifecycle and read tools through callTool()', () => {
     chorus_get_document: () => ({ documentUuid: ids.document }),
     chorus_list_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_task: () => ({ taskUuid: ids.tasks[1] }),
+    chorus_get_task_dependencies: () => ({ taskUuid: ids.tasks[1], direction: 'dependsOn' }),
+    chorus_get_references: () => ({ targetType: 'task', targetUuid: ids.tasks[1] }),
     chorus_get_available_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_unblocked_tasks: () => ({ projectUuid: ids.project }),
     chorus_get_my_assignments: () => ({}),
@@ -161,6 +163,8 @@ describe('lifecycle and read tools through callTool()', () => {
     assert.equal(results.chorus_get_document.uuid, ids.document);
     assert.equal(results.chorus_get_elaboration.status, 'resolved');
     assert.equal(results.chorus_get_task.status, 'done');
+    assert.deepEqual(results.chorus_get_task_dependencies.tasks.map((t) => t.uuid), [ids.tasks[0]], 'the second task depends on the first');
+    assert.equal(results.chorus_get_references.total, results.chorus_get_task.referenceCount);
     assert.ok(results.chorus_get_comments.total >= 1, 'the developer commented on the task');
     assert.ok(results.chorus_get_activity.activities.some((a) => a.action === 'verified'), 'the verification is in the activity stream');
     assert.deepEqual(results.chorus_search.results.map((r) => r.uuid).sort(), [ids.idea, ids.proposal].sort(),

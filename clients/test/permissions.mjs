@@ -39,6 +39,8 @@ export const TOOL_PERMISSIONS = {
   chorus_get_document: 'public',
   chorus_list_tasks: 'public',
   chorus_get_task: 'public',
+  chorus_get_task_dependencies: 'public',
+  chorus_get_references: 'public',
   chorus_get_available_tasks: 'public',
   chorus_get_unblocked_tasks: 'public',
   chorus_create_tasks: 'public',
@@ -116,7 +118,7 @@ export const TOOL_PERMISSIONS = {
   chorus_admin_create_project: 'project:write',
   chorus_admin_create_project_group: 'project:write',
   chorus_admin_update_project_group: 'project:write',
-  chorus_admin_delete_project_group: 'project:write',
+  chorus_admin_delete_project_group: 'project:admin',
   chorus_admin_move_project_to_group: 'project:write',
 };
 

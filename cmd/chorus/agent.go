@@ -181,11 +181,15 @@ func newKeyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "Create, list and revoke API keys (works while chorus dev is running)"}
 	var agentUUID, name string
 	var expiresIn time.Duration
-	var asJSON bool
+	var asJSON, readOnly bool
 	create := &cobra.Command{
 		Use:   "create --agent UUID",
 		Short: "Create another API key for an agent and print it (shown once)",
-		Args:  cobra.NoArgs,
+		Long: `Create another API key for an agent and print it; the key is shown only once.
+
+--read-only makes a key that lists and calls only the tools that change nothing, whatever the
+agent's permissions and whatever its connection selects (docs/rules.md §3.3).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if agentUUID == "" {
 				return errors.New("--agent is required (see chorus agent list)")
@@ -201,15 +205,19 @@ func newKeyCmd(g *globals) *cobra.Command {
 				t := time.Now().Add(expiresIn).UTC()
 				exp = &t
 			}
-			k, key, err := st.CreateKey(ctx, company.UUID, agentUUID, name, exp)
+			k, key, err := st.CreateKeyWith(ctx, company.UUID, agentUUID, store.NewKey{Name: name, ExpiresAt: exp, ReadOnly: readOnly})
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"uuid": k.UUID, "agentUuid": k.AgentUUID,
-					"prefix": k.KeyPrefix, "expiresAt": k.ExpiresAt, "apiKey": key})
+					"prefix": k.KeyPrefix, "expiresAt": k.ExpiresAt, "readOnly": k.ReadOnly, "apiKey": key})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Created key %s (prefix %s) for agent %s", k.UUID, k.KeyPrefix, k.AgentUUID)
+			kind := "key"
+			if k.ReadOnly {
+				kind = "read-only key"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Created %s %s (prefix %s) for agent %s", kind, k.UUID, k.KeyPrefix, k.AgentUUID)
 			if exp != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), ", expires %s", exp.Format(time.RFC3339))
 			}
@@ -221,6 +229,7 @@ func newKeyCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&name, "name", "", "a label for the key")
 	create.Flags().DurationVar(&expiresIn, "expires-in", 0, "make the key expire after this long (e.g. 720h); default never")
 	create.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	create.Flags().BoolVar(&readOnly, "read-only", false, "a key that may call only tools that change nothing")
 
 	revoke := &cobra.Command{
 		Use:   "revoke KEY_PREFIX_OR_UUID",
@@ -269,6 +278,8 @@ func newKeyCmd(g *globals) *cobra.Command {
 					state = "revoked"
 				case k.ExpiresAt != nil && k.ExpiresAt.Before(now):
 					state = "expired"
+				case k.ReadOnly:
+					state = "active, read-only"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\n", k.UUID, k.KeyPrefix, k.AgentName, k.AgentUUID, state, when(k.LastUsedAt), when(k.ExpiresAt))
 			}

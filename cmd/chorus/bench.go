@@ -65,6 +65,7 @@ type benchOptions struct {
 	pprofAddr   string
 	keep        bool
 	seedLive    bool
+	surface     bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -96,9 +97,15 @@ Phases (--phases, comma-separated; default all):
           touches: reads come from the database only, so they measure the same thing.
   bulk    chorus_create_tasks in batches of --bulk-size, tasks per second
 
-It prints a Markdown table per phase and writes every figure to --json.`,
+It first prints the surface (what reaches the model from tools/list and the instructions, per
+preset and per toolset; docs/rules.md §3.3), which needs no stack: --surface prints only that.
+Then it prints a Markdown table per phase and writes every figure to --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.surface {
+				_, err := printSurface(cmd.OutOrStdout())
+				return err
+			}
 			phases, err := o.validate()
 			if err != nil {
 				return err
@@ -130,6 +137,7 @@ It prints a Markdown table per phase and writes every figure to --json.`,
 	f.StringArrayVar(&o.dynConfig, "dynamic-config", nil, "KEY=VALUE passed to the started dev server as --dynamic-config-value (repeatable), "+
 		"e.g. history.transferProcessorMaxPollRPS=1000")
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "serve the started Chorus's profiles (net/http/pprof) on this address while the bench runs")
+	f.BoolVar(&o.surface, "surface", false, "print only the model-facing surface per preset and toolset (no stack, a second) and exit")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, Temporal log) after the run")
 	f.BoolVar(&o.seedLive, "seed-live-database", false, "with --endpoint: let the reads phase write its seeded project (tasks without "+
 		"workflows, which chorus ops check then lists) into the measured Chorus's database")
@@ -308,8 +316,8 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- runServer(srvCtx, benchLogger(), st, serverConfig{role: roleAll, addr: addr, namespace: o.namespace,
-			temporalAddress: dev.Address(), temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}, func() { close(ready) })
+		done <- runServer(srvCtx, benchLogger(), st, serverConfig{role: roleAll, addr: addr,
+			temporal: temporalConfig{address: dev.Address(), namespace: o.namespace}, temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}, func() { close(ready) })
 	}()
 	t.cleanup = append(t.cleanup, func() { cancel(); <-done })
 	select {
@@ -404,7 +412,9 @@ var benchTransport = func() *http.Transport {
 }()
 
 func connectAgent(ctx context.Context, url, key string) (*agent, error) {
-	httpc := &http.Client{Timeout: 2 * time.Minute, Transport: &authTransport{key: key, base: benchTransport}}
+	// Bench agents reach every tool their key permits, whatever their preset's default toolsets.
+	httpc := &http.Client{Timeout: 2 * time.Minute, Transport: &authTransport{key: key, base: benchTransport,
+		header: http.Header{mcp.ToolsetsHeader: {"all"}}}}
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "chorus-bench", Version: version}, nil)
 	s, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: url, HTTPClient: httpc, MaxRetries: -1}, nil)
 	if err != nil {
@@ -504,6 +514,7 @@ type benchReport struct {
 	Settings benchSettings      `json:"settings"`
 	Floors   map[string]summary `json:"floors"`
 	Phases   []*phaseResult     `json:"phases"`
+	Surface  *benchSurface      `json:"surface"`
 }
 
 type benchSettings struct {
@@ -550,6 +561,9 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 			FloorOps: o.floorOps, FloorPer: o.floorPer, DynamicConfig: devserver.DynamicConfig}}
 	m := rep.Machine
 	fmt.Fprintf(out, "bench: %d CPU(s) %s, %s %s/%s, load average %s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch, m.LoadAvgStart)
+	if rep.Surface, err = printSurface(out); err != nil {
+		return err
+	}
 
 	b := &bencher{o: o, t: t, floors: rep.Floors}
 	defer b.close()
@@ -703,7 +717,7 @@ func (b *bencher) temporal(ctx context.Context) (client.Client, error) {
 	if b.t.temporalAddress == "" {
 		return nil, errors.New("no Temporal address (pass --temporal-address with --endpoint)")
 	}
-	tc, err := dialTemporal(ctx, benchLogger(), b.t.temporalAddress, b.t.namespace, 30*time.Second)
+	tc, err := dialTemporal(ctx, benchLogger(), temporalConfig{address: b.t.temporalAddress, namespace: b.t.namespace}, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}

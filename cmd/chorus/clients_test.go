@@ -168,7 +168,9 @@ func tryStartDev(t *testing.T, dataDir string) (string, string, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runDev(ctx, &globals{dataDir: dataDir}, devOptions{addr: addr, temporalPort: ports[1], uiPort: ports[2]}, out)
+		// The limits chorus dev applies by default: real clients must never meet them.
+		done <- runDev(ctx, &globals{dataDir: dataDir}, devOptions{addr: addr, temporalPort: ports[1], uiPort: ports[2],
+			edge: edgeConfig{limits: mcp.DefaultLimits()}}, out)
 	}()
 
 	ready := "http://" + addr + "/readyz"

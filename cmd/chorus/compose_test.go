@@ -526,7 +526,7 @@ func TestComposeChorusServicesAgree(t *testing.T) {
 	// The API publishes the port it listens on, and its health check asks that port.
 	listen := api.Environment["CHORUS_ADDR"]
 	if listen == "" {
-		listen = "0.0.0.0:8637"
+		listen = "127.0.0.1:8637"
 	}
 	_, listenPort := composeHostPort(t, "chorus-api CHORUS_ADDR", listen)
 	published := false

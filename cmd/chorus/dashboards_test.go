@@ -213,8 +213,10 @@ func TestComposeMetricsStack(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, map[string]int{"chorus-api": 8637, "chorus-worker": 8637}, scraped,
-		"Prometheus scrapes every replica of chorus-api and chorus-worker on CHORUS_ADDR's port")
+	require.Equal(t, map[string]int{"chorus-api": 9637, "chorus-worker": 9637}, scraped,
+		"Prometheus scrapes every replica of chorus-api and chorus-worker on CHORUS_METRICS_ADDR's port")
+	require.Contains(t, string(mustRead(t, filepath.Join(root, "docker-compose.yml"))), "CHORUS_METRICS_ADDR: 0.0.0.0:9637",
+		"the Chorus processes serve /metrics on the port Prometheus scrapes")
 
 	graf := mounts("grafana")
 	require.Equal(t, "deploy/grafana/provisioning/datasources", graf["/etc/grafana/provisioning/datasources"])
@@ -236,4 +238,11 @@ func TestComposeMetricsStack(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &dash))
 	require.NotEmpty(t, dash.UID)
 	require.NotContains(t, string(b), "${DS_", "the dashboard must name the provisioned data source (uid prometheus), not an import variable")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }

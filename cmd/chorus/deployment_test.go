@@ -43,12 +43,12 @@ func TestRollingDeployMovesWorkflowsToTheNewBuild(t *testing.T) {
 		}
 	}
 
-	apiAddr, _ := tmp.serve(t, st, serverConfig{role: roleAPI, namespace: workflows.Namespace, taskQueue: queue})
+	apiAddr, _ := tmp.serve(t, st, serverConfig{role: roleAPI, temporal: temporalConfig{namespace: workflows.Namespace}, taskQueue: queue})
 	v1ctx, stopV1 := context.WithCancel(ctx)
 	v1Done := make(chan error, 1)
 	go func() {
 		v1Done <- runServer(v1ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), st, serverConfig{role: roleWorker, addr: "127.0.0.1:0",
-			temporalAddress: tmp.addr, namespace: workflows.Namespace, taskQueue: queue, temporalWait: 30 * time.Second,
+			temporal: temporalConfig{address: tmp.addr, namespace: workflows.Namespace}, taskQueue: queue, temporalWait: 30 * time.Second,
 			deployment: workerDeployment{name: name, buildID: "v1"}}, nil)
 	}()
 	t.Cleanup(func() { stopV1(); <-v1Done })
@@ -66,7 +66,7 @@ func TestRollingDeployMovesWorkflowsToTheNewBuild(t *testing.T) {
 	require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, nil))
 	require.Equal(t, "v1", buildOf(t, tmp, task))
 
-	_, _ = tmp.serve(t, st, serverConfig{role: roleWorker, namespace: workflows.Namespace, taskQueue: queue,
+	_, _ = tmp.serve(t, st, serverConfig{role: roleWorker, temporal: temporalConfig{namespace: workflows.Namespace}, taskQueue: queue,
 		deployment: workerDeployment{name: name, buildID: "v2"}})
 	makeCurrent("v2")
 	stopV1()

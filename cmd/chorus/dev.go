@@ -28,6 +28,10 @@ type devOptions struct {
 	ui           bool
 	pprofAddr    string
 	taskQueue    string
+	// temporal: TEMPORAL_ADDRESS (a server to use instead of launching one) and its security,
+	// and the payload keys; edge: Host and Origin allow-lists, limits, /metrics (README "Security").
+	temporal temporalConfig
+	edge     edgeConfig
 }
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -46,8 +50,9 @@ func newDevCmd(g *globals) *cobra.Command {
 
 The Temporal address and namespace are written to <data-dir>/temporal.address at every start
 (for "chorus ops --data-dir"). The first start creates a company, an owner user and an admin
-agent, prints the agent's API key once and saves it to <data-dir>/admin.key (set
-CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key).
+agent, prints the agent's API key once (to a terminal only: never into a log) and saves it to
+<data-dir>/admin.key (set CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key; a key you chose
+is never printed).
 Ctrl-C stops everything, the Temporal server included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), g, o, cmd.OutOrStdout()) },
@@ -59,6 +64,8 @@ Ctrl-C stops everything, the Temporal server included.`,
 	cmd.Flags().IntVar(&o.uiPort, "ui-port", envInt("CHORUS_UI_PORT", 8233), "port of the Temporal web UI, with --ui (env CHORUS_UI_PORT)")
 	cmd.Flags().BoolVar(&o.ui, "ui", envBool("CHORUS_UI"), "also run the Temporal web UI on 127.0.0.1:--ui-port (env CHORUS_UI=true); "+
 		"it has no login, so it is off unless asked (README \"Security\")")
+	o.temporal.flags(cmd, false, "")
+	o.edge.flags(cmd)
 	return cmd
 }
 
@@ -77,7 +84,11 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	if err := addrFree(o.addr); err != nil {
 		return err
 	}
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
+	if o.temporal.address == "" && o.temporal.secured() {
+		return errors.New("the Temporal TLS and API-key settings (TEMPORAL_TLS*, TEMPORAL_API_KEY) are for a server named by " +
+			"TEMPORAL_ADDRESS; the dev server chorus dev launches takes plain local connections")
+	}
+	if o.temporal.address == "" {
 		ports := []int{o.temporalPort}
 		if o.ui {
 			ports = append(ports, o.uiPort)
@@ -102,8 +113,9 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	fmt.Fprintf(out, "chorus: database %s (%d migration(s) applied now)\n", describeDatabase(dsn), len(applied))
 
 	keyPath := filepath.Join(g.dataDir, "admin.key")
+	chosenKey := os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY")
 	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Default Company", OwnerName: "Owner",
-		OwnerEmail: "owner@localhost", AgentName: "Admin Agent", Key: os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY")})
+		OwnerEmail: "owner@localhost", AgentName: "Admin Agent", Key: chosenKey})
 	if err != nil {
 		return fmt.Errorf("first-start setup: %w", err)
 	}
@@ -113,11 +125,13 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		}
 	}
 
-	cfg := serverConfig{role: roleAll, addr: o.addr, namespace: envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
-		temporalAddress: os.Getenv("TEMPORAL_ADDRESS"), temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr,
-		taskQueue: o.taskQueue}
+	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, temporalWait: 30 * time.Second,
+		pprofAddr: o.pprofAddr, taskQueue: o.taskQueue}
+	if cfg.temporal.namespace == "" {
+		cfg.temporal.namespace = workflows.Namespace
+	}
 	uiURL := ""
-	if cfg.temporalAddress == "" {
+	if cfg.temporal.address == "" {
 		bin, err := devserver.FindServer(ctx, out)
 		if err != nil {
 			return err
@@ -129,7 +143,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 				"and keep Chorus's data.\n", filepath.Join(g.dataDir, "temporal.db"), devserver.Version, devserver.Version)
 		}
 		dopts := devserver.Options{Bin: bin, Port: o.temporalPort, DBFile: filepath.Join(g.dataDir, "temporal.db"),
-			LogPath: filepath.Join(g.dataDir, "temporal.log"), Namespace: cfg.namespace}
+			LogPath: filepath.Join(g.dataDir, "temporal.log"), Namespace: cfg.temporal.namespace}
 		if o.ui {
 			if dopts.UIBin, err = devserver.FindUI(ctx, out); err != nil {
 				return err
@@ -146,25 +160,28 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 				log.Warn("temporal dev server", "err", err)
 			}
 		}()
-		cfg.temporalAddress = dev.Address()
+		cfg.temporal.address = dev.Address()
 		if err := dev.WaitReady(ctx, 90*time.Second); err != nil {
 			return err
 		}
 		uiURL = "off (chorus dev --ui serves it on 127.0.0.1)"
 		if o.ui {
-			uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.namespace)
+			uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.temporal.namespace)
 		}
-		fmt.Fprintf(out, "chorus: temporal-server %s on %s (data %s, log %s)\n", devserver.Version, cfg.temporalAddress,
+		fmt.Fprintf(out, "chorus: temporal-server %s on %s (data %s, log %s)\n", devserver.Version, cfg.temporal.address,
 			filepath.Join(g.dataDir, "temporal.db"), dev.LogPath())
 	} else {
-		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporalAddress)
+		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporal.describe())
 	}
-	if err := devserver.WriteAddressFile(g.dataDir, cfg.temporalAddress, cfg.namespace); err != nil {
+	if err := devserver.WriteAddressFile(g.dataDir, cfg.temporal.address, cfg.temporal.namespace); err != nil {
 		return err
 	}
 
+	// A key is printed once, to a terminal, when chorus dev made it: never one the operator chose
+	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
+	showKey := boot.Created && chosenKey == "" && isTerminal(out)
 	err = runServer(ctx, log, st, cfg, func() {
-		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot)
+		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot, showKey)
 	})
 	fmt.Fprintln(out, "chorus: shutting down...")
 	if errors.Is(err, context.Canceled) {
@@ -173,7 +190,18 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	return err
 }
 
-func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *store.BootstrapResult) {
+// isTerminal reports whether w is a terminal (a character device), not a file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printBanner says where everything is. The admin key is in it only when showKey.
+func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *store.BootstrapResult, showKey bool) {
 	url := "http://" + addr + mcp.Path
 	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
 		url = "http://127.0.0.1:" + port + mcp.Path
@@ -185,11 +213,14 @@ func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *stor
 	if uiURL != "" {
 		fmt.Fprintf(&b, "  Temporal UI:   %s\n", uiURL)
 	}
-	if boot.Created {
+	switch {
+	case showKey:
 		key = boot.Key
 		fmt.Fprintf(&b, "  Admin API key: %s\n", boot.Key)
 		fmt.Fprintf(&b, "                 (agent %q; shown once, saved to %s)\n", boot.Agent.Name, keyPath)
-	} else {
+	case boot.Created:
+		fmt.Fprintf(&b, "  Admin API key: saved to %s (agent %q; not printed: keys never go into logs)\n", keyPath, boot.Agent.Name)
+	default:
 		fmt.Fprintf(&b, "  Admin API key: in %s (agent %q)\n", keyPath, boot.Agent.Name)
 	}
 	fmt.Fprintf(&b, "\n  .mcp.json for an MCP client:\n  %s\n", mcpJSON(url, key))

@@ -8,6 +8,7 @@
 //	chorus mcp tools|call               an MCP client for shells and scripts
 //	chorus ops check|repair             compare workflows with their rows, and make them agree
 //	chorus bench                        load-test over MCP against bare Temporal floors (make bench)
+//	chorus codec-server                 decode encrypted Temporal payloads for the Temporal UI and CLI
 //
 // This package is wiring only: configuration, subcommands, process lifecycle.
 package main
@@ -20,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -42,7 +42,7 @@ func main() {
 		if errors.As(err, &ex) {
 			os.Exit(ex.code)
 		}
-		fmt.Fprintln(os.Stderr, "chorus:", err)
+		fmt.Fprintln(terminalSafe(os.Stderr), "chorus:", err)
 		os.Exit(1)
 	}
 }
@@ -55,6 +55,9 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // globals are the flags every subcommand shares.
 type globals struct {
 	dataDir string
+	// The connection selection of chorus mcp (docs/rules.md §3.3).
+	mcpToolsets string
+	mcpReadOnly bool
 }
 
 func newRootCmd() *cobra.Command {
@@ -65,17 +68,17 @@ func newRootCmd() *cobra.Command {
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Whatever a command prints passes through terminalSafe (terminal.go).
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			r := cmd.Root()
+			r.SetOut(terminalSafe(r.OutOrStdout()))
+			r.SetErr(terminalSafe(r.ErrOrStderr()))
+		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
-	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd())
+	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newMCPCmd(g), newOpsCmd(g), newBenchCmd(), newCodecServerCmd())
 	return root
-}
-
-// envBool is true when the variable is set to a true value of strconv.ParseBool (1, t, true).
-func envBool(name string) bool {
-	v, err := strconv.ParseBool(os.Getenv(name))
-	return err == nil && v
 }
 
 func envOr(name, def string) string {

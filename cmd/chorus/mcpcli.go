@@ -17,6 +17,8 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/chorus-dev/chorus/mcp"
 )
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -26,8 +28,15 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Long: `An MCP client for shells and scripts.
 
 CHORUS_URL is the endpoint (default http://127.0.0.1:8637/api/mcp). CHORUS_API_KEY is the key to
-use (default: the admin key chorus dev saved in <data-dir>/admin.key).`,
+use (default: the admin key chorus dev saved in <data-dir>/admin.key).
+
+It selects every toolset (--toolsets all), so it reaches every tool the key permits; an agent's
+own client gets its preset's toolsets unless it selects some (docs/rules.md §3.3). --read-only
+lists and calls only the tools that change nothing.`,
 	}
+	cmd.PersistentFlags().StringVar(&g.mcpToolsets, "toolsets", "all",
+		"toolsets to select, comma-separated (core, ideas, proposals, develop, sessions, review, collab, projects, all); empty: the key's preset default")
+	cmd.PersistentFlags().BoolVar(&g.mcpReadOnly, "read-only", false, "connect in read-only mode")
 	var asJSON bool
 	tools := &cobra.Command{
 		Use:   "tools",
@@ -201,23 +210,32 @@ func connectMCP(ctx context.Context, g *globals) (*mcpsdk.ClientSession, error) 
 		}
 		key = strings.TrimSpace(string(b))
 	}
-	httpc := &http.Client{Timeout: 2 * time.Minute, Transport: &authTransport{key: key, base: http.DefaultTransport}}
+	header := http.Header{}
+	if g.mcpToolsets != "" {
+		header.Set(mcp.ToolsetsHeader, g.mcpToolsets)
+	}
+	if g.mcpReadOnly {
+		header.Set(mcp.ReadonlyHeader, "true")
+	}
+	httpc := &http.Client{Timeout: 2 * time.Minute, Transport: &authTransport{key: key, header: header, base: http.DefaultTransport}}
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "chorus-cli", Version: version}, nil)
 	s, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: url, HTTPClient: httpc, MaxRetries: -1}, nil)
 	if err != nil {
 		var he *httpError
 		if errors.As(err, &he) {
-			return nil, fmt.Errorf("%s refused the key: %s", url, he.body)
+			return nil, fmt.Errorf("%s refused the connection: %s", url, he.body)
 		}
 		return nil, fmt.Errorf("cannot reach Chorus at %s (is chorus dev running? set CHORUS_URL otherwise): %w", url, err)
 	}
 	return s, nil
 }
 
-// authTransport adds the bearer key and turns a 401 into a readable error.
+// authTransport adds the bearer key and the selection headers, and turns a 401 (a bad key) or a
+// 400 (a bad selection) into a readable error.
 type authTransport struct {
-	key  string
-	base http.RoundTripper
+	key    string
+	header http.Header
+	base   http.RoundTripper
 }
 
 type httpError struct{ body string }
@@ -227,11 +245,23 @@ func (e *httpError) Error() string { return e.body }
 func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+t.key)
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
 	resp, err := t.base.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusBadRequest) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return nil, &httpError{body: strings.TrimSpace(string(bytes.TrimSpace(b)))}
+		body := strings.TrimSpace(string(bytes.TrimSpace(b)))
+		var rpc struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(b, &rpc) == nil && rpc.Error.Message != "" {
+			body = rpc.Error.Message
+		}
+		return nil, &httpError{body: body}
 	}
 	return resp, err
 }

@@ -36,19 +36,15 @@ this binary and says where it diverges. README "Failed and stuck runs" walks thr
 }
 
 type opsOptions struct {
-	temporalAddress string
-	namespace       string
-	taskQueue       string
-	asJSON          bool
-	all             bool
-	dryRun          bool
+	temporal  temporalConfig
+	taskQueue string
+	asJSON    bool
+	all       bool
+	dryRun    bool
 }
 
 func (o *opsOptions) flags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.temporalAddress, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		"Temporal frontend (env TEMPORAL_ADDRESS)")
-	cmd.Flags().StringVar(&o.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", workflows.Namespace),
-		"Temporal namespace (env TEMPORAL_NAMESPACE)")
+	o.temporal.flags(cmd, true, "127.0.0.1:7233")
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue),
 		"task queue of the Chorus deployment, where repair starts new runs (env CHORUS_TASK_QUEUE)")
 }
@@ -60,7 +56,7 @@ func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), er
 		return nil, nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tc, err := dialTemporal(ctx, quiet, o.temporalAddress, o.namespace, 10*time.Second)
+	tc, err := dialTemporal(ctx, quiet, o.temporal, 10*time.Second)
 	if err != nil {
 		_ = st.Close()
 		return nil, nil, err
@@ -302,6 +298,6 @@ func repairOutcome(did string, err error) string {
 
 // exitWith prints err and ends the process with code.
 func exitWith(code int, err error) error {
-	fmt.Fprintln(os.Stderr, "chorus:", err)
+	fmt.Fprintln(terminalSafe(os.Stderr), "chorus:", err)
 	return exitError{code: code}
 }

@@ -17,11 +17,15 @@ import (
 // openTemporal connects to Temporal only (ops failed and ops replay need no database).
 func (o *opsOptions) openTemporal(ctx context.Context) (*ops.Ops, func(), error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tc, err := dialTemporal(ctx, quiet, o.temporalAddress, o.namespace, 10*time.Second)
+	conv, err := o.temporal.converters()
 	if err != nil {
 		return nil, nil, err
 	}
-	return &ops.Ops{Flows: workflows.NewClient(tc, o.taskQueue, nil)}, tc.Close, nil
+	tc, err := dialTemporal(ctx, quiet, o.temporal, 10*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &ops.Ops{Flows: workflows.NewClient(tc, o.taskQueue, nil), Converters: &conv}, tc.Close, nil
 }
 
 func newOpsFailedCmd(g *globals) *cobra.Command {
@@ -126,7 +130,11 @@ the version you mean to deploy to learn, before deploying, whether it replays th
 Exit status: 0 when the history replays, 1 when it diverges, 2 when it could not be read.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var x *ops.Ops
+			conv, err := o.temporal.converters()
+			if err != nil {
+				return exitWith(2, err)
+			}
+			x := &ops.Ops{Converters: &conv} // a history file needs no Temporal, but its payloads may be sealed
 			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
 				var closeAll func()
 				x, closeAll, err = o.openTemporal(cmd.Context())

@@ -21,11 +21,14 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
+// bearerKey authenticates with key and selects every toolset, so tools/list shows every tool the
+// key's permissions grant.
 type bearerKey struct{ key string }
 
 func (b bearerKey) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
+	r.Header.Set(mcp.ToolsetsHeader, "all")
 	return http.DefaultTransport.RoundTrip(r)
 }
 

@@ -90,7 +90,7 @@ func (r readyTemporal) server(t *testing.T, st *store.Store, role, namespace str
 // serverOn is server with the task queue set ("" keeps the default).
 func (r readyTemporal) serverOn(t *testing.T, st *store.Store, role, namespace, queue string) (string, <-chan error) {
 	t.Helper()
-	return r.serve(t, st, serverConfig{role: role, namespace: namespace, taskQueue: queue})
+	return r.serve(t, st, serverConfig{role: role, temporal: temporalConfig{namespace: namespace}, taskQueue: queue})
 }
 
 // serve runs runServer with cfg (its address, Temporal address and wait filled in) until the
@@ -99,7 +99,7 @@ func (r readyTemporal) serve(t *testing.T, st *store.Store, cfg serverConfig) (s
 	t.Helper()
 	port, err := devserver.FreePort()
 	require.NoError(t, err)
-	cfg.addr, cfg.temporalAddress, cfg.temporalWait = fmt.Sprintf("127.0.0.1:%d", port), r.addr, 30*time.Second
+	cfg.addr, cfg.temporal.address, cfg.temporalWait = fmt.Sprintf("127.0.0.1:%d", port), r.addr, 30*time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)

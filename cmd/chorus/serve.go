@@ -20,8 +20,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/chorus-dev/chorus/activities"
@@ -39,10 +37,12 @@ const (
 
 // serverConfig is what runServer needs.
 type serverConfig struct {
-	role            string
-	addr            string
-	temporalAddress string
-	namespace       string
+	role string
+	addr string
+	// temporal is how to reach Temporal (address, namespace, TLS, API key, payload keys).
+	temporal temporalConfig
+	// edge is what the HTTP server admits: Host and Origin allow-lists, limits, /metrics.
+	edge edgeConfig
 	// taskQueue is the Temporal task queue of Chorus's workflows and activities: every API and
 	// worker of one deployment must use the same one, and two deployments on one namespace
 	// different ones.
@@ -72,8 +72,12 @@ create agents with "chorus agent create".
 
 Configuration comes from the environment: CHORUS_DATABASE_URL (postgres://...; the schema must be
 migrated with "chorus migrate up"), TEMPORAL_ADDRESS (host:port of the Temporal frontend) and
-TEMPORAL_NAMESPACE. API and worker processes scale independently; any API instance serves any
-request. ` + tracingHelp + ` (README "Tracing").`,
+TEMPORAL_NAMESPACE, with TLS, mTLS or an API key for Temporal as the temporal CLI reads them
+(TEMPORAL_TLS*, TEMPORAL_API_KEY) and payload encryption keys (CHORUS_PAYLOAD_KEYS). API and
+worker processes scale independently; any API instance serves any request.
+
+It listens on 127.0.0.1:8637 unless --addr says otherwise: put a TLS-terminating proxy in front
+of it (README "Security"), and name the proxy's host with --allowed-hosts. ` + tracingHelp + ` (README "Tracing").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch cfg.role {
@@ -84,7 +88,7 @@ request. ` + tracingHelp + ` (README "Tracing").`,
 			if err := cfg.deployment.validate(cfg.role); err != nil {
 				return err
 			}
-			if cfg.temporalAddress == "" {
+			if cfg.temporal.address == "" {
 				return errors.New("TEMPORAL_ADDRESS is not set: chorus serve connects to an external Temporal " +
 					"server (use chorus dev to run one locally)")
 			}
@@ -113,7 +117,8 @@ request. ` + tracingHelp + ` (README "Tracing").`,
 		},
 	}
 	cmd.Flags().StringVar(&cfg.role, "role", envOr("CHORUS_ROLE", roleAll), "what this process runs: api, worker or all (env CHORUS_ROLE)")
-	cmd.Flags().StringVar(&cfg.addr, "addr", envOr("CHORUS_ADDR", "0.0.0.0:8637"), "HTTP listen address (env CHORUS_ADDR)")
+	cmd.Flags().StringVar(&cfg.addr, "addr", envOr("CHORUS_ADDR", "127.0.0.1:8637"), "HTTP listen address; loopback unless "+
+		"you say otherwise, e.g. 0.0.0.0:8637 behind a TLS proxy (env CHORUS_ADDR)")
 	cmd.Flags().StringVar(&cfg.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
 	cmd.Flags().StringVar(&cfg.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
 	cmd.Flags().StringVar(&cfg.deployment.name, "deployment-name", envOr("CHORUS_WORKER_DEPLOYMENT", ""),
@@ -121,8 +126,8 @@ request. ` + tracingHelp + ` (README "Tracing").`,
 			"env CHORUS_WORKER_DEPLOYMENT; README \"Rolling deploys\")")
 	cmd.Flags().StringVar(&cfg.deployment.buildID, "build-id", envOr("CHORUS_BUILD_ID", ""),
 		"this worker's version in --deployment-name, e.g. the image tag (env CHORUS_BUILD_ID)")
-	cfg.temporalAddress = envOr("TEMPORAL_ADDRESS", "")
-	cfg.namespace = envOr("TEMPORAL_NAMESPACE", workflows.Namespace)
+	cfg.temporal.flags(cmd, false, "")
+	cfg.edge.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
 	return cmd
 }
@@ -133,6 +138,9 @@ request. ` + tracingHelp + ` (README "Tracing").`,
 func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serverConfig, ready func()) error {
 	metrics, err := newProcessMetrics(log, st.DB.DB, st.Dialect())
 	if err != nil {
+		return err
+	}
+	if err := cfg.edge.checkLimits(); err != nil {
 		return err
 	}
 	tr, err := newTracing(cfg.tracerProvider, nil)
@@ -153,12 +161,12 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		tr.traceSQL(st)
 		log.Info("tracing on: tool calls, Temporal and SQL (OpenTelemetry)")
 	}
-	tc, err := dialTemporalMetrics(ctx, log, cfg.temporalAddress, cfg.namespace, cfg.temporalWait, metrics.temporal,
-		tr.interceptors()...)
+	tc, err := dialTemporalMetrics(ctx, log, cfg.temporal, cfg.temporalWait, metrics.temporal, tr.interceptors()...)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
+	log.Info("temporal connected", "to", cfg.temporal.describe(), "payloadEncryption", payloadEncryption(cfg.temporal))
 	if cfg.pprofAddr != "" {
 		stop, err := servePprof(log, cfg.pprofAddr)
 		if err != nil {
@@ -168,7 +176,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	if cfg.role != roleAPI {
 		regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.namespace)
+		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.temporal.namespace)
 		cancel()
 		if err != nil {
 			return err
@@ -194,7 +202,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start worker: %w", err)
 		}
-		log.Info("worker started", "taskQueue", cfg.taskQueue, "namespace", cfg.namespace)
+		log.Info("worker started", "taskQueue", cfg.taskQueue, "namespace", cfg.temporal.namespace)
 	}
 
 	e := echo.New()
@@ -207,15 +215,33 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	// The MCP endpoint bounds its own bodies (mcp.MaxRequestBytes) and answers in JSON-RPC.
 	e.Use(middleware.Recover(), middleware.RequestID(), requestLogger(log))
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", readyz(st, tc, cfg.namespace, health))
-	e.GET("/metrics", echo.WrapHandler(metrics.handler()))
+	e.GET("/readyz", readyz(log, st, tc, cfg.temporal.namespace, health))
+	if cfg.edge.metricsOnMain(cfg.addr) {
+		e.GET("/metrics", echo.WrapHandler(cfg.edge.guardMetrics(metrics.handler())))
+	}
 	if cfg.role != roleWorker {
+		// The endpoint's Host check covers every path of the server (mcp.EdgeOptions).
 		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, cfg.taskQueue, st), Log: log,
-			Metrics: metrics.tools, Tracer: tr.tracer()}, version)
+			Metrics: metrics.tools, Tracer: tr.tracer(), Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
 		if err != nil {
 			return err
 		}
 		ep.Mount(e)
+	} else {
+		mcp.GuardHost(e, cfg.edge.edgeOptions(cfg.addr), metrics.tools)
+	}
+	if cfg.edge.metricsAddr != "" {
+		stop, err := serveMetrics(log, cfg.edge.metricsAddr, cfg.edge.guardMetrics(metrics.handler()))
+		if err != nil {
+			if w != nil {
+				w.Stop()
+			}
+			return err
+		}
+		defer stop()
+	} else if !cfg.edge.metricsOnMain(cfg.addr) {
+		log.Warn("GET /metrics is not served: --addr is not a loopback address; serve it on an address of its own "+
+			"(--metrics-addr) or behind a token (CHORUS_METRICS_TOKEN)", "addr", cfg.addr)
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -277,36 +303,30 @@ func servePprof(log *slog.Logger, addr string) (stop func(), err error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// dialTemporal connects to Temporal, retrying until it answers or wait passes.
-func dialTemporal(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration) (client.Client, error) {
-	return dialTemporalMetrics(ctx, log, addr, namespace, wait, nil)
+// serveMetrics serves /metrics on a listener of its own (--metrics-addr). stop closes it.
+func serveMetrics(log *slog.Logger, addr string, h http.Handler) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }
 
-// dialTemporalMetrics is dialTemporal with the SDK's metrics going to metrics (nil: none) and
-// the client's (and its workers') calls going through interceptors (tracing).
-func dialTemporalMetrics(ctx context.Context, log *slog.Logger, addr, namespace string, wait time.Duration,
-	metrics client.MetricsHandler, interceptors ...interceptor.ClientInterceptor) (client.Client, error) {
-	deadline := time.Now().Add(wait)
-	quiet := mcp.LevelFloor(log, slog.LevelWarn) // the SDK logs every poll at info
-	for attempt := 0; ; attempt++ {
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace,
-			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: workflows.DataConverter(),
-			MetricsHandler: metrics, Interceptors: interceptors})
-		if err == nil {
-			return c, nil
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %q): %w", addr, namespace, err)
-		}
-		if attempt == 3 {
-			log.Info("waiting for Temporal", "address", addr, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+// payloadEncryption says, for the log, whether payloads are encrypted and with which key.
+func payloadEncryption(c temporalConfig) string {
+	keys, err := c.payloadKeys()
+	if err != nil || keys == nil {
+		return "off"
 	}
+	if keys.Active() == workflows.NoEncryption {
+		return "off (opens payloads sealed with " + strings.Join(keys.IDs(), ", ") + ")"
+	}
+	return "on (key " + keys.Active() + ")"
 }
 
 // workerHealth is the state of this process's worker that /readyz reports: none (api role),
@@ -318,13 +338,14 @@ type workerHealth struct {
 
 func (h *workerHealth) stopped(err error) { h.err.Store(&err) }
 
-// status is "ok", "stopped: <why>", or "" when the process runs no worker.
+// status is "ok", "stopped", or "" when the process runs no worker. Why it stopped is in the
+// process log (and the process ends), never in /readyz's answer.
 func (h *workerHealth) status() string {
 	if h.role == roleAPI {
 		return ""
 	}
 	if p := h.err.Load(); p != nil {
-		return "stopped: " + (*p).Error()
+		return "stopped (the process log says why)"
 	}
 	return "ok"
 }
@@ -333,20 +354,23 @@ func (h *workerHealth) status() string {
 // the namespace exists with every Chorus search attribute registered (without them every create
 // fails), and the worker, if the process runs one, has not stopped. Otherwise 503, with a body
 // that names what is wrong ("problems") and, for missing search attributes, the commands that
-// register them.
-func readyz(st *store.Store, tc client.Client, namespace string, w *workerHealth) echo.HandlerFunc {
+// register them. The body never carries an error's own text (addresses, credentials, hosts a
+// load balancer's caller has no business knowing): those go to the log, which it points to.
+func readyz(log *slog.Logger, st *store.Store, tc client.Client, namespace string, w *workerHealth) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 		defer cancel()
 		body := map[string]any{"store": "ok", "temporal": "ok", "namespace": "ok", "searchAttributes": "ok"}
 		var problems []string
 		if err := st.Ping(ctx); err != nil {
+			log.Warn("readyz: the database does not answer", "err", err)
 			body["store"] = "unreachable"
-			problems = append(problems, "the database does not answer")
+			problems = append(problems, "the database does not answer (the process log says why)")
 		}
 		if _, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			log.Warn("readyz: Temporal does not answer", "err", err)
 			body["temporal"], body["namespace"], body["searchAttributes"] = "unreachable", "unknown", "unknown"
-			problems = append(problems, "Temporal does not answer")
+			problems = append(problems, "Temporal does not answer (the process log says why)")
 		} else if _, err := tc.WorkflowService().DescribeNamespace(ctx,
 			&workflowservice.DescribeNamespaceRequest{Namespace: namespace}); err != nil {
 			var nf *serviceerror.NamespaceNotFound
@@ -355,13 +379,15 @@ func readyz(st *store.Store, tc client.Client, namespace string, w *workerHealth
 				problems = append(problems, fmt.Sprintf("the Temporal namespace %q does not exist: create it "+
 					"(temporal operator namespace create --namespace %s)", namespace, namespace))
 			} else {
+				log.Warn("readyz: the namespace cannot be read", "namespace", namespace, "err", err)
 				body["namespace"] = "unknown"
-				problems = append(problems, fmt.Sprintf("the Temporal namespace %q cannot be read: %v", namespace, err))
+				problems = append(problems, fmt.Sprintf("the Temporal namespace %q cannot be read (the process log says why)", namespace))
 			}
 			body["searchAttributes"] = "unknown"
 		} else if missing, err := workflows.MissingSearchAttributes(ctx, tc, namespace); err != nil {
+			log.Warn("readyz: the search attributes cannot be read", "namespace", namespace, "err", err)
 			body["searchAttributes"] = "unknown"
-			problems = append(problems, fmt.Sprintf("the search attributes of namespace %q cannot be read: %v", namespace, err))
+			problems = append(problems, fmt.Sprintf("the search attributes of namespace %q cannot be read (the process log says why)", namespace))
 		} else if len(missing) > 0 {
 			body["searchAttributes"] = "missing: " + strings.Join(missing, ", ")
 			body["register"] = workflows.SearchAttributeCommands(namespace)

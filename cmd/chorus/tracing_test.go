@@ -30,7 +30,7 @@ func TestTracedToolCallYieldsLinkedSpans(t *testing.T) {
 			provider := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 			t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 			queue := "chorus-traced-" + dialect + "-" + store.NewUUID()[:8]
-			addr, _ := tmp.serve(t, st, serverConfig{role: roleAll, namespace: workflows.Namespace, taskQueue: queue,
+			addr, _ := tmp.serve(t, st, serverConfig{role: roleAll, temporal: temporalConfig{namespace: workflows.Namespace}, taskQueue: queue,
 				tracerProvider: provider})
 			a, err := connectAgent(ctx, "http://"+addr+"/api/mcp", boot.Key)
 			require.NoError(t, err)

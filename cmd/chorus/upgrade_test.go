@@ -144,8 +144,8 @@ func withChorus(t *testing.T, st *store.Store, addr, key string, f func(*agent))
 	t.Helper()
 	port, err := devserver.FreePort()
 	require.NoError(t, err)
-	cfg := serverConfig{role: roleAll, addr: fmt.Sprintf("127.0.0.1:%d", port), temporalAddress: addr,
-		namespace: workflows.Namespace, temporalWait: time.Minute, taskQueue: workflows.TaskQueue}
+	cfg := serverConfig{role: roleAll, addr: fmt.Sprintf("127.0.0.1:%d", port), temporal: temporalConfig{address: addr, namespace: workflows.Namespace},
+		temporalWait: time.Minute, taskQueue: workflows.TaskQueue}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
