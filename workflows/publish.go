@@ -59,6 +59,7 @@ func publishShown(ctx workflow.Context, s shown) {
 func memoShown(ctx workflow.Context, memo map[string]any) bool {
 	fields := workflow.GetInfo(ctx).Memo.GetFields()
 	keys := make([]string, 0, len(memo))
+	//workflowcheck:ignore (the keys are sorted before use)
 	for k := range memo {
 		keys = append(keys, k)
 	}
@@ -76,6 +77,7 @@ func memoShown(ctx workflow.Context, memo map[string]any) bool {
 			return false
 		}
 		got := reflect.New(reflect.TypeOf(want))
+		//workflowcheck:ignore (comparing two decoded values has one answer)
 		if err := DataConverter().FromPayload(p, got.Interface()); err != nil || !reflect.DeepEqual(got.Elem().Interface(), want) {
 			return false
 		}
