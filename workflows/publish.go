@@ -29,6 +29,9 @@ type shown struct {
 func publishShown(ctx workflow.Context, s shown) {
 	changesOnly := workflow.GetVersion(ctx, publishChangesOnly, workflow.DefaultVersion, 1) >= 1
 	current := workflow.GetTypedSearchAttributes(ctx)
+	if have, ok := current.GetKeyword(TitleKey); ok && have == SealedTitle {
+		SealKeywords(s.keywords)
+	}
 	var updates []temporal.SearchAttributeUpdate
 	for _, k := range SearchAttributeKeys { // in a fixed order
 		v, want := s.keywords[k.GetName()]

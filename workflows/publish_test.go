@@ -21,6 +21,28 @@ type upserted map[string]string
 // and the memo, two events per command whatever changed. The first publish of a run sets what
 // the workflow's start did not (ChorusTitle, ChorusAssigneeName).
 func TestTaskWorkflowPublishesOnlyWhatChanged(t *testing.T) {
+	sets, memos := claimAndStart(t, false)
+	require.Equal(t, []upserted{
+		{StatusKey.GetName(): "assigned", AssigneeKey.GetName(): "dev", AssigneeNameKey.GetName(): "Dev One"},
+		{StatusKey.GetName(): "in_progress"},
+	}, sets, "each command upserts the attributes it changed, nothing else")
+	require.Zero(t, memos, "neither command changed the title or the project, so the memo stays")
+}
+
+// A task started sealed (payload encryption on: its ChorusTitle is SealedTitle) never publishes
+// its title or its assignee's name in the search attributes, which Temporal stores in plain text.
+func TestSealedTaskKeepsTextOutOfSearchAttributes(t *testing.T) {
+	sets, _ := claimAndStart(t, true)
+	require.Equal(t, []upserted{
+		{StatusKey.GetName(): "assigned", AssigneeKey.GetName(): "dev"},
+		{StatusKey.GetName(): "in_progress"},
+	}, sets, "no title, no assignee name")
+}
+
+// claimAndStart runs a task workflow through a claim and a move to in_progress and returns its
+// search-attribute upserts and how many times it upserted the memo.
+func claimAndStart(t *testing.T, sealed bool) ([]upserted, int) {
+	t.Helper()
 	env, s := newEnv(t)
 	var a *activities.Activities
 	env.OnActivity(a.ApplyTaskChange, mock.Anything, mock.Anything).Return(store.TaskOutcome{}, nil)
@@ -38,7 +60,7 @@ func TestTaskWorkflowPublishesOnlyWhatChanged(t *testing.T) {
 	}).Return(nil)
 	memos := 0
 	env.OnUpsertMemo(mock.Anything).Run(func(mock.Arguments) { memos++ }).Return(nil)
-	env.SetTypedSearchAttributesOnStart(initialAttributes(EntityTask, "p", "Write the docs", "open", "pm-1"))
+	env.SetTypedSearchAttributesOnStart(initialAttributes(EntityTask, "p", "Write the docs", "open", "pm-1", sealed))
 	env.SetMemoOnStart(entityMemo("Write the docs", "Demo"))
 
 	dev := Actor{Type: "agent", UUID: "dev", Name: "Dev One", CompanyUUID: "co"}
@@ -52,12 +74,7 @@ func TestTaskWorkflowPublishesOnlyWhatChanged(t *testing.T) {
 	require.NoError(t, claim.rejected)
 	require.NoError(t, claim.failed)
 	require.NoError(t, start.failed)
-
-	require.Equal(t, []upserted{
-		{StatusKey.GetName(): "assigned", AssigneeKey.GetName(): "dev", AssigneeNameKey.GetName(): "Dev One"},
-		{StatusKey.GetName(): "in_progress"},
-	}, sets, "each command upserts the attributes it changed, nothing else")
-	require.Zero(t, memos, "neither command changed the title or the project, so the memo stays")
+	return sets, memos
 }
 
 // keywordValue keeps a value within PostgreSQL visibility's VARCHAR(255).

@@ -136,11 +136,34 @@ func initialKeywords(e Entity, projectUUID, title, status, creator string) map[s
 	return m
 }
 
-// initialAttributes is initialKeywords as start options take them.
-func initialAttributes(e Entity, projectUUID, title, status, creator string) temporal.SearchAttributes {
+// SealedTitle is the ChorusTitle of a workflow started while payload encryption was on: search
+// attributes are never encrypted, so such a workflow shows neither its title nor its assignee's
+// name there (both stay in its memo and history, which are). The workflow keeps it for good
+// (publishShown reads it from its own search attributes, which continue-as-new carries), so its
+// replays publish the same whatever the worker's settings are now. README "Security".
+const SealedTitle = "(sealed)"
+
+// SealKeywords replaces, in keywords (by name), the title by SealedTitle and the assignee's
+// name by "" (when present).
+func SealKeywords(keywords map[string]string) {
+	if _, ok := keywords[TitleKey.GetName()]; ok {
+		keywords[TitleKey.GetName()] = SealedTitle
+	}
+	if _, ok := keywords[AssigneeNameKey.GetName()]; ok {
+		keywords[AssigneeNameKey.GetName()] = ""
+	}
+}
+
+// initialAttributes is initialKeywords as start options take them, sealed (SealKeywords) when
+// seal is set.
+func initialAttributes(e Entity, projectUUID, title, status, creator string, seal bool) temporal.SearchAttributes {
 	var attrs []temporal.SearchAttributeUpdate
+	keywords := initialKeywords(e, projectUUID, title, status, creator)
+	if seal {
+		SealKeywords(keywords)
+	}
 	for _, k := range SearchAttributeKeys {
-		if v, ok := initialKeywords(e, projectUUID, title, status, creator)[k.GetName()]; ok {
+		if v, ok := keywords[k.GetName()]; ok {
 			attrs = append(attrs, k.ValueSet(v))
 		}
 	}

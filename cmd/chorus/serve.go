@@ -167,6 +167,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	defer tc.Close()
 	log.Info("temporal connected", "to", cfg.temporal.describe(), "payloadEncryption", payloadEncryption(cfg.temporal))
+	seal := cfg.temporal.sealsPayloads()
 	if cfg.pprofAddr != "" {
 		stop, err := servePprof(log, cfg.pprofAddr)
 		if err != nil {
@@ -189,7 +190,11 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	health := &workerHealth{role: cfg.role}
 	fatal := make(chan error, 1)
 	if cfg.role != roleAPI {
-		w = workflows.NewWorker(tc, cfg.taskQueue, activities.New(st, tc), worker.Options{WorkerStopTimeout: 10 * time.Second,
+		acts := activities.New(st, tc)
+		if seal {
+			acts.SealKeywords = workflows.SealKeywords
+		}
+		w = workflows.NewWorker(tc, cfg.taskQueue, acts, worker.Options{WorkerStopTimeout: 10 * time.Second,
 			DeploymentOptions: cfg.deployment.options(),
 			OnFatalError: func(err error) {
 				health.stopped(err)
@@ -221,7 +226,9 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	if cfg.role != roleWorker {
 		// The endpoint's Host check covers every path of the server (mcp.EdgeOptions).
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, cfg.taskQueue, st), Log: log,
+		flows := workflows.NewClient(tc, cfg.taskQueue, st)
+		flows.SealText = seal
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: flows, Log: log,
 			Metrics: metrics.tools, Tracer: tr.tracer(), Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
 		if err != nil {
 			return err
@@ -327,6 +334,13 @@ func payloadEncryption(c temporalConfig) string {
 		return "off (opens payloads sealed with " + strings.Join(keys.IDs(), ", ") + ")"
 	}
 	return "on (key " + keys.Active() + ")"
+}
+
+// sealsPayloads says whether new payloads are encrypted: then new workflows keep their titles
+// and assignees' names out of the search attributes (workflows.SealedTitle).
+func (c temporalConfig) sealsPayloads() bool {
+	keys, err := c.payloadKeys()
+	return err == nil && keys != nil && keys.Active() != workflows.NoEncryption
 }
 
 // workerHealth is the state of this process's worker that /readyz reports: none (api role),
