@@ -130,9 +130,11 @@ func TestReadingNotifications(t *testing.T) {
 		dev := e.member("Dev", e.owner, perm.DeveloperAgent)
 		other := e.member("Other", e.owner, perm.DeveloperAgent)
 		project := createProject(t, admin, "Apollo")
-		doc := createDocument(t, admin, project)
-		// Eight mentions of Dev, one of Other.
+		// Eight mentions of Dev, each on a document of its own (mentions of one reader about one
+		// document merge, §7.2), then one of Other; doc is the newest document.
+		var doc string
 		for i := 1; i <= 8; i++ {
+			doc = createDocument(t, admin, project)
 			ok(t, admin, "chorus_add_comment", map[string]any{"targetType": "document", "targetUuid": doc,
 				"content": fmt.Sprintf("%d %s", i, mention("Dev", "agent", dev.uuid))}, nil)
 		}

@@ -55,8 +55,13 @@ const requestPoll = 250 * time.Millisecond
 func (s *Store) BeginToolRequest(ctx context.Context, agentUUID, requestID, tool, argsHash string) (*ToolRequest, error) {
 	holder := NewUUID()
 	pause := 20 * time.Millisecond
-	for {
+	for waited := false; ; waited = true {
 		row, err := s.claimToolRequest(ctx, agentUUID, requestID, tool, argsHash, holder)
+		if err != nil && waited && ctx.Err() != nil {
+			// The deadline passed during a later attempt's query rather than between attempts:
+			// the caller was still waiting for the live call, so it is told the same.
+			return nil, fmt.Errorf("%w: %w", ErrRequestInProgress, ctx.Err())
+		}
 		if err != nil || row != nil {
 			if err == nil && row.State == "running" {
 				s.holdToolRequest(ctx, agentUUID, requestID, holder)
