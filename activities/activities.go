@@ -18,6 +18,9 @@ type Activities struct {
 	// Temporal starts workflows from activities (approval's task workflows); nil in tests that
 	// do not approve proposals.
 	Temporal client.Client
+	// SealKeywords, when set, rewrites the search attributes (by name) of each workflow an
+	// activity starts: workflows.SealKeywords while payloads are encrypted.
+	SealKeywords func(keywords map[string]string)
 }
 
 // New returns the activities over a store and a Temporal client.

@@ -61,7 +61,9 @@ func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), er
 		_ = st.Close()
 		return nil, nil, err
 	}
-	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, st)}, func() { tc.Close(); _ = st.Close() }, nil
+	flows := workflows.NewClient(tc, o.taskQueue, st)
+	flows.SealText = o.temporal.sealsPayloads()
+	return &ops.Ops{Store: st, Flows: flows}, func() { tc.Close(); _ = st.Close() }, nil
 }
 
 func newOpsCheckCmd(g *globals) *cobra.Command {
