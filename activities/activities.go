@@ -25,6 +25,9 @@ type Activities struct {
 	// namespace keeps closed workflows longer (whose resets would then find no journal): only for
 	// `chorus bench --phases soak`, whose windows are minutes while a namespace keeps at least an hour.
 	NoNamespaceFloor bool
+	// SealKeywords, when set, rewrites the search attributes (by name) of each workflow an
+	// activity starts: workflows.SealKeywords while payloads are encrypted.
+	SealKeywords func(keywords map[string]string)
 }
 
 // New returns the activities over a store and a Temporal client.

@@ -19,6 +19,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
@@ -91,6 +94,11 @@ type Deps struct {
 	CallTimeout time.Duration
 	// Metrics records tool calls and refusals; nil records nothing.
 	Metrics *Metrics
+	// Tracer, when set, starts a span per tool call ("tool <name>"), the parent of the spans of
+	// the Temporal calls, workflow, activities and SQL statements the call makes (README
+	// "Tracing"); nil traces nothing.
+	Tracer oteltrace.Tracer
+
 	// Limits bound each API key's and each company's requests (limits.go); the zero value
 	// limits nothing. `chorus serve` and `chorus dev` pass DefaultLimits unless told otherwise.
 	Limits Limits
@@ -192,8 +200,17 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 	}
 	bt.handler = func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := requestStart(ctx)
+		span := oteltrace.SpanFromContext(ctx)
+		if d.Tracer != nil {
+			ctx, span = d.Tracer.Start(ctx, "tool "+t.Name, oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+				oteltrace.WithAttributes(attribute.String("mcp.tool", t.Name)))
+			defer span.End()
+		}
 		ctx, trace := workflows.WithTrace(ctx)
 		res, err := t.call(ctx, d, in, req)
+		if err != nil {
+			span.SetStatus(codes.Error, "isError")
+		}
 		ref := refFrom(ctx)
 		if err != nil {
 			res = &mcpsdk.CallToolResult{IsError: true,

@@ -30,6 +30,9 @@ type Client struct {
 	// Rows tells a workflow that ended under its row from an entity that is gone; nil answers
 	// "not found" for both.
 	Rows Rows
+	// SealText starts workflows with their title and assignee's name kept out of the search
+	// attributes (SealedTitle): set it when payloads are encrypted.
+	SealText bool
 }
 
 // Rows is what Client asks the database: whether the row of a lifecycle entity exists. kind

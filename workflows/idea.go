@@ -412,12 +412,17 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	if s.Deleted {
 		status = "deleted"
 	}
-	// One upsert, as always: adding a key to it issues no new command (replay-compatible).
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		ProjectUUIDKey.ValueSet(s.ProjectUUID), EntityKey.ValueSet(string(EntityIdea)),
-		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee), CreatorKey.ValueSet(s.CreatedBy.UUID),
-		ProgressKey.ValueSet(s.Progress))
-	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
+	assigneeName := ""
+	if s.Assignee != nil {
+		assigneeName = s.Assignee.Name
+		if assigneeName == "" {
+			assigneeName = assignee
+		}
+	}
+	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
+		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityIdea), StatusKey.GetName(): status,
+		AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, ProgressKey.GetName(): s.Progress,
+		TitleKey.GetName(): keywordValue(s.Title), AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
 	if s.Assignee != nil {
 		name := s.Assignee.Name

@@ -314,10 +314,10 @@ func (w *proposalWorkflow) publish(ctx workflow.Context) {
 	s := w.state
 	// A proposal has no assignee: ChorusAssignee (which named its creator before ChorusCreator) is
 	// unset.
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
-		EntityKey.ValueSet(string(EntityProposal)), StatusKey.ValueSet(s.Status), AssigneeKey.ValueUnset(),
-		CreatorKey.ValueSet(s.CreatedBy.UUID))
-	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
+	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
+		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityProposal), StatusKey.GetName(): s.Status,
+		CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title)},
+		unset: []temporal.SearchAttributeKeyKeyword{AssigneeKey}})
 	details := fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
 		s.Title, s.Status, len(s.Documents), len(s.Tasks), s.Approvals)
 	if s.Status == string(ProposalApproved) {
@@ -855,9 +855,8 @@ func taskStart(st TaskState) activities.WorkflowStart {
 	//workflowcheck:ignore (a struct marshals the same way every time)
 	input, _ := json.Marshal(TaskRun{State: &st})
 	return activities.WorkflowStart{ID: TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
-		Memo: entityMemo(st.Title, st.ProjectName),
-		Keywords: map[string]string{EntityKey.GetName(): string(EntityTask), ProjectUUIDKey.GetName(): st.ProjectUUID,
-			StatusKey.GetName(): st.Status, AssigneeKey.GetName(): "", CreatorKey.GetName(): st.CreatedBy.UUID}}
+		Memo:     entityMemo(st.Title, st.ProjectName),
+		Keywords: initialKeywords(EntityTask, st.ProjectUUID, st.Title, st.Status, st.CreatedBy.UUID)}
 }
 
 // ---- revoke ----

@@ -518,10 +518,14 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 	if s.Assignee != nil {
 		assignee = s.Assignee.UUID
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
-		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee),
-		CreatorKey.ValueSet(s.CreatedBy.UUID))
-	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
+	assigneeName := ""
+	if s.Assignee != nil {
+		assigneeName = s.assigneeText()
+	}
+	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
+		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityTask), StatusKey.GetName(): status,
+		AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title),
+		AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
 	if s.Assignee != nil {
 		details += ", assigned to " + s.assigneeText()

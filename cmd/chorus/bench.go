@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -276,6 +277,7 @@ func (o *benchOptions) validate() ([]string, error) {
 // benchTarget is the Chorus being measured.
 type benchTarget struct {
 	url             string
+	metricsURL      string // the Chorus process's /metrics ("" when unknown)
 	adminKey        string
 	temporalAddress string
 	namespace       string
@@ -343,7 +345,7 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	}
 	t.adminKey, t.adminUUID = key, admin.UUID
 
-	bin, err := devserver.FindCLI(ctx, progress)
+	bin, err := devserver.FindServer(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +391,7 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 		return nil, ctx.Err()
 	}
 	t.url = "http://" + addr + mcp.Path
+	t.metricsURL = "http://" + addr + "/metrics"
 	fmt.Fprintf(progress, "bench: Chorus on %s (%s), Temporal dev server on %s\n", t.url, t.database, t.temporalAddress)
 	fmt.Fprintf(progress, "bench: dev server dynamic config %s\n", strings.Join(devserver.DynamicConfig, " "))
 	ok = true
@@ -398,6 +401,9 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 // connectBenchTarget prepares to measure a running Chorus.
 func connectBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	t := &benchTarget{url: o.endpoint, adminKey: o.key, temporalAddress: o.temporal, namespace: o.namespace, database: "(not opened)"}
+	if u, err := url.Parse(o.endpoint); err == nil {
+		t.metricsURL = u.Scheme + "://" + u.Host + "/metrics" // the API process's: its worker, with role all
+	}
 	if o.databaseURL == "" {
 		return t, nil
 	}
@@ -638,8 +644,14 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 	}
 	b.project = project.UUID
 
+	var windows []phaseWindow
 	for _, p := range phases {
 		fmt.Fprintf(out, "bench: phase %s...\n", p)
+		failed := workerTaskFailures(ctx, t.metricsURL)
+		if n := len(windows); n > 0 {
+			windows[n-1].to, windows[n-1].failedTo = time.Now(), failed
+		}
+		windows = append(windows, phaseWindow{from: time.Now(), to: time.Now().Add(time.Hour), failedFrom: failed})
 		var res *phaseResult
 		switch p {
 		case phaseFloors:
@@ -663,9 +675,15 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 			return ctx.Err()
 		}
 		rep.Phases = append(rep.Phases, res)
+		windows[len(windows)-1].res = res
+		res.Started, res.Ended = windows[len(windows)-1].from.UTC(), time.Now().UTC()
 		res.writeTable(out)
 	}
 	rep.Soak = b.soak
+	if n := len(windows); n > 0 {
+		windows[n-1].failedTo = workerTaskFailures(ctx, t.metricsURL)
+	}
+	b.reportWorkflowTaskFailures(ctx, started, windows, out)
 	rep.Seconds = time.Since(started).Seconds()
 	rep.Machine.LoadAvgEnd = loadAvg()
 	fmt.Fprintf(out, "\nbench: load average at the end %s\n", rep.Machine.LoadAvgEnd)
@@ -680,6 +698,49 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 		fmt.Fprintf(out, "\nbench: figures written to %s (%.0f s in all)\n", o.jsonPath, rep.Seconds)
 	}
 	return nil
+}
+
+// reportWorkflowTaskFailures counts the workflow tasks that failed or timed out in each
+// phase's time (from its start to the next phase's start) and adds the count to the phase.
+func (b *bencher) reportWorkflowTaskFailures(ctx context.Context, started time.Time, windows []phaseWindow, out io.Writer) {
+	tc, err := b.temporal(ctx)
+	if err == nil {
+		var counts []wfTaskFailures
+		if counts, err = countWorkflowTaskFailures(ctx, tc, b.t.namespace, started, windows); err == nil {
+			fmt.Fprintf(out, "\n### Workflow-task failures\n\n| phase | failed | timed out | failed, as the worker counted |\n|---|---:|---:|---:|\n")
+			var firsts []string
+			for i, w := range windows {
+				c := counts[i]
+				w.res.WorkflowTaskFailures = &c
+				w.res.Notes = append(w.res.Notes, c.note())
+				worker := "not read"
+				if c.WorkerFailed >= 0 {
+					worker = fmt.Sprint(c.WorkerFailed)
+				}
+				fmt.Fprintf(out, "| %s | %d | %d | %s |\n", w.res.Name, c.Failed, c.TimedOut, worker)
+				if c.First != "" {
+					firsts = append(firsts, fmt.Sprintf("First in %q: %s", w.res.Name, c.First))
+				}
+			}
+			fmt.Fprintf(out, "\nFrom the histories of the %d workflow runs started since the bench began: a failed task is one "+
+				"the worker answered it could not process; a timed-out one waited longer than its timeout (ScheduleToStart: "+
+				"no worker took it from the sticky queue within 5 s; StartToClose: the worker took it but did not answer "+
+				"within 10 s). The last column is the Chorus worker's own count (temporal_workflow_task_execution_failed): "+
+				"it also sees the failures of a task retried after failing (a transient workflow task), which the history records only once.\n", runsRead(counts))
+			for _, f := range firsts {
+				fmt.Fprintf(out, "\n%s\n", f)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(out, "\nbench: workflow-task failures not counted: %v\n", err)
+}
+
+func runsRead(counts []wfTaskFailures) int {
+	if len(counts) == 0 {
+		return 0
+	}
+	return counts[0].Runs
 }
 
 // bencher holds what the phases share.

@@ -102,6 +102,7 @@ func (o *opsOptions) dial(ctx context.Context, g *globals, st *store.Store) (*op
 		return nil, nil, err
 	}
 	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency}
+	x.Flows.SealText = o.temporal.sealsPayloads()
 	if st != nil {
 		x.Flows.Rows = st
 		b, err := ops.VerifyCluster(ctx, st, tc, o.temporal.namespace, addr)

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/spf13/cobra"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -60,6 +61,12 @@ type serverConfig struct {
 	// soak: the bench's soak phase, whose journal window may be below the namespace's retention
 	// (activities.Activities.NoNamespaceFloor).
 	soak bool
+	// tracerProvider receives the spans of tool calls, Temporal and SQL; nil takes it from the
+	// OTEL_* environment (tracingFromEnv), where tracing is off unless asked for.
+	tracerProvider oteltrace.TracerProvider
+	// deployment, when its name and build id are set, makes the worker a version of a Temporal
+	// Worker Deployment (README "Rolling deploys").
+	deployment workerDeployment
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -80,13 +87,16 @@ TEMPORAL_NAMESPACE, with TLS, mTLS or an API key for Temporal as the temporal CL
 worker processes scale independently; any API instance serves any request.
 
 It listens on 127.0.0.1:8637 unless --addr says otherwise: put a TLS-terminating proxy in front
-of it (README "Security"), and name the proxy's host with --allowed-hosts.`,
+of it (README "Security"), and name the proxy's host with --allowed-hosts. ` + tracingHelp + ` (README "Tracing").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch cfg.role {
 			case roleAPI, roleWorker, roleAll:
 			default:
 				return fmt.Errorf("--role must be api, worker or all, not %q", cfg.role)
+			}
+			if err := cfg.deployment.validate(cfg.role); err != nil {
+				return err
 			}
 			if cfg.temporal.address == "" {
 				return errors.New("TEMPORAL_ADDRESS is not set: chorus serve connects to an external Temporal " +
@@ -121,6 +131,11 @@ of it (README "Security"), and name the proxy's host with --allowed-hosts.`,
 		"you say otherwise, e.g. 0.0.0.0:8637 behind a TLS proxy (env CHORUS_ADDR)")
 	cmd.Flags().StringVar(&cfg.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
 	cmd.Flags().StringVar(&cfg.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
+	cmd.Flags().StringVar(&cfg.deployment.name, "deployment-name", envOr("CHORUS_WORKER_DEPLOYMENT", ""),
+		"run the worker as a version of this Temporal Worker Deployment, for rolling deploys (with --build-id; "+
+			"env CHORUS_WORKER_DEPLOYMENT; README \"Rolling deploys\")")
+	cmd.Flags().StringVar(&cfg.deployment.buildID, "build-id", envOr("CHORUS_BUILD_ID", ""),
+		"this worker's version in --deployment-name, e.g. the image tag (env CHORUS_BUILD_ID)")
 	cfg.temporal.flags(cmd, false, "")
 	cfg.edge.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
@@ -142,7 +157,25 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if err := cfg.edge.checkLimits(); err != nil {
 		return err
 	}
-	tc, err := dialTemporalMetrics(ctx, log, cfg.temporal, cfg.temporalWait, metrics.temporal)
+	tr, err := newTracing(cfg.tracerProvider, nil)
+	if cfg.tracerProvider == nil {
+		tr, err = tracingFromEnv(ctx, cfg.role)
+	}
+	if err != nil {
+		return err
+	}
+	if tr != nil {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tr.shutdown(sctx); err != nil {
+				log.Warn("tracing: flushing the last spans", "err", err)
+			}
+		}()
+		tr.traceSQL(st)
+		log.Info("tracing on: tool calls, Temporal and SQL (OpenTelemetry)")
+	}
+	tc, err := dialTemporalMetrics(ctx, log, cfg.temporal, cfg.temporalWait, metrics.temporal, tr.interceptors()...)
 	if err != nil {
 		return err
 	}
@@ -156,6 +189,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if err != nil {
 		return err
 	}
+	seal := cfg.temporal.sealsPayloads()
 	if cfg.pprofAddr != "" {
 		stop, err := servePprof(log, cfg.pprofAddr)
 		if err != nil {
@@ -186,7 +220,11 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if cfg.role != roleAPI {
 		acts := activities.New(st, tc)
 		acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
+		if seal {
+			acts.SealKeywords = workflows.SealKeywords
+		}
 		w = workflows.NewWorker(tc, cfg.taskQueue, acts, worker.Options{WorkerStopTimeout: 10 * time.Second,
+			DeploymentOptions: cfg.deployment.options(),
 			OnFatalError: func(err error) {
 				health.stopped(err)
 				log.Error("the Temporal worker stopped on a fatal error; exiting", "err", err)
@@ -217,8 +255,10 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	if cfg.role != roleWorker {
 		// The endpoint's Host check covers every path of the server (mcp.EdgeOptions).
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, cfg.taskQueue, st), Log: log,
-			Metrics: metrics.tools, Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
+		flows := workflows.NewClient(tc, cfg.taskQueue, st)
+		flows.SealText = seal
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: flows, Log: log,
+			Metrics: metrics.tools, Tracer: tr.tracer(), Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
 		if err != nil {
 			return err
 		}
@@ -323,6 +363,13 @@ func payloadEncryption(c temporalConfig) string {
 		return "off (opens payloads sealed with " + strings.Join(keys.IDs(), ", ") + ")"
 	}
 	return "on (key " + keys.Active() + ")"
+}
+
+// sealsPayloads says whether new payloads are encrypted: then new workflows keep their titles
+// and assignees' names out of the search attributes (workflows.SealedTitle).
+func (c temporalConfig) sealsPayloads() bool {
+	keys, err := c.payloadKeys()
+	return err == nil && keys != nil && keys.Active() != workflows.NoEncryption
 }
 
 // workerHealth is the state of this process's worker that /readyz reports: none (api role),
