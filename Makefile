@@ -21,7 +21,7 @@ build: ## bin/chorus
 lint: ## vet and the Temporal workflow determinism check
 	$(GO) vet ./... && $(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
-bench: temporal ## the model-facing bytes per preset and toolset, then a load test over MCP against bare-Temporal floors, own stack on free ports (flags: make bench ARGS="--agents 100 --read-tasks-large 100000"; ARGS=--surface prints only the bytes; see go run ./cmd/chorus bench --help)
+bench: temporal ## the model-facing bytes per preset and toolset, then a load test over MCP against bare-Temporal floors, own stack on free ports (flags: make bench ARGS="--agents 100 --read-tasks-large 100000"; ARGS=--surface prints only the bytes; named only: ARGS="--phases soak" (an hour of calls with pruning on), ARGS="--phases opscheck" (ops check passes at 100,000 tasks); see go run ./cmd/chorus bench --help)
 	$(GO) run ./cmd/chorus bench $(ARGS)
 
 bench-prod: ## make bench against the test-prod topology (temporal-server on PostgreSQL, api + 2 workers; same needs as test-prod; flags: make bench-prod ARGS="--agents 100")

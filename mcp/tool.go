@@ -390,6 +390,8 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 		return nil, err
 	case prior.State == "done" && string(prior.Result) == alreadyAppliedResult:
 		return nil, workflows.ErrAlreadyApplied
+	case prior.State == "done" && string(prior.Result) == store.RolledBackResult:
+		return nil, workflows.ErrRolledBack
 	case prior.State == "done":
 		return prior.Result, nil
 	}
@@ -404,6 +406,10 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 		}
 	case workflows.IsKind(err, workflows.KindAlreadyApplied):
 		if ferr := d.Store.FinishToolRequest(bg, agent, call.RequestID, call.Generation, json.RawMessage(alreadyAppliedResult)); ferr != nil {
+			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
+		}
+	case workflows.IsKind(err, workflows.KindRolledBack):
+		if ferr := d.Store.FinishToolRequest(bg, agent, call.RequestID, call.Generation, json.RawMessage(store.RolledBackResult)); ferr != nil {
 			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
 		}
 	case refused(err):
@@ -432,7 +438,8 @@ func refused(err error) bool {
 	}
 	var wfe *workflows.Error
 	if errors.As(err, &wfe) {
-		return wfe.Kind != workflows.KindAlreadyApplied && !(wfe.Kind == workflows.KindDiverged && wfe.MayHaveApplied)
+		return wfe.Kind != workflows.KindAlreadyApplied && wfe.Kind != workflows.KindRolledBack &&
+			!(wfe.Kind == workflows.KindDiverged && wfe.MayHaveApplied)
 	}
 	_, known := agentMessage(err)
 	return known

@@ -461,14 +461,21 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 		return result(w.state), nil
 	}
 	if in.ParentUUID != nil {
-		lineage, err := w.lineage(ctx, in.Actor, in.UUID, *in.ParentUUID)
+		applied, err := alreadyApplied(ctx, in.UUID, RowMark{})
 		if err != nil {
 			w.abandoned = true
 			return IdeaResult{}, err
 		}
-		if err := checkParent(in.UUID, in.ProjectUUID, *in.ParentUUID, lineage); err != nil {
-			w.abandoned = true
-			return IdeaResult{}, err
+		if !applied {
+			lineage, err := w.lineage(ctx, in.Actor, in.UUID, *in.ParentUUID)
+			if err != nil {
+				w.abandoned = true
+				return IdeaResult{}, err
+			}
+			if err := checkParent(in.UUID, in.ProjectUUID, *in.ParentUUID, lineage); err != nil {
+				w.abandoned = true
+				return IdeaResult{}, err
+			}
 		}
 	}
 	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
@@ -610,7 +617,14 @@ func (s IdeaState) checkEdit(in EditIdeaInput) error {
 // recorded only for a real move.
 func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult, error) {
 	var current *string
+	applied := false
 	if in.SetParent {
+		var err error
+		if applied, err = alreadyApplied(ctx, w.state.UUID, w.state.Row); err != nil {
+			return IdeaResult{}, err
+		}
+	}
+	if in.SetParent && !applied {
 		lineage, err := w.lineage(ctx, in.Actor, w.state.UUID, deref(in.ParentUUID))
 		if err != nil {
 			return IdeaResult{}, err

@@ -585,9 +585,17 @@ func (w *proposalWorkflow) validate(ctx workflow.Context) (Validation, error) {
 }
 
 func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
-	v, err := w.validate(ctx)
+	// A submission a reset re-applies passed validation when it was applied (alreadyApplied);
+	// today's drafts and ideas may no longer pass it.
+	v := Validation{Valid: true, Issues: []Issue{}}
+	applied, err := alreadyApplied(ctx, w.state.UUID, w.state.Row)
 	if err != nil {
 		return ProposalResult{}, err
+	}
+	if !applied {
+		if v, err = w.validate(ctx); err != nil {
+			return ProposalResult{}, err
+		}
 	}
 	if !v.Valid {
 		return ProposalResult{}, Refuse(KindConflict, "Failed to submit Proposal: %s", FailedValidationMessage(v))
@@ -696,6 +704,10 @@ func (s ProposalState) checkApprove(in ProposalCommand) error {
 // approve materializes the stored drafts (docs/rules.md §5.6) in one transaction, then makes sure a
 // TaskWorkflow runs for every new task (docs/write-path.md, "Every row has its workflow").
 func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
+	applied, err := alreadyApplied(ctx, w.state.UUID, w.state.Row)
+	if err != nil {
+		return ProposalResult{}, err
+	}
 	p, err := w.drafts(ctx)
 	if err != nil {
 		return ProposalResult{}, err
@@ -723,8 +735,17 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 		return ProposalResult{}, w.failed(ctx, "materialize the approval", err)
 	}
 	w.adopt(ctx, n, wr)
-	for i := range ap.Tasks { // as the store wrote them: version 1, marked with the approval
-		ap.Tasks[i].Version, ap.Tasks[i].ChangeID = 1, wr.ID
+	if applied {
+		// A reset re-applies an approval that committed: its tasks are the rows it wrote, as they
+		// stand now. Drafts edited since (after a revoke) name tasks it never made, whose
+		// workflows must not start without rows.
+		if mat, err = w.approvedRows(ctx, &ap, mat); err != nil {
+			return ProposalResult{}, err
+		}
+	} else {
+		for i := range ap.Tasks { // as the store wrote them: version 1, marked with the approval
+			ap.Tasks[i].Version, ap.Tasks[i].ChangeID = 1, wr.ID
+		}
 	}
 	if err := ensureTaskWorkflows(ctx, ap.Tasks, ap.Criteria, n.ProjectName); err != nil {
 		return ProposalResult{}, err
@@ -732,6 +753,25 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	r := w.result()
 	r.Materialized = mat
 	return r, nil
+}
+
+// approvedRows replaces ap's tasks and criteria with the rows of those tasks that exist, and
+// keeps in mat only the tasks that exist.
+func (w *proposalWorkflow) approvedRows(ctx workflow.Context, ap *store.Approval, mat *Materialized) (*Materialized, error) {
+	uuids := make([]string, len(ap.Tasks))
+	for i, t := range ap.Tasks {
+		uuids[i] = t.UUID
+	}
+	var a *activities.Activities
+	var rows store.TaskRows
+	if err := read(ctx, a.TaskRows, uuids).Get(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("could not read the approval's tasks: %w", err)
+	}
+	ap.Tasks, ap.Criteria = rows.Tasks, rows.Criteria
+	mat.Tasks = slices.DeleteFunc(mat.Tasks, func(m MaterializedItem) bool {
+		return !slices.ContainsFunc(rows.Tasks, func(t store.Task) bool { return t.UUID == m.UUID })
+	})
+	return mat, nil
 }
 
 // materialize fills ap with the documents, tasks, criteria and edges docs/rules.md §5.6 makes of p's

@@ -37,9 +37,15 @@ const (
 	phaseRace   = "race"
 	phaseReads  = "reads"
 	phaseBulk   = "bulk"
+	// Long phases, run only when named.
+	phaseSoak     = "soak"
+	phaseOpsCheck = "opscheck"
 )
 
 var allPhases = []string{phaseFloors, phaseSingle, phaseAgents, phaseRace, phaseReads, phaseBulk}
+
+// namedPhases run only when --phases names them.
+var namedPhases = []string{phaseSoak, phaseOpsCheck}
 
 type benchOptions struct {
 	phases      string
@@ -66,6 +72,17 @@ type benchOptions struct {
 	keep        bool
 	seedLive    bool
 	surface     bool
+	// soak phase
+	soakAgents    int
+	soakDuration  time.Duration
+	soakWindow    time.Duration
+	soakSample    time.Duration
+	pruneInterval time.Duration
+	// opscheck phase
+	opsEntities    int
+	opsConcurrency int
+	// soaking: the soak phase runs, so the started stack prunes with its window.
+	soaking bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -96,6 +113,17 @@ Phases (--phases, comma-separated; default all):
           straight to the database with no workflow behind them, in a project that no command
           touches: reads come from the database only, so they measure the same thing.
   bulk    chorus_create_tasks in batches of --bulk-size, tasks per second
+
+Run only when named:
+  soak      --soak-agents agents claim and release for --soak-duration, each call with its own
+            requestId, while the stack prunes with a --soak-window retention every
+            --prune-interval; it samples the sizes of the requestId ledger and the change journal
+            and says whether they stay flat (default: the hour the issue asks; a short one:
+            --soak-duration 4m --soak-window 30s --prune-interval 10s --soak-sample 10s)
+  opscheck  --ops-entities tasks created through chorus_create_tasks (workflows started the
+            normal way; default 100000), then a full chorus ops check pass, an incremental pass,
+            20 claims and another incremental pass (--ops-concurrency entities at once), with
+            the 1,000,000 estimate
 
 It first prints the surface (what reaches the model from tools/list and the instructions, per
 preset and per toolset; docs/rules.md §3.3), which needs no stack: --surface prints only that.
@@ -139,6 +167,13 @@ Then it prints a Markdown table per phase and writes every figure to --json.`,
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "serve the started Chorus's profiles (net/http/pprof) on this address while the bench runs")
 	f.BoolVar(&o.surface, "surface", false, "print only the model-facing surface per preset and toolset (no stack, a second) and exit")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, Temporal log) after the run")
+	f.IntVar(&o.soakAgents, "soak-agents", 8, "soak phase: agents claiming and releasing at once")
+	f.DurationVar(&o.soakDuration, "soak-duration", time.Hour, "soak phase: how long the agents work")
+	f.DurationVar(&o.soakWindow, "soak-window", 5*time.Minute, "soak phase: the ledger's and journal's retention the started stack prunes with")
+	f.DurationVar(&o.soakSample, "soak-sample", 30*time.Second, "soak phase: how often the table sizes are sampled")
+	f.DurationVar(&o.pruneInterval, "prune-interval", 30*time.Second, "soak phase: how often the started stack prunes")
+	f.IntVar(&o.opsEntities, "ops-entities", 100000, "opscheck phase: tasks created through chorus_create_tasks, each with its workflow")
+	f.IntVar(&o.opsConcurrency, "ops-concurrency", 8, "opscheck phase: entities chorus ops check compares at once")
 	f.BoolVar(&o.seedLive, "seed-live-database", false, "with --endpoint: let the reads phase write its seeded project (tasks without "+
 		"workflows, which chorus ops check then lists) into the measured Chorus's database")
 	return cmd
@@ -156,8 +191,8 @@ func (o *benchOptions) validate() ([]string, error) {
 			phases = append(phases, allPhases...)
 			continue
 		}
-		if !slices.Contains(allPhases, p) {
-			return nil, fmt.Errorf("--phases: unknown phase %q (choose from %s)", p, strings.Join(allPhases, ", "))
+		if !slices.Contains(allPhases, p) && !slices.Contains(namedPhases, p) {
+			return nil, fmt.Errorf("--phases: unknown phase %q (choose from %s)", p, strings.Join(append(slices.Clone(allPhases), namedPhases...), ", "))
 		}
 		phases = append(phases, p)
 	}
@@ -170,6 +205,28 @@ func (o *benchOptions) validate() ([]string, error) {
 	}{{"--agents", o.agents}, {"--tasks-per-agent", o.tasksPer}, {"--rounds", o.rounds}, {"--race-rounds", o.raceRounds},
 		{"--read-tasks", o.readTasks}, {"--read-calls", o.readCalls}, {"--bulk-batches", o.bulkBatches},
 		{"--floor-ops", o.floorOps}, {"--floor-per-client", o.floorPer}}
+	// The named phases' flags count only when their phase runs.
+	if slices.Contains(phases, phaseSoak) {
+		positive = append(positive, struct {
+			name string
+			v    int
+		}{"--soak-agents", o.soakAgents})
+		for _, d := range []struct {
+			name string
+			v    time.Duration
+		}{{"--soak-duration", o.soakDuration}, {"--soak-window", o.soakWindow}, {"--soak-sample", o.soakSample},
+			{"--prune-interval", o.pruneInterval}} {
+			if d.v <= 0 {
+				return nil, fmt.Errorf("%s must be a positive duration (e.g. 30s, 5m, 1h), not %s", d.name, d.v)
+			}
+		}
+	}
+	if slices.Contains(phases, phaseOpsCheck) {
+		positive = append(positive, []struct {
+			name string
+			v    int
+		}{{"--ops-entities", o.opsEntities}, {"--ops-concurrency", o.opsConcurrency}}...)
+	}
 	for _, p := range positive {
 		if p.v < 1 {
 			return nil, fmt.Errorf("%s must be at least 1, not %d", p.name, p.v)
@@ -316,8 +373,13 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- runServer(srvCtx, benchLogger(), st, serverConfig{role: roleAll, addr: addr,
-			temporal: temporalConfig{address: dev.Address(), namespace: o.namespace}, temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}, func() { close(ready) })
+		cfg := serverConfig{role: roleAll, addr: addr, temporal: temporalConfig{address: dev.Address(), namespace: o.namespace},
+			temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}
+		if o.soaking {
+			cfg.retention = store.Retention{Requests: o.soakWindow, Journal: o.soakWindow, ClaimAttempts: o.soakWindow}
+			cfg.pruneInterval, cfg.soak = o.pruneInterval, true
+		}
+		done <- runServer(srvCtx, benchLogger(), st, cfg, func() { close(ready) })
 	}()
 	t.cleanup = append(t.cleanup, func() { cancel(); <-done })
 	select {
@@ -515,6 +577,8 @@ type benchReport struct {
 	Floors   map[string]summary `json:"floors"`
 	Phases   []*phaseResult     `json:"phases"`
 	Surface  *benchSurface      `json:"surface"`
+	// Soak is the soak phase's samples of the bounded tables' sizes.
+	Soak []soakSample `json:"soak,omitempty"`
 }
 
 type benchSettings struct {
@@ -539,6 +603,7 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 		t   *benchTarget
 		err error
 	)
+	o.soaking = slices.Contains(phases, phaseSoak)
 	if o.endpoint == "" {
 		t, err = startBenchStack(ctx, o, out)
 	} else {
@@ -601,6 +666,10 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 			res = b.readsPhase(ctx, reads)
 		case phaseBulk:
 			res = b.bulkPhase(ctx)
+		case phaseSoak:
+			res = b.soakPhase(ctx)
+		case phaseOpsCheck:
+			res = b.opsCheckPhase(ctx)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -610,6 +679,7 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 		res.Started, res.Ended = windows[len(windows)-1].from.UTC(), time.Now().UTC()
 		res.writeTable(out)
 	}
+	rep.Soak = b.soak
 	if n := len(windows); n > 0 {
 		windows[n-1].failedTo = workerTaskFailures(ctx, t.metricsURL)
 	}
@@ -682,6 +752,7 @@ type bencher struct {
 	floors  map[string]summary
 	devs    []*agent // developer agents, created on first need
 	tc      client.Client
+	soak    []soakSample // the soak phase's samples, for the JSON file
 }
 
 // developers returns n developer agents (created and connected once, then reused).

@@ -130,6 +130,11 @@ func TestBenchFlagsAreChecked(t *testing.T) {
 			o.phases, o.endpoint, o.key, o.databaseURL = "reads", "http://127.0.0.1:1/api/mcp", "cho_x", "postgres://x"
 		}, "--seed-live-database"},
 		{"seed-live without endpoint", func(o *benchOptions) { o.seedLive = true }, "--seed-live-database"},
+		{"soak without agents", func(o *benchOptions) {
+			o.phases, o.soakDuration, o.soakWindow, o.soakSample, o.pruneInterval = "soak", time.Minute, time.Minute, time.Second, time.Second
+		}, "--soak-agents"},
+		{"soak without a window", func(o *benchOptions) { o.phases, o.soakAgents, o.soakDuration = "soak", 1, time.Minute }, "--soak-window"},
+		{"opscheck without entities", func(o *benchOptions) { o.phases, o.opsConcurrency = "opscheck", 8 }, "--ops-entities"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

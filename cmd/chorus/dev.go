@@ -127,6 +127,9 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 
 	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, temporalWait: 30 * time.Second,
 		pprofAddr: o.pprofAddr, taskQueue: o.taskQueue}
+	if cfg.retention, cfg.pruneInterval, err = pruningFromEnv(); err != nil {
+		return err
+	}
 	if cfg.temporal.namespace == "" {
 		cfg.temporal.namespace = workflows.Namespace
 	}
@@ -177,6 +180,9 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		return err
 	}
 
+	if err := recordDevAddress(g.dataDir, cfg.temporal.address); err != nil {
+		return fmt.Errorf("record the Temporal address in the data dir: %w", err)
+	}
 	// A key is printed once, to a terminal, when chorus dev made it: never one the operator chose
 	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
 	showKey := boot.Created && chosenKey == "" && isTerminal(out)

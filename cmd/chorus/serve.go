@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
@@ -51,6 +54,13 @@ type serverConfig struct {
 	temporalWait time.Duration
 	// pprofAddr, when set, serves net/http/pprof on its own listener (never on addr).
 	pprofAddr string
+	// retention and pruneInterval configure the pruning a worker runs (zero: the defaults;
+	// pruningFromEnv).
+	retention     store.Retention
+	pruneInterval time.Duration
+	// soak: the bench's soak phase, whose journal window may be below the namespace's retention
+	// (activities.Activities.NoNamespaceFloor).
+	soak bool
 	// tracerProvider receives the spans of tool calls, Temporal and SQL; nil takes it from the
 	// OTEL_* environment (tracingFromEnv), where tracing is off unless asked for.
 	tracerProvider oteltrace.TracerProvider
@@ -129,6 +139,10 @@ of it (README "Security"), and name the proxy's host with --allowed-hosts. ` + t
 	cfg.temporal.flags(cmd, false, "")
 	cfg.edge.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
+	cmd.PreRunE = func(*cobra.Command, []string) (err error) {
+		cfg.retention, cfg.pruneInterval, err = pruningFromEnv()
+		return err
+	}
 	return cmd
 }
 
@@ -167,6 +181,14 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	defer tc.Close()
 	log.Info("temporal connected", "to", cfg.temporal.describe(), "payloadEncryption", payloadEncryption(cfg.temporal))
+	// The database belongs to one Temporal: the first start records it, and a later one refuses
+	// another deployment's (ops.BindCluster).
+	bindCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = ops.BindCluster(bindCtx, st, tc, cfg.temporal.namespace, cfg.temporal.address)
+	cancel()
+	if err != nil {
+		return err
+	}
 	seal := cfg.temporal.sealsPayloads()
 	if cfg.pprofAddr != "" {
 		stop, err := servePprof(log, cfg.pprofAddr)
@@ -178,6 +200,12 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if cfg.role != roleAPI {
 		regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.temporal.namespace)
+		if err == nil {
+			err = workflows.EnsurePruneSchedule(regCtx, tc, queueOrDefault(cfg.taskQueue), cmp.Or(cfg.pruneInterval, workflows.PruneInterval))
+			if err != nil {
+				err = fmt.Errorf("create the pruning schedule: %w", err)
+			}
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -191,6 +219,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	fatal := make(chan error, 1)
 	if cfg.role != roleAPI {
 		acts := activities.New(st, tc)
+		acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
 		if seal {
 			acts.SealKeywords = workflows.SealKeywords
 		}
@@ -440,4 +469,42 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 			return nil
 		},
 	})
+}
+
+// queueOrDefault is the task queue, workflows.TaskQueue when not set.
+func queueOrDefault(q string) string { return cmp.Or(q, workflows.TaskQueue) }
+
+// pruningFromEnv reads the pruning configuration (README "Retry window and retention"):
+// CHORUS_REQUEST_RETENTION, CHORUS_JOURNAL_RETENTION (durations such as 168h or 7d; unset: the
+// defaults of store.DefaultRetention) and CHORUS_PRUNE_INTERVAL (unset: workflows.PruneInterval).
+func pruningFromEnv() (store.Retention, time.Duration, error) {
+	var r store.Retention
+	var every time.Duration
+	for _, v := range []struct {
+		name string
+		into *time.Duration
+	}{{"CHORUS_REQUEST_RETENTION", &r.Requests}, {"CHORUS_JOURNAL_RETENTION", &r.Journal}, {"CHORUS_PRUNE_INTERVAL", &every}} {
+		s := envOr(v.name, "")
+		if s == "" {
+			continue
+		}
+		d, err := parseWindow(s)
+		if err != nil || d <= 0 {
+			return r, 0, fmt.Errorf("%s=%q is not a positive duration (e.g. 168h, 7d, 5m)", v.name, s)
+		}
+		*v.into = d
+	}
+	return r, every, nil
+}
+
+// parseWindow is time.ParseDuration that also takes whole days ("7d").
+func parseWindow(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }
