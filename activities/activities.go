@@ -18,6 +18,16 @@ type Activities struct {
 	// Temporal starts workflows from activities (approval's task workflows); nil in tests that
 	// do not approve proposals.
 	Temporal client.Client
+	// Retention is how long Prune keeps the rows of each bounded table; a zero window means
+	// store.DefaultRetention's.
+	Retention store.Retention
+	// NoNamespaceFloor lets the change journal keep exactly Retention.Journal even when the
+	// namespace keeps closed workflows longer (whose resets would then find no journal): only for
+	// `chorus bench --phases soak`, whose windows are minutes while a namespace keeps at least an hour.
+	NoNamespaceFloor bool
+	// SealKeywords, when set, rewrites the search attributes (by name) of each workflow an
+	// activity starts: workflows.SealKeywords while payloads are encrypted.
+	SealKeywords func(keywords map[string]string)
 }
 
 // New returns the activities over a store and a Temporal client.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -101,6 +102,10 @@ const startConcurrency = 8
 
 func (a *Activities) startWorkflow(ctx context.Context, queue string, s WorkflowStart) error {
 	var attrs []temporal.SearchAttributeUpdate
+	if a.SealKeywords != nil {
+		s.Keywords = maps.Clone(s.Keywords)
+		a.SealKeywords(s.Keywords)
+	}
 	for k, v := range s.Keywords {
 		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(k).ValueSet(v))
 	}

@@ -22,6 +22,18 @@ func (a *Activities) ApplyTaskChange(ctx context.Context, c store.TaskChange) (s
 	return out, nil
 }
 
+// ChangeApplied reports whether the change journal lists changeID for the row entityUUID
+// (store.ChangeApplied): a read that guards the guards of a re-applied command.
+func (a *Activities) ChangeApplied(ctx context.Context, changeID, entityUUID string) (bool, error) {
+	return a.Store.ChangeApplied(ctx, changeID, entityUUID)
+}
+
+// TaskRows reads the rows of the tasks of uuids that exist, with their criteria, in the order
+// of uuids: the tasks an approval a reset re-applies made.
+func (a *Activities) TaskRows(ctx context.Context, uuids []string) (store.TaskRows, error) {
+	return a.Store.TaskRows(ctx, uuids)
+}
+
 // Blockers reads the unresolved dependencies of a task (docs/rules.md §5.3).
 func (a *Activities) Blockers(ctx context.Context, taskUUID string) ([]store.TaskLink, error) {
 	return a.Store.Blockers(ctx, taskUUID)

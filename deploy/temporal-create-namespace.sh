@@ -8,7 +8,7 @@
 # workflows.SearchAttributeKeys (cmd/chorus/compose_test.go checks it).
 set -eu
 
-SEARCH_ATTRIBUTES="ChorusEntity ChorusProjectUuid ChorusStatus ChorusAssignee ChorusCreator ChorusProgress"
+SEARCH_ATTRIBUTES="ChorusEntity ChorusProjectUuid ChorusStatus ChorusAssignee ChorusCreator ChorusProgress ChorusTitle ChorusAssigneeName"
 
 ADDRESS="${TEMPORAL_ADDRESS:-temporal:7233}"
 NAMESPACE="${TEMPORAL_NAMESPACE:-default}"

@@ -9,8 +9,9 @@
 #
 # Needs PostgreSQL with a superuser login: CHORUS_PROD_PG_ADMIN_DSN
 # (postgres://postgres:...@127.0.0.1:5432/postgres), or CHORUS_TEST_PG_DSN on the same server.
-# It creates and drops the roles chorus_prodtest and chorus_prodtest_temporal and the databases
-# chorus_prodtest, chorus_prodtest_temporal and chorus_prodtest_visibility.
+# It creates and drops the roles P and P_temporal and the databases P, P_temporal and
+# P_visibility, where P is $CHORUS_PROD_PREFIX (default chorus_prodtest; give each clone that
+# shares a PostgreSQL server its own).
 #
 #   deploy/test-prod.sh               the scenarios (make test-prod)
 #   deploy/test-prod.sh bench [ARGS]  `chorus bench` against the same topology instead (make
@@ -34,11 +35,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/chorus-test-prod.XXXXXX")
 mkdir -p "$work/bin"
 echo "test-prod: building chorus, temporal-server, temporal-sql-tool and the temporal CLI (logs: $work)"
 go build -o "$work/bin/chorus" ./cmd/chorus
-# The server, its SQL tool and the CLI are tools of tools/go.mod, pinned there.
-ln -s "$(go -C tools tool -n go.temporal.io/server/cmd/server)" "$work/bin/temporal-server"
-ln -s "$(go -C tools tool -n go.temporal.io/server/cmd/tools/sql)" "$work/bin/temporal-sql-tool"
+# The server and its SQL tool are tools of tools/server/go.mod, the CLI (which the namespace
+# script runs) of tools/go.mod, each pinned there.
+ln -s "$(go -C tools/server tool -n go.temporal.io/server/cmd/server)" "$work/bin/temporal-server"
+ln -s "$(go -C tools/server tool -n go.temporal.io/server/cmd/tools/sql)" "$work/bin/temporal-sql-tool"
 ln -s "$(go -C tools tool -n github.com/temporalio/cli/cmd/temporal)" "$work/bin/temporal"
-schema="$(go -C tools list -m -f '{{.Dir}}' go.temporal.io/server)/schema/postgresql/v12"
+schema="$(go -C tools/server list -m -f '{{.Dir}}' go.temporal.io/server)/schema/postgresql/v12"
 
 status=0
 CHORUS_PROD_BIN_DIR="$work/bin" CHORUS_PROD_WORK_DIR="$work" CHORUS_PROD_SCHEMA_ROOT="$schema" CHORUS_PROD_BENCH="$bench" \

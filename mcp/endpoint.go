@@ -39,7 +39,7 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 		e.limits = l
 	}
 	if d.Flows != nil && d.Flows.Applied == nil && d.Store != nil {
-		d.Flows.Applied = d.Store.UpdateApplied // a retried call's update is not applied twice
+		d.Flows.Applied = d.Store.UpdateOutcome // a retried call's update is not applied twice
 	}
 	for _, t := range toolTable() {
 		bt, err := t.build(d)

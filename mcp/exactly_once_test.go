@@ -260,10 +260,11 @@ func TestResetThatReappliesUpdatesKeepsAgreement(t *testing.T) {
 	})
 }
 
-// A reset that drops a proposal's draft updates leaves the row holding drafts the workflow does
-// not know: the proposal's check finds the draft lists differ, and repair drops the row's
-// unknown drafts (keeping the others, content and all) so that row and workflow list the same
-// drafts. A draft the workflow holds but the row lost is reported, not invented.
+// A reset that drops a proposal's draft updates leaves the row holding a draft the workflow does
+// not know, added by a command its agent was told succeeded: ops repair makes the workflow follow
+// the row forward (a new run from the row), keeping the draft. A draft the workflow holds but
+// the row lost (a database edit, which the change journal does not list) is reported, not
+// invented, and the row follows the workflow.
 func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
 	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
@@ -287,8 +288,7 @@ func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
 
 		f, did := e.repairOnly(t, ops.Diverged)
 		require.Contains(t, f.Detail, "task drafts")
-		require.Contains(t, did, "rewrote the proposal row")
-		require.NotContains(t, did, "The row lost")
+		require.Contains(t, did, "ended the run and started a new run from the rows")
 		e.requireAgreement()
 
 		p, err := e.st.ProposalDrafts(ctx, proposal)
@@ -297,8 +297,8 @@ func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
 		for _, d := range p.TaskDrafts {
 			kept = append(kept, d.UUID)
 		}
-		require.Equal(t, drafts, kept, "the extra draft is dropped, the others kept in order")
-		require.Equal(t, "Schema work", *p.TaskDrafts[0].Description, "kept drafts keep their content")
+		require.Equal(t, append(drafts, extra.DraftUUID), kept, "the extra draft its agent was told of stays")
+		require.Equal(t, "Schema work", *p.TaskDrafts[0].Description, "drafts keep their content")
 		require.Len(t, p.DocumentDrafts, 2)
 
 		// The proposal works again: a draft the PM adds now lands in both.
@@ -309,7 +309,7 @@ func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
 		// A draft lost from the row (a database edit) is reported by repair, not recreated.
 		p, err = e.st.ProposalDrafts(ctx, proposal)
 		require.NoError(t, err)
-		require.Len(t, p.TaskDrafts, 4)
+		require.Len(t, p.TaskDrafts, 5)
 		lost := p.TaskDrafts[0].UUID
 		_, err = e.st.DB.NewUpdate().Table("proposals").Set("task_drafts = ?", mustJSON(t, p.TaskDrafts[1:])).
 			Set("version = version + 1").Where("uuid = ?", proposal).Exec(ctx)

@@ -108,3 +108,38 @@ func nextRunState(t *testing.T, e *env, id, runID string) workflows.TaskState {
 	require.NotNil(t, in.State)
 	return *in.State
 }
+
+// A task whose claim has a lease (docs/rules.md §5.10) is revoked and then moved with its idea
+// while a command of its holder is about to write: the write meets the moved row, and the
+// workflow adopts the move there, with the revoke's close it carries. A closed task holds no
+// lease, as the revoke wrote it, so the workflow drops the lease too and agrees with the row.
+func TestMoveAdoptedOverARevokeEndsTheLease(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		dev := e.client(e.agent("Dev", perm.DeveloperAgent))
+		var p CreatedProject
+		ok(t, admin, "chorus_admin_create_project", map[string]any{"name": "Leased", "claimTtlSeconds": 3600}, &p)
+		other := createProject(t, admin, "Borealis")
+		idea := elaboratedIdea(t, pm, admin, p.UUID, "Idea")
+		proposal, _ := fullProposal(t, pm, p.UUID, idea)
+		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
+		var pv ProposalView
+		ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}, &pv)
+		task := pv.MaterializedTasks[0].TaskUUID
+		var v TaskView
+		ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": task}, &v)
+		require.NotNil(t, v.ClaimExpiresAt, "the claim has a lease")
+
+		e.faults.OnceBefore("ApplyTaskChange", func() {
+			ok(t, pm, "chorus_pm_revoke_proposal", map[string]any{"proposalUuid": proposal}, nil)
+			ok(t, pm, "chorus_move_idea", map[string]any{"ideaUuid": idea, "targetProjectUuid": other}, nil)
+		})
+		require.Contains(t, fails(t, dev, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}),
+			"was moved to another project")
+		ok(t, dev, "chorus_get_task", map[string]any{"taskUuid": task}, &v)
+		require.Equal(t, "closed", v.Status)
+		require.Nil(t, v.ClaimExpiresAt)
+		e.requireAgreement()
+	})
+}

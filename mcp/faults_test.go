@@ -436,7 +436,9 @@ func requireEventually2(t testing.TB, within time.Duration, cond func() bool, ms
 
 // A `temporal workflow reset` rolls a workflow back but not its rows: the next command is
 // refused as a divergence (never acknowledged and skipped), ops check lists it, and ops repair
-// makes the rows follow the workflow again.
+// makes the workflow follow its rows forward: they hold a change Chorus applied and its agent was
+// told succeeded (the change journal lists it), so the workflow's run is ended and a new one
+// starts from the rows, and the command stays in effect.
 func TestResetIsDetectedAndRepaired(t *testing.T) {
 	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
@@ -459,12 +461,14 @@ func TestResetIsDetectedAndRepaired(t *testing.T) {
 		require.Contains(t, msg, "its stored record and its workflow disagree")
 		f, did := e.repairOnly(t, ops.Diverged)
 		require.Equal(t, id, f.WorkflowID)
-		require.Contains(t, did, "rewrote the task row")
+		require.Contains(t, did, "ended the run and started a new run from the rows")
 		e.requireAgreement()
 		var v TaskView
 		ok(t, admin, "chorus_get_task", map[string]any{"taskUuid": task}, &v)
-		require.Equal(t, "assigned", v.Status, "the row follows the workflow")
-		ok(t, admin, "chorus_release_task", map[string]any{"taskUuid": task}, nil)
+		require.Equal(t, "in_progress", v.Status, "the start its agent was told of stays in effect")
+		ok(t, admin, "chorus_submit_for_verify", map[string]any{"taskUuid": task}, nil)
+		require.Equal(t, 1, activityCount(t, e.st, task, "status_changed"))
+		require.Zero(t, activityCount(t, e.st, task, "rolled_back"))
 		e.requireAgreement()
 	})
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +184,55 @@ func TestClaimLeaseExpiryFaults(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A session heartbeat, the commonest call, writes nothing for a claim renewed within the last
+// tenth of its time to live (docs/rules.md §5.10): the task's row and workflow are left as they
+// are. Once more than a tenth has passed, it renews the claim again, exactly once even when the
+// renewal's acknowledgement is lost.
+func TestHeartbeatLeavesAFreshClaimAlone(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		a := e.client(e.agent("Dev A", perm.DeveloperAgent))
+		_, task := leaseProject(t, admin, 20)
+		s := createSessionFor(t, a, "worktree")
+		ok(t, a, "chorus_session_checkin_task", map[string]any{"sessionUuid": s.UUID, "taskUuid": task}, nil) // claims it
+		claimed, err := e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+
+		ok(t, a, "chorus_session_heartbeat", map[string]any{"sessionUuid": s.UUID}, nil)
+		row, err := e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+		require.Equal(t, claimed.Version, row.Version, "a heartbeat right after the claim writes nothing")
+		require.Equal(t, *claimed.ClaimExpiresAt, *row.ClaimExpiresAt)
+
+		// Once more than a tenth of the 20 s has run out, the heartbeat renews the claim.
+		requireEventually2(t, 30*time.Second, func() bool { return time.Until(*claimed.ClaimExpiresAt) < 17*time.Second },
+			"two seconds pass")
+		ok(t, a, "chorus_session_heartbeat", map[string]any{"sessionUuid": s.UUID}, nil)
+		row, err = e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+		require.Equal(t, claimed.Version+1, row.Version)
+		require.True(t, row.ClaimExpiresAt.After(*claimed.ClaimExpiresAt))
+		e.requireAgreement()
+
+		// Fault: the renewal commits and reports failure (the acknowledgement is lost). The
+		// heartbeat still answers, the renewal is applied once, and the next heartbeat finds the
+		// claim fresh and writes nothing.
+		renewed := row
+		requireEventually2(t, 30*time.Second, func() bool { return time.Until(*renewed.ClaimExpiresAt) < 17*time.Second },
+			"two seconds pass")
+		e.faults.FailAfterCommit("ApplyTaskChange", 1)
+		ok(t, a, "chorus_session_heartbeat", map[string]any{"sessionUuid": s.UUID}, nil)
+		require.Equal(t, 1, e.faults.Injected("ApplyTaskChange"))
+		row, err = e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+		require.Equal(t, renewed.Version+1, row.Version, "renewed once")
+		ok(t, a, "chorus_session_heartbeat", map[string]any{"sessionUuid": s.UUID}, nil)
+		again, err := e.st.TaskRow(ctx, task)
+		require.NoError(t, err)
+		require.Equal(t, row.Version, again.Version, "the retried renewal left a fresh claim: nothing written")
+		e.requireAgreement()
+	})
 }

@@ -149,6 +149,8 @@ func classify(err error) (outcome, kind string) {
 			return outcomeRefused, "diverged"
 		case workflows.KindAlreadyApplied:
 			return outcomeRefused, "already_applied"
+		case workflows.KindRolledBack:
+			return outcomeRefused, "rolled_back"
 		}
 		return outcomeRefused, "conflict"
 	case errors.Is(err, workflows.ErrStillRunning), errors.Is(err, store.ErrRequestInProgress),

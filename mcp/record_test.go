@@ -19,6 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/workflows"
@@ -119,6 +120,39 @@ func TestRecordWorkflowHistories(t *testing.T) {
 	}
 }
 
+// TestRecordContinuedAsNewHistories records the run of a task workflow that continued as new
+// after its claim (the server here suggests continue-as-new after a handful of events), and the
+// batch that created the task: the shapes of continue-as-new waiting for the signals it took
+// (workflow.GetVersion "continue-as-new-waits-for-signals") and of batch ids derived from the
+// batch ("create-tasks-ids-from-batch"). CHORUS_RECORD names them task-continued-as-new and
+// task-batch-ids.
+func TestRecordContinuedAsNewHistories(t *testing.T) {
+	tc := wftest.Dedicated(t, "limit.historyCount.suggestContinueAsNew=8")
+	e := startEnv(t, "sqlite", envOptions{flows: true, temporal: tc})
+	admin := e.client(e.adminKey)
+	dev := e.client(e.agent("Dev", perm.DeveloperAgent))
+	project := createProject(t, admin, "Apollo")
+	var quick CreatedTasks
+	ok(t, dev, "chorus_create_tasks", map[string]any{"projectUuid": project, "requestId": "record-can", "tasks": []map[string]any{
+		{"title": "Continued", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &quick)
+	id := workflows.TaskID(quick.Tasks[0].UUID)
+	first := currentRun(t, e, id)
+	ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": quick.Tasks[0].UUID}, nil)
+	_ = nextRunState(t, e, id, first)
+	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-can", "0"))
+	day := time.Now().UTC().Format("2006-01-02")
+	dir := filepath.Join("..", "workflows", "testdata", "histories")
+	for _, h := range []struct{ name, id, run string }{
+		{"task-continued-as-new", id, first},
+		{"task-batch-ids", batch, ""},
+	} {
+		if only := os.Getenv("CHORUS_RECORD"); only != "" && !slices.Contains(strings.Split(only, ","), h.name) {
+			continue
+		}
+		writeRunHistory(t, tc, h.id, h.run, freeName(t, dir, day+"-"+h.name))
+	}
+}
+
 // freeName is dir/base.json, or dir/base-N.json with the first N from 2 whose file does not exist.
 func freeName(t *testing.T, dir, base string) string {
 	path := filepath.Join(dir, base+".json")
@@ -132,7 +166,13 @@ func freeName(t *testing.T, dir, base string) string {
 }
 
 func writeHistory(t *testing.T, workflowID, path string) {
-	it := wftest.Server(t).Client().GetWorkflowHistory(context.Background(), workflowID, "", false,
+	writeRunHistory(t, wftest.Server(t).Client(), workflowID, "", path)
+}
+
+// writeRunHistory writes the history of one run ("" for the latest) of workflowID, read through
+// tc, to path and adds it to SHA256SUMS.
+func writeRunHistory(t *testing.T, tc client.Client, workflowID, runID, path string) {
+	it := tc.GetWorkflowHistory(context.Background(), workflowID, runID, false,
 		enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var hist historypb.History
 	for it.HasNext() {

@@ -19,6 +19,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
@@ -91,6 +94,11 @@ type Deps struct {
 	CallTimeout time.Duration
 	// Metrics records tool calls and refusals; nil records nothing.
 	Metrics *Metrics
+	// Tracer, when set, starts a span per tool call ("tool <name>"), the parent of the spans of
+	// the Temporal calls, workflow, activities and SQL statements the call makes (README
+	// "Tracing"); nil traces nothing.
+	Tracer oteltrace.Tracer
+
 	// Limits bound each API key's and each company's requests (limits.go); the zero value
 	// limits nothing. `chorus serve` and `chorus dev` pass DefaultLimits unless told otherwise.
 	Limits Limits
@@ -196,8 +204,17 @@ func (t tool[In, Out]) build(d *Deps) (*builtTool, error) {
 	}
 	bt.handler = func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := requestStart(ctx)
+		span := oteltrace.SpanFromContext(ctx)
+		if d.Tracer != nil {
+			ctx, span = d.Tracer.Start(ctx, "tool "+t.Name, oteltrace.WithSpanKind(oteltrace.SpanKindServer),
+				oteltrace.WithAttributes(attribute.String("mcp.tool", t.Name)))
+			defer span.End()
+		}
 		ctx, trace := workflows.WithTrace(ctx)
 		res, err := t.call(ctx, d, in, req)
+		if err != nil {
+			span.SetStatus(codes.Error, "isError")
+		}
 		ref := refFrom(ctx)
 		if err != nil {
 			res = &mcpsdk.CallToolResult{IsError: true,
@@ -443,6 +460,8 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 		return nil, err
 	case prior.State == "done" && string(prior.Result) == alreadyAppliedResult:
 		return nil, workflows.ErrAlreadyApplied
+	case prior.State == "done" && string(prior.Result) == store.RolledBackResult:
+		return nil, workflows.ErrRolledBack
 	case prior.State == "done":
 		return prior.Result, nil
 	}
@@ -457,6 +476,10 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 		}
 	case workflows.IsKind(err, workflows.KindAlreadyApplied):
 		if ferr := d.Store.FinishToolRequest(bg, agent, call.RequestID, call.Generation, json.RawMessage(alreadyAppliedResult)); ferr != nil {
+			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
+		}
+	case workflows.IsKind(err, workflows.KindRolledBack):
+		if ferr := d.Store.FinishToolRequest(bg, agent, call.RequestID, call.Generation, json.RawMessage(store.RolledBackResult)); ferr != nil {
 			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
 		}
 	case refused(err):
@@ -489,7 +512,8 @@ func refused(err error) bool {
 	}
 	var wfe *workflows.Error
 	if errors.As(err, &wfe) {
-		return wfe.Kind != workflows.KindAlreadyApplied && !(wfe.Kind == workflows.KindDiverged && wfe.MayHaveApplied)
+		return wfe.Kind != workflows.KindAlreadyApplied && wfe.Kind != workflows.KindRolledBack &&
+			!(wfe.Kind == workflows.KindDiverged && wfe.MayHaveApplied)
 	}
 	_, known := agentMessage(err)
 	return known

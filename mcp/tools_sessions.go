@@ -272,8 +272,9 @@ var sessionHeartbeat = tool[SessionIn, textResult]{
 
 // renewClaims renews the caller's lapsing claims on the tasks of a session's open check-ins
 // (docs/rules.md §5.10). A task the caller no longer holds is left alone (the workflow refuses the
-// renewal: the claim lapsed or moved on); an error with an unknown outcome ends the heartbeat,
-// and its retry renews again.
+// renewal: the claim lapsed or moved on), and so is a claim renewed within the last tenth of its
+// time to live (freshClaim): the heartbeat is the commonest call, and then it reads the task and
+// writes nothing. An error with an unknown outcome ends the heartbeat, and its retry renews again.
 func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionCheckin) error {
 	for _, ci := range open {
 		t, err := d.Store.TaskRow(ctx, ci.TaskUUID)
@@ -283,7 +284,8 @@ func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionC
 		if err != nil {
 			return err
 		}
-		if t.AssigneeUUID == nil || *t.AssigneeUUID != call.Who.Caller.AgentUUID || t.ClaimExpiresAt == nil {
+		if t.AssigneeUUID == nil || *t.AssigneeUUID != call.Who.Caller.AgentUUID || t.ClaimExpiresAt == nil ||
+			freshClaim(t, time.Now()) {
 			continue
 		}
 		_, err = workflows.Send(ctx, d.Flows, workflows.RenewClaim, t.UUID, flowCall(call), call.Who.Caller.AgentUUID,
@@ -293,6 +295,16 @@ func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionC
 		}
 	}
 	return nil
+}
+
+// freshClaim reports whether a task's stored lease was renewed within the last tenth of its time
+// to live as of now: more than nine tenths of it remain (docs/rules.md §5.10).
+func freshClaim(t store.Task, now time.Time) bool {
+	if t.ClaimTTLSeconds == nil || t.ClaimExpiresAt == nil {
+		return false
+	}
+	ttl := time.Duration(*t.ClaimTTLSeconds) * time.Second
+	return t.ClaimExpiresAt.Sub(now) > ttl-ttl/10
 }
 
 // ---- check in / check out ----

@@ -27,6 +27,7 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
@@ -131,6 +132,8 @@ type Ops struct {
 	// ago or longer (default one minute).
 	StuckAttempts int32
 	StuckAfter    time.Duration
+	// Concurrency is how many entities a pass compares at once (default 8).
+	Concurrency int
 }
 
 func (o *Ops) attempts() int {
@@ -162,10 +165,23 @@ func (o *Ops) stuckAfter() time.Duration {
 }
 
 // Check lists every disagreement between workflows and rows (CheckReport's findings); only,
-// when not "", limits it to one workflow id ("task/<uuid>"). It writes nothing.
+// when not "", limits it to one workflow id ("task/<uuid>"). It writes nothing but the check
+// marks of a whole pass.
 func (o *Ops) Check(ctx context.Context, only string) ([]Finding, error) {
 	r, err := o.CheckReport(ctx, only)
 	return r.Findings, err
+}
+
+// Pass says what one check pass compared.
+type Pass struct {
+	// Incremental: only the entities that moved since the last pass were compared (CheckIncremental).
+	Incremental bool
+	// Entities is how many entities the pass considered: every row and every running workflow.
+	Entities int
+	// Compared is how many of them it observed (described and queried); the others had not moved
+	// since a pass found them in agreement.
+	Compared int
+	Duration time.Duration
 }
 
 // CheckReport compares every idea, proposal and task row with its workflow, and every running
@@ -174,24 +190,19 @@ func (o *Ops) Check(ctx context.Context, only string) ([]Finding, error) {
 // each workflow stuck on an activity that keeps failing, and each task whose kept count of
 // unresolved dependencies differs from a recount. Entities that kept changing through
 // every observation are listed as busy. only, when not "", limits it to one workflow id, which
-// must be "<idea|proposal|task>/<uuid>". It writes nothing. The error is the first read or call
-// that failed (the database, Temporal, or a workflow's state query when no worker serves it);
-// what was found until then is returned with it.
+// must be "<idea|proposal|task>/<uuid>". It compares up to o.Concurrency entities at once, and a
+// whole pass records, per entity it found in agreement, what it compared (store.CheckMark), for
+// CheckIncremental. The error is the first read or call that failed (the database, Temporal, or a
+// workflow's state query when no worker serves it); what was found until then is returned with it.
 func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
-	var r Report
-	add := func(v verdict) {
-		r.Findings = append(r.Findings, v.findings...)
-		if v.busy != "" {
-			r.Busy = append(r.Busy, Busy{WorkflowID: v.id, Reason: v.busy})
-		}
-	}
 	if only != "" {
+		var r Report
 		entity, uuid, err := workflows.ParseWorkflowID(only)
 		if err != nil {
 			return r, err
 		}
 		v, err := o.inspect(ctx, entity, uuid)
-		add(v)
+		r.add(v)
 		if err != nil || entity != workflows.EntityTask {
 			return r, err
 		}
@@ -199,39 +210,176 @@ func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
 		r.Findings = append(r.Findings, counts...)
 		return r, err
 	}
+	r, _, err := o.pass(ctx, false)
+	return r, err
+}
+
+// CheckPass is CheckReport of every entity, with what the pass compared.
+func (o *Ops) CheckPass(ctx context.Context) (Report, Pass, error) { return o.pass(ctx, false) }
+
+// CheckIncremental is CheckReport for the entities that moved since the last pass (docs/
+// write-path.md, "Check and repair"): rows whose version or change id differ from their check
+// mark or have none (new rows, and those the last pass did not find in agreement), running
+// workflows whose run differs from their mark (a reset, a restart, a continue-as-new) or that have
+// no row, and rows whose workflow is not running. Everything else is as the last pass found it:
+// its row and its workflow's run have not moved. Visibility (the list of running workflows) tells
+// which is which; only the entities that moved are described and queried. A write stuck since the
+// last pass on an entity that did not move is found by the next full pass.
+func (o *Ops) CheckIncremental(ctx context.Context) (Report, Pass, error) {
+	return o.pass(ctx, true)
+}
+
+func (r *Report) add(v verdict) {
+	r.Findings = append(r.Findings, v.findings...)
+	if v.busy != "" {
+		r.Busy = append(r.Busy, Busy{WorkflowID: v.id, Reason: v.busy})
+	}
+}
+
+func (o *Ops) concurrency() int {
+	if o.Concurrency > 0 {
+		return o.Concurrency
+	}
+	return 8
+}
+
+// pass runs a whole check pass, full or incremental, and records its check marks.
+func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) {
+	started := time.Now()
+	p := Pass{Incremental: incremental}
+	var r Report
 	ids, err := o.Store.AllLifecycleUUIDs(ctx)
 	if err != nil {
-		return r, fmt.Errorf("read rows: %w", err)
+		return r, p, fmt.Errorf("read rows: %w", err)
 	}
-	seen := map[string]bool{}
-	for _, group := range []struct {
+	var rows []string // workflow ids, in the order findings are listed
+	for _, g := range []struct {
 		entity workflows.Entity
 		uuids  []string
 	}{{workflows.EntityIdea, ids.Ideas}, {workflows.EntityProposal, ids.Proposals}, {workflows.EntityTask, ids.Tasks}} {
-		for _, uuid := range group.uuids {
-			seen[workflows.WorkflowID(group.entity, uuid)] = true
-			v, err := o.inspect(ctx, group.entity, uuid)
-			add(v)
-			if err != nil {
-				return r, err
+		for _, uuid := range g.uuids {
+			rows = append(rows, workflows.WorkflowID(g.entity, uuid))
+		}
+	}
+	hasRow := make(map[string]bool, len(rows))
+	for _, id := range rows {
+		hasRow[id] = true
+	}
+	// Running workflows, from visibility: those without a row are compared in any pass; in an
+	// incremental one, so are those whose run is not the one their mark names.
+	running := map[string]bool{}
+	var extra, moved []string
+	err = o.eachRunningPage(ctx, func(page []runningWorkflow) error {
+		var ids []string
+		for _, w := range page {
+			running[w.id] = true
+			ids = append(ids, w.id)
+			if !hasRow[w.id] {
+				extra = append(extra, w.id)
+			}
+		}
+		if !incremental {
+			return nil
+		}
+		marked, err := o.Store.MarkedRuns(ctx, ids)
+		if err != nil {
+			return fmt.Errorf("read check marks: %w", err)
+		}
+		for _, w := range page {
+			if hasRow[w.id] && marked[w.id] != w.runID {
+				moved = append(moved, w.id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return r, p, err
+	}
+	targets := rows
+	if incremental {
+		changed, err := o.Store.UnmarkedRows(ctx)
+		if err != nil {
+			return r, p, fmt.Errorf("read check marks: %w", err)
+		}
+		suspect := map[string]bool{}
+		for _, id := range append(changed, moved...) {
+			suspect[id] = true
+		}
+		for _, id := range rows {
+			if !running[id] {
+				suspect[id] = true // a missing or closed workflow, or one between two runs
+			}
+		}
+		targets = nil
+		for _, id := range rows {
+			if suspect[id] {
+				targets = append(targets, id)
 			}
 		}
 	}
-	err = o.eachRunning(ctx, func(id string) error {
-		entity, uuid, err := workflows.ParseWorkflowID(id)
-		if err != nil || seen[id] {
-			return nil
-		}
-		v, err := o.inspect(ctx, entity, uuid)
-		add(v)
-		return err
-	})
+	targets = append(targets, extra...)
+	p.Entities = len(rows) + len(extra)
+	p.Compared = len(targets)
+
+	verdicts := make([]verdict, len(targets))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.concurrency())
+	for i, id := range targets {
+		g.Go(func() error {
+			entity, uuid, err := workflows.ParseWorkflowID(id)
+			if err != nil {
+				return nil
+			}
+			v, err := o.inspect(gctx, entity, uuid)
+			verdicts[i] = v
+			return err
+		})
+	}
+	err = g.Wait()
+	for _, v := range verdicts {
+		r.add(v)
+	}
 	if err != nil {
-		return r, err
+		return r, p, err
 	}
 	counts, err := o.unresolvedCounts(ctx)
 	r.Findings = append(r.Findings, counts...)
-	return r, err
+	if err != nil {
+		return r, p, err
+	}
+	if err := o.saveMarks(ctx, verdicts, r.Findings); err != nil {
+		return r, p, err
+	}
+	p.Duration = time.Since(started)
+	return r, p, nil
+}
+
+// saveMarks records the check marks of a pass: a mark per entity found in agreement with its row
+// and running workflow, none for the others (they are compared again by the next pass).
+func (o *Ops) saveMarks(ctx context.Context, verdicts []verdict, findings []Finding) error {
+	found := map[string]bool{}
+	for _, f := range findings {
+		found[f.WorkflowID] = true
+	}
+	now := store.Now()
+	var marks []store.CheckMark
+	var clear []string
+	for _, v := range verdicts {
+		ob := v.last
+		if v.id == "" {
+			continue
+		}
+		if found[v.id] || v.busy != "" || !ob.row.exists || ob.run.status != "running" {
+			clear = append(clear, v.id)
+			continue
+		}
+		marks = append(marks, store.CheckMark{WorkflowID: v.id, RunID: ob.run.runID, RowVersion: ob.row.version,
+			RowChangeID: ob.row.changeID, CheckedAt: now})
+	}
+	if err := o.Store.SaveCheckMarks(ctx, marks, clear); err != nil {
+		return fmt.Errorf("record check marks: %w", err)
+	}
+	return nil
 }
 
 // unresolvedCounts lists an UnresolvedCount finding for each task (of taskUUIDs, or every task)
@@ -251,23 +399,28 @@ func (o *Ops) unresolvedCounts(ctx context.Context, taskUUIDs ...string) ([]Find
 	return out, nil
 }
 
-// eachRunning calls f with the id of every running entity workflow of this deployment's task
-// queue, stopping at f's first error.
-func (o *Ops) eachRunning(ctx context.Context, f func(id string) error) error {
+// runningWorkflow is a running entity workflow as visibility lists it.
+type runningWorkflow struct{ id, runID string }
+
+// eachRunningPage calls f with every page of the running entity workflows of this deployment's
+// task queue (visibility's list, 1,000 a page), stopping at f's first error.
+func (o *Ops) eachRunningPage(ctx context.Context, f func([]runningWorkflow) error) error {
 	var token []byte
 	for {
 		resp, err := o.Flows.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf(`ExecutionStatus = "Running" AND TaskQueue = %q AND ChorusEntity IN ("idea", "proposal", "task")`,
 				o.Flows.TaskQueue),
-			NextPageToken: token,
+			NextPageToken: token, PageSize: 1000,
 		})
 		if err != nil {
 			return fmt.Errorf("list running workflows: %w", err)
 		}
+		page := make([]runningWorkflow, 0, len(resp.GetExecutions()))
 		for _, e := range resp.GetExecutions() {
-			if err := f(e.GetExecution().GetWorkflowId()); err != nil {
-				return err
-			}
+			page = append(page, runningWorkflow{id: e.GetExecution().GetWorkflowId(), runID: e.GetExecution().GetRunId()})
+		}
+		if err := f(page); err != nil {
+			return err
 		}
 		token = resp.GetNextPageToken()
 		if len(token) == 0 {
@@ -339,6 +492,16 @@ type observation struct {
 	// moveInFlight: the row holds a move of an idea (movedRow) that is still being delivered: the
 	// moving idea's workflow has work pending, or this workflow is taking in an event.
 	moveInFlight bool
+	// revokeInFlight: the row holds its proposal's revoke (revokedRow) that is still being
+	// delivered, likewise.
+	revokeInFlight bool
+}
+
+// revokedRow reports whether a task's row holds its proposal's revoke that its workflow has not
+// adopted: closed, ahead of the state, marked with the proposal's change.
+func (ob observation) revokedRow() bool {
+	return ob.entity == workflows.EntityTask && ob.proposalID != "" && ob.row.exists && ob.wf.exists &&
+		ob.row.status == "closed" && ob.row.version > ob.wf.version && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#")
 }
 
 // movedRow reports whether the row holds a move of an idea that its workflow has not adopted:
@@ -378,6 +541,13 @@ func (o *Ops) observe(ctx context.Context, entity workflows.Entity, uuid string)
 			return ob, err
 		}
 		ob.moveInFlight = len(m.pending) > 0 || m.pendingTask || ob.run.pendingTask
+	}
+	if ob.revokedRow() && ob.run.status == "running" {
+		p, err := o.describe(ctx, ob.proposalID)
+		if err != nil {
+			return ob, err
+		}
+		ob.revokeInFlight = len(p.pending) > 0 || p.pendingTask || ob.run.pendingTask
 	}
 	switch {
 	case !before.same(ob.row):
@@ -641,8 +811,7 @@ func (ob observation) midChange() (string, bool) {
 			return why, true
 		}
 	}
-	if ob.entity == workflows.EntityTask && ob.proposalID != "" && ob.row.exists && ob.row.status == "closed" &&
-		ob.row.version > ob.wf.version && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#") {
+	if ob.revokedRow() && ob.revokeInFlight {
 		return "its proposal's revoke closed the row, and the workflow is adopting it", true
 	}
 	if mover, ok := ob.movedRow(); ok && ob.moveInFlight {
@@ -834,13 +1003,39 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	case len(ob.run.pending) > 0:
 		return "", skipped("%s has %s pending: it is applying a change", v.id, ob.run.pending[0].Type)
 	}
+	if ownNextChange(ob) && ob.run.pendingTask {
+		return "", skipped("the row holds %s's own next change (%s), which the workflow may still record; if it stays so, "+
+			"terminate the workflow and run chorus ops repair %s to restart it from its rows", v.id, ob.row.changeID, v.id)
+	}
+	// A move or revoke that is all the workflow lacks (the row one version ahead) is adopted through
+	// its signal, as its delivery would have.
+	if mover, ok := ob.movedRow(); ok && ob.row.version == ob.wf.version+1 {
+		return o.adoptMove(ctx, ob, mover)
+	}
+	if ob.revokedRow() && ob.row.version == ob.wf.version+1 {
+		return o.adoptRevoke(ctx, ob)
+	}
+	// Rows that hold changes Chorus applied (the change journal lists the row's) and the workflow
+	// lost (a reset that dropped updates or signals, a move or revoke never delivered): agents were
+	// told those commands succeeded, so the rows are the truth, and the workflow follows them
+	// forward instead of the rows being rolled back.
+	if forward, err := o.rowsAhead(ctx, ob, uuid); err != nil {
+		return "", err
+	} else if forward {
+		return o.restartFromRows(ctx, ob, entity, uuid)
+	}
+	// A move or revoke further ahead that the journal does not list (a revoke written before
+	// revokes were journaled) is adopted through its signal too.
 	if mover, ok := ob.movedRow(); ok {
 		return o.adoptMove(ctx, ob, mover)
 	}
-	switch {
-	case ownNextChange(ob) && ob.run.pendingTask:
-		return "", skipped("the row holds %s's own next change (%s), which the workflow may still record; if it stays so, "+
-			"terminate the workflow and run chorus ops repair %s to restart it from its rows", v.id, ob.row.changeID, v.id)
+	if ob.revokedRow() {
+		return o.adoptRevoke(ctx, ob)
+	}
+	if deletedBy, err := o.deletedByOwnChange(ctx, ob, uuid); err != nil {
+		return "", err
+	} else if deletedBy != "" {
+		return o.endDeleted(ctx, ob, deletedBy)
 	}
 	// Re-verify right before writing: the same run, nothing in flight, the same state.
 	again, err := o.describe(ctx, v.id)
@@ -857,7 +1052,15 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	if !wf.same(ob.wf) {
 		return "", skipped("%s's state moved while it was being repaired", v.id)
 	}
-	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID}}
+	if project := wf.values["project_uuid"]; project != "" {
+		if exists, err := o.Store.LifecycleProjectExists(ctx, project); err != nil {
+			return "", err
+		} else if !exists {
+			return "", foreignWorkflow(v.id, entity, project)
+		}
+	}
+	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID},
+		Undo: rollbackActivity(entity, uuid, state, ob.row.version)}
 	var lost, lostDrafts int
 	switch s := state.(type) {
 	case workflows.IdeaState:
@@ -886,6 +1089,11 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	}
 	if err := o.Store.RepairRow(ctx, r); errors.Is(err, store.ErrRowMoved) {
 		return "", skipped("%s's row changed since it was checked; nothing was written", v.id)
+	} else if store.IsConstraintViolation(err) {
+		return "", fmt.Errorf("%w: the database refused %s's row as its workflow holds it (%v): a row it refers to (its "+
+			"project, parent idea or proposal) is not in this database. If the workflow is not this deployment's, terminate it "+
+			"(temporal workflow terminate -w %s --reason ...); if rows were deleted by hand, restore them from a backup. "+
+			"Running repair again changes nothing", ErrCannotRepair, v.id, err, v.id)
 	} else if err != nil {
 		return "", err
 	}
@@ -910,7 +1118,123 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 		msg += fmt.Sprintf(". The row lost %d of the drafts the workflow holds; their text lived only in the database, so "+
 			"they cannot be recreated: restore them from a backup, or remove them with the draft tools", lostDrafts)
 	}
+	if n := r.Undo.Undone; n > 0 {
+		msg += fmt.Sprintf(". This rolled back %d change(s) Chorus had applied (row version %d): the row's history past the "+
+			"workflow cannot be adopted, since it does not end in a change Chorus made. Their change journal entries are marked "+
+			"rolled back, a retry of their calls with the same requestId is told so, and a rolled_back activity on the %s "+
+			"records it", n, ob.row.version, entity)
+	}
 	return msg, nil
+}
+
+// foreignWorkflow is the error of a repair whose workflow holds an entity of a project this
+// database does not have.
+func foreignWorkflow(id string, entity workflows.Entity, project string) error {
+	return fmt.Errorf("%w: %s holds a %s of project %s, which is not in this database: the workflow belongs to another "+
+		"deployment (one using the same Temporal namespace and task queue), or its project was deleted behind Chorus's back. "+
+		"Terminate it (temporal workflow terminate -w %s --reason \"not this deployment's\"), or restore the project from a "+
+		"backup. Running repair again changes nothing", ErrCannotRepair, id, entity, project, id)
+}
+
+// rollbackActivity is what a repair that rolls the row back from version from records
+// (store.RowRepair.Undo): an activity on the entity, its actor Chorus itself.
+func rollbackActivity(entity workflows.Entity, uuid string, state any, from int64) *store.Rollback {
+	var company, project string
+	var to int64
+	switch s := state.(type) {
+	case workflows.IdeaState:
+		company, project, to = s.CompanyUUID, s.ProjectUUID, s.Row.Version
+	case workflows.ProposalState:
+		company, project, to = s.CompanyUUID, s.ProjectUUID, s.Row.Version
+	case workflows.TaskState:
+		company, project, to = s.CompanyUUID, s.ProjectUUID, s.Row.Version
+	}
+	return &store.Rollback{Activity: store.Activity{UUID: workflows.DerivedUUID("rolled-back", uuid, fmt.Sprint(from), fmt.Sprint(to)),
+		CompanyUUID: company, ProjectUUID: project, TargetType: string(entity), TargetUUID: uuid, ActorType: "system",
+		ActorUUID: workflows.SystemActorUUID, Action: "rolled_back"}}
+}
+
+// rowsAhead reports whether the row is ahead of the workflow's state with a change the change
+// journal lists at the row's version: a change Chorus applied (and an agent was told of) that the
+// workflow no longer holds.
+func (o *Ops) rowsAhead(ctx context.Context, ob observation, uuid string) (bool, error) {
+	if !ob.row.exists || !ob.wf.exists || ob.row.version <= ob.wf.version {
+		return false, nil
+	}
+	ok, err := o.Store.ChangeAppliedAt(ctx, ob.row.changeID, uuid, ob.row.version)
+	if err != nil {
+		return false, fmt.Errorf("read the change journal of %s: %w", ob.id, err)
+	}
+	return ok, nil
+}
+
+// restartFromRows ends the workflow's run and starts a new one from the rows (the workflow
+// follows the rows forward), after checking once more that the run is the one observed and has
+// nothing in flight.
+func (o *Ops) restartFromRows(ctx context.Context, ob observation, entity workflows.Entity, uuid string) (string, error) {
+	again, err := o.describe(ctx, ob.id)
+	if err != nil {
+		return "", err
+	}
+	if again.runID != ob.run.runID || len(again.pending) > 0 {
+		return "", skipped("%s started a change while it was being repaired", ob.id)
+	}
+	reason := fmt.Sprintf("chorus ops repair: the rows hold changes this run lost (version %d, change %s; the run holds "+
+		"version %d); restarting from the rows", ob.row.version, ob.row.changeID, ob.wf.version)
+	if err := o.Flows.Temporal.TerminateWorkflow(ctx, ob.id, ob.run.runID, reason); err != nil {
+		return "", fmt.Errorf("terminate %s: %w", ob.id, err)
+	}
+	did, err := o.restart(ctx, entity, uuid)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the rows hold changes Chorus applied that the workflow no longer held (row version %d, workflow "+
+		"version %d, as after a reset): ended the run and %s, so commands agents were told succeeded stay in effect",
+		ob.row.version, ob.wf.version, did), nil
+}
+
+// deletedByOwnChange returns the change that deleted the entity's row when the row is gone by a
+// command of the entity's own workflow that the workflow no longer holds (a reset to before the
+// delete), "" otherwise.
+func (o *Ops) deletedByOwnChange(ctx context.Context, ob observation, uuid string) (string, error) {
+	if ob.row.exists || !ob.wf.exists {
+		return "", nil
+	}
+	change, version, err := o.Store.LastChange(ctx, uuid)
+	if err != nil {
+		return "", fmt.Errorf("read the change journal of %s: %w", ob.id, err)
+	}
+	if version > ob.wf.version && strings.HasPrefix(change, ob.id+"#") {
+		return change, nil
+	}
+	return "", nil
+}
+
+// endDeleted ends the run of a workflow whose entity its own command deleted: the entity stays
+// deleted, as its agent was told.
+func (o *Ops) endDeleted(ctx context.Context, ob observation, change string) (string, error) {
+	reason := fmt.Sprintf("chorus ops repair: the entity was deleted by %s, which this run lost", change)
+	if err := o.Flows.Temporal.TerminateWorkflow(ctx, ob.id, ob.run.runID, reason); err != nil {
+		return "", fmt.Errorf("terminate %s: %w", ob.id, err)
+	}
+	return fmt.Sprintf("the row was deleted by the workflow's own change %s, which the workflow no longer held (as after "+
+		"a reset): ended the run, so the entity stays deleted as its agent was told", change), nil
+}
+
+// adoptRevoke tells a task's workflow about its proposal's revoke that its row holds and its state
+// lacks (the signal never arrived): the revoke committed, and the task follows it.
+func (o *Ops) adoptRevoke(ctx context.Context, ob observation) (string, error) {
+	_, proposal, err := workflows.ParseWorkflowID(ob.proposalID)
+	if err != nil {
+		return "", err
+	}
+	sig := workflows.ProposalRevoked{ProposalUUID: proposal, Row: workflows.RowMark{Version: ob.row.version, ChangeID: ob.row.changeID},
+		At: time.Now().UTC()}
+	if err := o.Flows.Temporal.SignalWorkflow(ctx, ob.id, "", workflows.SignalProposalRevoked, sig); err != nil {
+		return "", fmt.Errorf("signal %s: %w", ob.id, err)
+	}
+	return fmt.Sprintf("the row holds its proposal's revoke, which the workflow had not taken in: told the workflow, which "+
+		"adopts it (closed, version %d)", sig.Row.Version), nil
 }
 
 // missingDrafts counts the draft uuids in held (the workflow's) that the row's comma-separated

@@ -364,6 +364,11 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 			}
 			if len(version) == 1 {
 				out.ClosedTasks = append(out.ClosedTasks, ClosedTask{UUID: t.UUID, Title: t.Title, Version: version[0]})
+				w := c.Write
+				w.Expect = version[0] - 1
+				if err := journal(ctx, tx, "tasks", t.UUID, w); err != nil {
+					return err
+				}
 			}
 		}
 		if err := recount(ctx, tx, affected); err != nil {

@@ -37,6 +37,10 @@ type TaskChange struct {
 	CountAddedDepsIn string
 	// Comment is a comment to add (chorus_report_work).
 	Comment *Comment
+	// ReportIn names the activity (by action) whose value gets "report": the comment's content.
+	// With it and Mentions.FromComment, a work report travels once in the change, as the
+	// comment, instead of three times (docs/write-path.md, "Bounded state and payloads").
+	ReportIn string
 	// Mentions are recorded with the change (docs/rules.md §7.3): a work report's, or the new
 	// ones of a description edit.
 	Mentions *MentionText
@@ -171,6 +175,12 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 		if c.CountAddedDepsIn != "" {
 			acts = withDepOutcome(acts, c, out)
 		}
+		if c.ReportIn != "" && c.Comment != nil {
+			acts = withValue(acts, c.ReportIn, "report", c.Comment.Content)
+		}
+		if c.Mentions != nil && c.Mentions.FromComment && c.Comment != nil {
+			c.Mentions.Text = c.Comment.Content
+		}
 		if c.Comment != nil {
 			if _, err := tx.NewInsert().Model(c.Comment).Exec(ctx); err != nil {
 				return err
@@ -201,6 +211,21 @@ func withDepOutcome(acts []Activity, c TaskChange, out TaskOutcome) []Activity {
 			v["dependencyErrors"] = out.DepErrors
 		}
 		acts[i].Value, _ = json.Marshal(v)
+	}
+	return acts
+}
+
+// withValue sets key to v in the value of the activities of action.
+func withValue(acts []Activity, action, key string, v any) []Activity {
+	acts = append([]Activity(nil), acts...)
+	for i := range acts {
+		if acts[i].Action != action {
+			continue
+		}
+		m := map[string]any{}
+		_ = json.Unmarshal(acts[i].Value, &m)
+		m[key] = v
+		acts[i].Value, _ = json.Marshal(m)
 	}
 	return acts
 }

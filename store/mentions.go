@@ -72,6 +72,9 @@ type MentionText struct {
 	// seed writes the same rows, so a retried change inserts nothing twice.
 	Seed string
 	Text string
+	// FromComment: Text is the content of the change's comment (TaskChange.Comment), which the
+	// store takes from there; the change carries the text once.
+	FromComment bool
 	// Previous is the text before an edit: mentions it already had are not new (docs/rules.md
 	// §7.3). PreviousColumn, when set, has the store read it from the target's row inside the
 	// change's transaction, before the change writes the row.

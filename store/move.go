@@ -152,7 +152,7 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 					Returning("version, status").Scan(ctx, &row); err != nil {
 					return err
 				}
-				if err := journal(ctx, tx, group.table, id, Write{ID: m.ID, Update: m.Update, Expect: row.Version - 1, At: m.At}); err != nil {
+				if err := journal(ctx, tx, group.table, id, Write{ID: m.ID, Update: m.Update, UpdateID: m.UpdateID, Expect: row.Version - 1, At: m.At}); err != nil {
 					return err
 				}
 				out.Rows = append(out.Rows, MovedRow{Table: group.table, UUID: id, Version: row.Version, ChangeID: m.ID, Status: row.Status})

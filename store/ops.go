@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,42 @@ func (s *Store) TaskRow(ctx context.Context, uuid string) (Task, error) {
 	var t Task
 	err := s.DB.NewSelect().Model(&t).Where("uuid = ?", uuid).Scan(ctx)
 	return t, mapErr(err, "Task")
+}
+
+// TaskRows are task rows with their acceptance criteria.
+type TaskRows struct {
+	Tasks    []Task
+	Criteria []AcceptanceCriterion
+}
+
+// TaskRows reads the rows of the tasks of uuids that exist, in the order of uuids, with their
+// criteria.
+func (s *Store) TaskRows(ctx context.Context, uuids []string) (TaskRows, error) {
+	var out TaskRows
+	if len(uuids) == 0 {
+		return out, nil
+	}
+	var rows []Task
+	if err := s.DB.NewSelect().Model(&rows).Where("uuid IN (?)", bun.List(uuids)).Scan(ctx); err != nil {
+		return out, err
+	}
+	for _, u := range uuids {
+		if i := slices.IndexFunc(rows, func(t Task) bool { return t.UUID == u }); i >= 0 {
+			out.Tasks = append(out.Tasks, rows[i])
+		}
+	}
+	if len(out.Tasks) == 0 {
+		return out, nil
+	}
+	err := s.DB.NewSelect().Model(&out.Criteria).Where("task_uuid IN (?)", bun.List(uuids)).
+		Order("task_uuid ASC", "sort_order ASC").Scan(ctx)
+	return out, err
+}
+
+// LifecycleProjectExists reports whether the project uuid is in this database (ops repair: a
+// workflow's entity of a project the database lacks is not this deployment's to write).
+func (s *Store) LifecycleProjectExists(ctx context.Context, uuid string) (bool, error) {
+	return s.DB.NewSelect().Model((*Project)(nil)).Where("uuid = ?", uuid).Exists(ctx)
 }
 
 // LifecycleRowExists reports whether the row of a lifecycle entity exists: kind is "idea",
@@ -154,6 +191,20 @@ type RowRepair struct {
 	// the workflow no longer holds, after a reset, added them). Drafts the row lacks are not
 	// created: their text lived only in the database. nil leaves the drafts alone.
 	Drafts *DraftLists
+	// Undo, when set, has the repair mark what it undoes (Rollback).
+	Undo *Rollback
+}
+
+// Rollback is what a repair that sets a row back to its workflow's version and change id (in
+// RowRepair.Model) records of the applied changes it undoes, if any (docs/write-path.md, "Check
+// and repair"): their change journal entries are marked rolled back, so they no longer count as
+// applied; the requestId ledger rows of the calls that made them answer RolledBackResult (once
+// none of a call's changes stands); and Activity is written with {fromVersion, toVersion,
+// undoneChanges, undoneRequests}.
+type Rollback struct {
+	Activity Activity
+	// Undone is set by RepairRow: how many applied changes the repair undid.
+	Undone int
 }
 
 // DraftLists are a proposal's draft uuids, in order.
@@ -240,8 +291,65 @@ func (s *Store) RepairRow(ctx context.Context, r RowRepair) error {
 				return err
 			}
 		}
+		if r.Undo != nil {
+			m, err := ColumnValues(r.Model, []string{"version", "change_id"})
+			if err != nil {
+				return err
+			}
+			keep, err := strconv.ParseInt(m["version"], 10, 64)
+			if err != nil {
+				return err
+			}
+			return rollBack(ctx, tx, r, keep, m["change_id"], now)
+		}
 		return nil
 	})
+}
+
+// rollBack marks what a repair that sets the row r.UUID back to version keep (change keepID)
+// undoes: every standing journal entry of the row past it, the ledger rows of their calls, and
+// r.Undo's activity with {fromVersion, toVersion, undoneChanges, undoneRequests}.
+func rollBack(ctx context.Context, tx bun.Tx, r RowRepair, keep int64, keepID string, now time.Time) error {
+	var undone []ChangeJournal
+	if err := tx.NewSelect().Model(&undone).Where("entity_uuid = ?", r.UUID).Where("rolled_back_at IS NULL").
+		Where("(version > ? OR (version = ? AND change_id <> ?))", keep, keep, keepID).Order("version ASC").Scan(ctx); err != nil {
+		return err
+	}
+	if len(undone) == 0 {
+		return nil // nothing Chorus applied is undone: the row only differed (times, a hand edit)
+	}
+	r.Undo.Undone = len(undone)
+	changes, requests := []string{}, 0
+	for _, j := range undone {
+		changes = append(changes, j.ChangeID)
+		if _, err := tx.NewUpdate().Model((*ChangeJournal)(nil)).Set("rolled_back_at = ?", now).
+			Where("change_id = ?", j.ChangeID).Where("entity_uuid = ?", j.EntityUUID).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	for _, j := range undone {
+		if j.UpdateID == "" {
+			continue
+		}
+		// A call whose change moved other rows too (a move, a revoke) stays applied while one stands.
+		stands, err := tx.NewSelect().Model((*ChangeJournal)(nil)).Where("update_key = ?", j.UpdateKey).
+			Where("rolled_back_at IS NULL").Exists(ctx)
+		if err != nil {
+			return err
+		}
+		if !stands {
+			if err := markRolledBack(ctx, tx, j.UpdateID); err != nil {
+				return err
+			}
+			requests++
+		}
+	}
+	act := r.Undo.Activity
+	act.Value = jsonValue(map[string]any{"fromVersion": r.Guard.Version, "toVersion": keep, "undoneChanges": changes,
+		"undoneRequests": requests})
+	act.CreatedAt = now
+	_, err := tx.NewInsert().Model(&act).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
+	return err
 }
 
 // CriterionMarks are one criterion's two verdicts, as a task's workflow holds them.

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // The requestId ledger (docs/rules.md §8.5; docs/write-path.md, "Exactly once"): one row per (agent,
@@ -218,5 +222,34 @@ func (s *Store) RefuseToolRequest(ctx context.Context, agentUUID, requestID stri
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
+	return err
+}
+
+// RolledBackResult is the ledger's result of a call whose command chorus ops repair rolled back
+// (RowRepair.Undo): a retry with its requestId is told so (workflows.ErrRolledBack) instead of
+// getting the answer of a command that is no longer in effect. No tool's result is this object.
+const RolledBackResult = `{"chorus":"rolled back"}`
+
+// markRolledBack records, in a repair's transaction, that the command of the workflow update
+// updateID ("<tool>/<agent>/<requestId>/<generation>", docs/write-path.md "Exactly once") was
+// rolled back: its ledger row, if the call had a requestId, answers RolledBackResult from now on.
+// Update ids of calls without a requestId ("call/...") name no ledger row.
+func markRolledBack(ctx context.Context, tx bun.Tx, updateID string) error {
+	tool, rest, ok := strings.Cut(updateID, "/")
+	if !ok || tool == "call" {
+		return nil
+	}
+	agent, rest, ok := strings.Cut(rest, "/")
+	i := strings.LastIndex(rest, "/")
+	if !ok || i < 0 {
+		return nil
+	}
+	generation, err := strconv.Atoi(rest[i+1:])
+	if err != nil {
+		return nil
+	}
+	_, err = tx.NewUpdate().Model((*ToolRequest)(nil)).Set("state = 'done'").Set("result = ?", RolledBackResult).
+		Set("running_until = NULL").Set("running_by = NULL").Where("agent_uuid = ?", agent).Where("request_id = ?", rest[:i]).
+		Where("tool = ?", tool).Where("generation = ?", generation).Exec(ctx)
 	return err
 }

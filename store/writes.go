@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,6 +26,10 @@ type Write struct {
 	// for none. The change journal keeps it, so a requestId's update is known to be applied after
 	// its workflow forgot it.
 	Update string
+	// UpdateID is the id of that update ("" for none; "" too in activity inputs written before
+	// it existed): the change journal keeps it, so a repair that rolls the change back finds the
+	// requestId ledger row of the call that made it.
+	UpdateID string `json:",omitempty"`
 	// Expect is the version the row must be at; 0 means the change creates the row.
 	Expect int64
 	// At is the change's time: the row's updated_at (and created_at for a create).
@@ -181,30 +186,86 @@ type ChangeJournal struct {
 	EntityTable   string    `bun:"entity_table"`
 	Version       int64     `bun:"version"`
 	UpdateKey     string    `bun:"update_key"`
+	UpdateID      string    `bun:"update_id"`
 	AppliedAt     time.Time `bun:"applied_at"`
+	// RolledBackAt is when a repair rolled the row back past this change (nil: it stands): a
+	// rolled-back change no longer counts as applied.
+	RolledBackAt *time.Time `bun:"rolled_back_at"`
 }
 
 // journal records, in the change's transaction, that w moved table's row uuid.
 func journal(ctx context.Context, tx bun.Tx, table, uuid string, w Write) error {
 	row := ChangeJournal{ChangeID: w.ID, EntityUUID: uuid, EntityTable: table, Version: w.Version(), UpdateKey: w.Update,
-		AppliedAt: w.At}
+		UpdateID: w.UpdateID, AppliedAt: w.At}
 	_, err := tx.NewInsert().Model(&row).On("CONFLICT (change_id, entity_uuid) DO NOTHING").Exec(ctx)
 	return err
 }
 
-// journaled reports whether w was applied to the row uuid by an earlier attempt.
+// journaled reports whether w was applied to the row uuid by an earlier attempt (and not rolled
+// back since).
 func journaled(ctx context.Context, db bun.IDB, uuid string, w Write) (bool, error) {
-	return db.NewSelect().Model((*ChangeJournal)(nil)).Where("change_id = ?", w.ID).Where("entity_uuid = ?", uuid).Exists(ctx)
+	return db.NewSelect().Model((*ChangeJournal)(nil)).Where("change_id = ?", w.ID).Where("entity_uuid = ?", uuid).
+		Where("rolled_back_at IS NULL").Exists(ctx)
 }
 
-// UpdateApplied reports whether a change made by the workflow update with key updateKey (see
-// UpdateKey) was committed: docs/write-path.md, "Exactly once", for a retry whose workflow no
-// longer remembers the update.
-func (s *Store) UpdateApplied(ctx context.Context, updateKey string) (bool, error) {
+// ChangeApplied reports whether the change changeID moved the lifecycle row entityUUID: the
+// change journal lists it. A workflow asks before the guards of a command that read other rows,
+// which a reset re-applying the command would otherwise judge on today's rows
+// (docs/write-path.md, "Check and repair").
+func (s *Store) ChangeApplied(ctx context.Context, changeID, entityUUID string) (bool, error) {
+	return journaled(ctx, s.DB, entityUUID, Write{ID: changeID})
+}
+
+// UpdateOutcome is what the change journal says of a workflow update.
+type UpdateOutcome int
+
+const (
+	// UpdateNotApplied: no change of the update was committed.
+	UpdateNotApplied UpdateOutcome = iota
+	// UpdateApplied: a change of the update was committed and stands.
+	UpdateApplied
+	// UpdateRolledBack: its changes were committed, then rolled back by a repair.
+	UpdateRolledBack
+)
+
+// UpdateOutcome says whether a change made by the workflow update with key updateKey (see
+// UpdateKey) was committed, and whether a repair rolled it back since: docs/write-path.md,
+// "Exactly once", for a retry whose workflow no longer remembers the update.
+func (s *Store) UpdateOutcome(ctx context.Context, updateKey string) (UpdateOutcome, error) {
 	if updateKey == "" {
-		return false, nil
+		return UpdateNotApplied, nil
 	}
-	return s.DB.NewSelect().Model((*ChangeJournal)(nil)).Where("update_key = ?", updateKey).Exists(ctx)
+	var rows []ChangeJournal
+	if err := s.DB.NewSelect().Model(&rows).Column("rolled_back_at").Where("update_key = ?", updateKey).Scan(ctx); err != nil {
+		return UpdateNotApplied, err
+	}
+	switch {
+	case len(rows) == 0:
+		return UpdateNotApplied, nil
+	case slices.ContainsFunc(rows, func(r ChangeJournal) bool { return r.RolledBackAt == nil }):
+		return UpdateApplied, nil
+	}
+	return UpdateRolledBack, nil
+}
+
+// ChangeAppliedAt reports whether the change journal lists changeID as what moved the row
+// entityUUID to version, standing: the row there is the product of Chorus's own writes, not of a
+// hand edit (chorus ops repair rolls forward to such a row).
+func (s *Store) ChangeAppliedAt(ctx context.Context, changeID, entityUUID string, version int64) (bool, error) {
+	return s.DB.NewSelect().Model((*ChangeJournal)(nil)).Where("change_id = ?", changeID).Where("entity_uuid = ?", entityUUID).
+		Where("version = ?", version).Where("rolled_back_at IS NULL").Exists(ctx)
+}
+
+// LastChange is the latest standing change the journal lists for the row entityUUID ("" and 0
+// when none): for a row that is gone, the change that deleted it.
+func (s *Store) LastChange(ctx context.Context, entityUUID string) (string, int64, error) {
+	var rows []ChangeJournal
+	err := s.DB.NewSelect().Model(&rows).Column("change_id", "version").Where("entity_uuid = ?", entityUUID).
+		Where("rolled_back_at IS NULL").Order("version DESC").Limit(1).Scan(ctx)
+	if err != nil || len(rows) == 0 {
+		return "", 0, err
+	}
+	return rows[0].ChangeID, rows[0].Version, nil
 }
 
 // UpdateKey names a workflow update in the change journal: the hex SHA-256 of the workflow id

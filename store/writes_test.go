@@ -83,12 +83,12 @@ func TestWriteProtocol(t *testing.T) {
 		require.NoError(t, apply(next))
 		require.NoError(t, apply(edit), "the journal knows the overtaken change applied")
 		require.Equal(t, "K", row().Title, "the retry wrote nothing")
-		applied, err := st.UpdateApplied(ctx, store.UpdateKey("idea/x", "update-1"))
+		applied, err := st.UpdateOutcome(ctx, store.UpdateKey("idea/x", "update-1"))
 		require.NoError(t, err)
-		require.True(t, applied)
-		applied, err = st.UpdateApplied(ctx, store.UpdateKey("idea/x", "update-2"))
+		require.Equal(t, store.UpdateApplied, applied)
+		applied, err = st.UpdateOutcome(ctx, store.UpdateKey("idea/x", "update-2"))
 		require.NoError(t, err)
-		require.False(t, applied, "an update that never wrote")
+		require.Equal(t, store.UpdateNotApplied, applied, "an update that never wrote")
 		stranger := store.IdeaChange{Write: write("idea/x#4@u3", 3), Set: store.Idea{Title: "L"}, Columns: []string{"title"}}
 		require.ErrorIs(t, apply(stranger), store.ErrProjectionConflict, "a change never applied is still a conflict")
 

@@ -22,13 +22,17 @@ import (
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
-	// Applied reports whether the change journal holds a change of the update with this key
-	// (store.Store.UpdateApplied). With it, a retried call whose workflow forgot its update is
-	// answered instead of applied again; nil disables that check (tests without a database).
-	Applied func(ctx context.Context, updateKey string) (bool, error)
+	// Applied says whether the change journal holds a change of the update with this key, and
+	// whether a repair rolled it back (store.Store.UpdateOutcome). With it, a retried call whose
+	// workflow forgot its update is answered instead of applied again; nil disables that check
+	// (tests without a database).
+	Applied func(ctx context.Context, updateKey string) (store.UpdateOutcome, error)
 	// Rows tells a workflow that ended under its row from an entity that is gone; nil answers
 	// "not found" for both.
 	Rows Rows
+	// SealText starts workflows with their title and assignee's name kept out of the search
+	// attributes (SealedTitle): set it when payloads are encrypted.
+	SealText bool
 }
 
 // Rows is what Client asks the database: whether the row of a lifecycle entity exists. kind
@@ -134,6 +138,14 @@ func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workf
 var ErrAlreadyApplied = Refuse(KindAlreadyApplied, "This requestId's command was already carried out by an "+
 	"earlier call, and its result is no longer kept; nothing was changed now. Read the entity to see where it stands.")
 
+// ErrRolledBack answers a retried call whose update was applied and then rolled back by chorus
+// ops repair (docs/write-path.md, "Check and repair"): it is the call's final outcome, not a
+// refusal, so the requestId keeps it.
+var ErrRolledBack = Refuse(KindRolledBack, "This requestId's command was applied and then rolled back by an operator's "+
+	"repair (chorus ops repair set its entity back to an earlier state), so it is not in effect now; what it recorded "+
+	"beside the entity (comments, activity) remains. Read the entity; to apply the command again, call again with a "+
+	"new requestId.")
+
 // recall answers a retried call (call.Retry) whose update was already applied, without sending
 // it again: Temporal keeps an update's outcome only in the run that applied it, and a workflow's
 // state lists only its latest updates (Recent), so after a continue-as-new the update could
@@ -145,9 +157,12 @@ func (c *Client) recall(ctx context.Context, entity Entity, uuid string, call Ca
 		return false, nil
 	}
 	wid := WorkflowID(entity, uuid)
-	applied, err := c.Applied(ctx, store.UpdateKey(wid, id))
-	if err != nil || !applied {
+	outcome, err := c.Applied(ctx, store.UpdateKey(wid, id))
+	switch {
+	case err != nil || outcome == store.UpdateNotApplied:
 		return false, err
+	case outcome == store.UpdateRolledBack:
+		return true, ErrRolledBack
 	}
 	h := c.Temporal.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{WorkflowID: wid, UpdateID: id})
 	err = h.Get(ctx, out)

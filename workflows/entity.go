@@ -179,6 +179,30 @@ func registerUpdate[In, Out any](ctx workflow.Context, mu *commandLock, recent f
 		})
 }
 
+// guardsChange is the workflow.GetVersion change id of commands asking the change journal
+// before their guards that read other rows (alreadyApplied); histories recorded before it run the
+// guards every time.
+const guardsChange = "guards-skip-journaled-changes"
+
+// alreadyApplied reports whether the change the running update would make to the entity's row
+// (uuid, now at row) is in the change journal: a `temporal workflow reset` that re-applies an
+// update re-runs its handler, and a guard that reads other rows (a task's blockers, a proposal's
+// drafts, an idea's lineage) would judge it on today's rows, refusing a command that was
+// accepted and applied, and every command after it would diverge. A command whose change is
+// journaled passed its guards when it was applied: its caller skips them, and its write finds the
+// change applied (docs/write-path.md, "Check and repair"). It must run in an update handler.
+func alreadyApplied(ctx workflow.Context, uuid string, row RowMark) (bool, error) {
+	if workflow.GetVersion(ctx, guardsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false, nil
+	}
+	var a *activities.Activities
+	var applied bool
+	if err := read(ctx, a.ChangeApplied, nextWrite(ctx, row, time.Time{}).ID, uuid).Get(ctx, &applied); err != nil {
+		return false, fmt.Errorf("could not read the change journal: %w", err)
+	}
+	return applied, nil
+}
+
 // on binds a rule stated on an entity's state (a pure function, table-tested without Temporal)
 // to the workflow's current state, as an update's validator.
 func on[S, In any](current func() S, rule func(S, In) error) func(In) error {

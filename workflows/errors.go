@@ -24,6 +24,9 @@ const (
 	// KindAlreadyApplied: a retried command was carried out before and its result is no longer
 	// kept (docs/write-path.md, "Exactly once"). It is the call's final outcome, not a refusal.
 	KindAlreadyApplied Kind = "chorus.AlreadyApplied"
+	// KindRolledBack: a retried command was applied, then rolled back by chorus ops repair
+	// (docs/write-path.md, "Check and repair"). It is the call's final outcome, not a refusal.
+	KindRolledBack Kind = "chorus.RolledBack"
 )
 
 // Error is a refusal from a workflow: an agent-readable sentence and its kind.

@@ -423,12 +423,17 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	if s.Deleted {
 		status = "deleted"
 	}
-	// One upsert, as always: adding a key to it issues no new command (replay-compatible).
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		ProjectUUIDKey.ValueSet(s.ProjectUUID), EntityKey.ValueSet(string(EntityIdea)),
-		StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee), CreatorKey.ValueSet(s.CreatedBy.UUID),
-		ProgressKey.ValueSet(s.Progress))
-	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
+	assigneeName := ""
+	if s.Assignee != nil {
+		assigneeName = s.Assignee.Name
+		if assigneeName == "" {
+			assigneeName = assignee
+		}
+	}
+	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
+		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityIdea), StatusKey.GetName(): status,
+		AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, ProgressKey.GetName(): s.Progress,
+		TitleKey.GetName(): keywordValue(s.Title), AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
 	if s.Assignee != nil {
 		name := s.Assignee.Name
@@ -467,14 +472,21 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 		return result(w.state), nil
 	}
 	if in.ParentUUID != nil {
-		lineage, err := w.lineage(ctx, in.Actor, in.UUID, *in.ParentUUID)
+		applied, err := alreadyApplied(ctx, in.UUID, RowMark{})
 		if err != nil {
 			w.abandoned = true
 			return IdeaResult{}, err
 		}
-		if err := checkParent(in.UUID, in.ProjectUUID, *in.ParentUUID, lineage); err != nil {
-			w.abandoned = true
-			return IdeaResult{}, err
+		if !applied {
+			lineage, err := w.lineage(ctx, in.Actor, in.UUID, *in.ParentUUID)
+			if err != nil {
+				w.abandoned = true
+				return IdeaResult{}, err
+			}
+			if err := checkParent(in.UUID, in.ProjectUUID, *in.ParentUUID, lineage); err != nil {
+				w.abandoned = true
+				return IdeaResult{}, err
+			}
 		}
 	}
 	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
@@ -650,7 +662,14 @@ func (s IdeaState) checkEdit(in EditIdeaInput) error {
 // recorded only for a real move.
 func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult, error) {
 	var current *string
+	applied := false
 	if in.SetParent {
+		var err error
+		if applied, err = alreadyApplied(ctx, w.state.UUID, w.state.Row); err != nil {
+			return IdeaResult{}, err
+		}
+	}
+	if in.SetParent && !applied {
 		lineage, err := w.lineage(ctx, in.Actor, w.state.UUID, deref(in.ParentUUID))
 		if err != nil {
 			return IdeaResult{}, err

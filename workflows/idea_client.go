@@ -11,7 +11,7 @@ func (c *Client) CreateIdea(ctx context.Context, call Call, in CreateIdeaInput) 
 	var out IdeaResult
 	start := client.StartWorkflowOptions{
 		StaticSummary:         "Idea: " + in.Title,
-		TypedSearchAttributes: initialAttributes(EntityIdea, in.ProjectUUID, string(IdeaOpen), in.Actor.UUID),
+		TypedSearchAttributes: initialAttributes(EntityIdea, in.ProjectUUID, in.Title, string(IdeaOpen), in.Actor.UUID, c.SealText),
 		Memo:                  entityMemo(in.Title, in.ProjectName),
 	}
 	err := c.updateWithStart(ctx, EntityIdea, in.UUID, IdeaWorkflowName, IdeaRun{}, start,

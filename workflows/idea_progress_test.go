@@ -81,10 +81,11 @@ func TestIdeaWorkflowRefreshesProgressBeforeContinuingAsNew(t *testing.T) {
 	}
 }
 
-// An idea run begun before ChorusProgress existed holds the progress in memory once this code
-// replays it, but its search attributes never got it; its first refresh publishes it even when
-// the reading is unchanged (found by a newcomer upgrading a running Chorus). Later unchanged
-// readings add nothing to the history.
+// A run's start publishes the progress; refreshes whose reading is unchanged add nothing to the
+// history, the first one included: a run of this code upserts only what changed
+// (publishChangesOnly). A run begun before ChorusProgress existed, whose search attributes never
+// got it, publishes everything at every change (it replays on DefaultVersion of
+// publishChangesOnly), so its first refresh still sends the progress.
 func TestFirstRefreshOfARunPublishesTheProgress(t *testing.T) {
 	env, _ := newEnv(t)
 	var a *activities.Activities
@@ -108,6 +109,6 @@ func TestFirstRefreshOfARunPublishesTheProgress(t *testing.T) {
 
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
-	require.Equal(t, []string{store.DerivedInProgress, store.DerivedInProgress}, shown,
-		"the run's start publishes, its first refresh publishes again, the unchanged later ones do not")
+	require.Equal(t, []string{store.DerivedInProgress}, shown,
+		"the run's start publishes; the unchanged refreshes do not")
 }

@@ -208,11 +208,12 @@ func (w *taskWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
 }
 
 // adoptTaskRow takes on a row a move left: its project and mark, and the close of a revoke that
-// came just before the move (a task's only other foreign change; closed is final).
+// came just before the move (a task's only other foreign change; closed is final), which ended
+// the claim's lease as followRevoke does (the revoke wrote the row without one).
 func (w *taskWorkflow) adoptTaskRow(project, projectName string, row RowMark, status string) {
 	w.state.ProjectUUID, w.state.ProjectName, w.state.Row = project, projectName, row
 	if status == string(TaskClosed) {
-		w.state.Status = status
+		w.state.Status, w.state.Lease = status, nil
 	}
 }
 

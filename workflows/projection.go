@@ -67,7 +67,7 @@ func (c *Client) StartFromState(ctx context.Context, state any) (string, error) 
 	var run any
 	var opts = func(e Entity, summary, title, project, projectName, status, creator string) client.StartWorkflowOptions {
 		return client.StartWorkflowOptions{StaticSummary: summary + title, Memo: entityMemo(title, projectName),
-			TypedSearchAttributes: initialAttributes(e, project, status, creator)}
+			TypedSearchAttributes: initialAttributes(e, project, title, status, creator, c.SealText)}
 	}
 	var o client.StartWorkflowOptions
 	switch s := state.(type) {

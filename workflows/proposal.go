@@ -314,10 +314,10 @@ func (w *proposalWorkflow) publish(ctx workflow.Context) {
 	s := w.state
 	// A proposal has no assignee: ChorusAssignee (which named its creator before ChorusCreator) is
 	// unset.
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
-		EntityKey.ValueSet(string(EntityProposal)), StatusKey.ValueSet(s.Status), AssigneeKey.ValueUnset(),
-		CreatorKey.ValueSet(s.CreatedBy.UUID))
-	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
+	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
+		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityProposal), StatusKey.GetName(): s.Status,
+		CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title)},
+		unset: []temporal.SearchAttributeKeyKeyword{AssigneeKey}})
 	details := fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
 		s.Title, s.Status, len(s.Documents), len(s.Tasks), s.Approvals)
 	if s.Status == string(ProposalApproved) {
@@ -585,9 +585,17 @@ func (w *proposalWorkflow) validate(ctx workflow.Context) (Validation, error) {
 }
 
 func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
-	v, err := w.validate(ctx)
+	// A submission a reset re-applies passed validation when it was applied (alreadyApplied);
+	// today's drafts and ideas may no longer pass it.
+	v := Validation{Valid: true, Issues: []Issue{}}
+	applied, err := alreadyApplied(ctx, w.state.UUID, w.state.Row)
 	if err != nil {
 		return ProposalResult{}, err
+	}
+	if !applied {
+		if v, err = w.validate(ctx); err != nil {
+			return ProposalResult{}, err
+		}
 	}
 	if !v.Valid {
 		return ProposalResult{}, Refuse(KindConflict, "Failed to submit Proposal: %s", FailedValidationMessage(v))
@@ -696,6 +704,10 @@ func (s ProposalState) checkApprove(in ProposalCommand) error {
 // approve materializes the stored drafts (docs/rules.md §5.6) in one transaction, then makes sure a
 // TaskWorkflow runs for every new task (docs/write-path.md, "Every row has its workflow").
 func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
+	applied, err := alreadyApplied(ctx, w.state.UUID, w.state.Row)
+	if err != nil {
+		return ProposalResult{}, err
+	}
 	p, err := w.drafts(ctx)
 	if err != nil {
 		return ProposalResult{}, err
@@ -723,8 +735,17 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 		return ProposalResult{}, w.failed(ctx, "materialize the approval", err)
 	}
 	w.adopt(ctx, n, wr)
-	for i := range ap.Tasks { // as the store wrote them: version 1, marked with the approval
-		ap.Tasks[i].Version, ap.Tasks[i].ChangeID = 1, wr.ID
+	if applied {
+		// A reset re-applies an approval that committed: its tasks are the rows it wrote, as they
+		// stand now. Drafts edited since (after a revoke) name tasks it never made, whose
+		// workflows must not start without rows.
+		if mat, err = w.approvedRows(ctx, &ap, mat); err != nil {
+			return ProposalResult{}, err
+		}
+	} else {
+		for i := range ap.Tasks { // as the store wrote them: version 1, marked with the approval
+			ap.Tasks[i].Version, ap.Tasks[i].ChangeID = 1, wr.ID
+		}
 	}
 	if err := ensureTaskWorkflows(ctx, ap.Tasks, ap.Criteria, n.ProjectName); err != nil {
 		return ProposalResult{}, err
@@ -732,6 +753,25 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	r := w.result()
 	r.Materialized = mat
 	return r, nil
+}
+
+// approvedRows replaces ap's tasks and criteria with the rows of those tasks that exist, and
+// keeps in mat only the tasks that exist.
+func (w *proposalWorkflow) approvedRows(ctx workflow.Context, ap *store.Approval, mat *Materialized) (*Materialized, error) {
+	uuids := make([]string, len(ap.Tasks))
+	for i, t := range ap.Tasks {
+		uuids[i] = t.UUID
+	}
+	var a *activities.Activities
+	var rows store.TaskRows
+	if err := read(ctx, a.TaskRows, uuids).Get(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("could not read the approval's tasks: %w", err)
+	}
+	ap.Tasks, ap.Criteria = rows.Tasks, rows.Criteria
+	mat.Tasks = slices.DeleteFunc(mat.Tasks, func(m MaterializedItem) bool {
+		return !slices.ContainsFunc(rows.Tasks, func(t store.Task) bool { return t.UUID == m.UUID })
+	})
+	return mat, nil
 }
 
 // materialize fills ap with the documents, tasks, criteria and edges docs/rules.md §5.6 makes of p's
@@ -815,9 +855,8 @@ func taskStart(st TaskState) activities.WorkflowStart {
 	//workflowcheck:ignore (a struct marshals the same way every time)
 	input, _ := json.Marshal(TaskRun{State: &st})
 	return activities.WorkflowStart{ID: TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
-		Memo: entityMemo(st.Title, st.ProjectName),
-		Keywords: map[string]string{EntityKey.GetName(): string(EntityTask), ProjectUUIDKey.GetName(): st.ProjectUUID,
-			StatusKey.GetName(): st.Status, AssigneeKey.GetName(): "", CreatorKey.GetName(): st.CreatedBy.UUID}}
+		Memo:     entityMemo(st.Title, st.ProjectName),
+		Keywords: initialKeywords(EntityTask, st.ProjectUUID, st.Title, st.Status, st.CreatedBy.UUID)}
 }
 
 // ---- revoke ----

@@ -11,7 +11,7 @@ func (c *Client) CreateProposal(ctx context.Context, call Call, in CreateProposa
 	var out ProposalResult
 	start := client.StartWorkflowOptions{
 		StaticSummary:         "Proposal: " + in.Title,
-		TypedSearchAttributes: initialAttributes(EntityProposal, in.ProjectUUID, string(ProposalDraft), in.Actor.UUID),
+		TypedSearchAttributes: initialAttributes(EntityProposal, in.ProjectUUID, in.Title, string(ProposalDraft), in.Actor.UUID, c.SealText),
 		Memo:                  entityMemo(in.Title, in.ProjectName),
 	}
 	err := c.updateWithStart(ctx, EntityProposal, in.UUID, ProposalWorkflowName, ProposalRun{}, start,

@@ -27,11 +27,34 @@ var (
 	// human_conduct_required or done. Only idea workflows set it; ChorusStatus keeps the stored
 	// status. It follows the database within moments of a change (SignalRefreshProgress).
 	ProgressKey = temporal.NewSearchAttributeKeyKeyword("ChorusProgress")
+	// TitleKey is the idea's, proposal's or task's title (its first MaxKeywordRunes runes), so the
+	// Temporal UI's workflow list can show it as a column. A Keyword rather than a Text attribute:
+	// PostgreSQL visibility casts Text values to tsvector, which refuses some titles (a trailing
+	// backslash), and a Keyword needs no full-text index.
+	TitleKey = temporal.NewSearchAttributeKeyKeyword("ChorusTitle")
+	// AssigneeNameKey is the name of the agent or user holding an idea or a task (its uuid when
+	// the name is not known to the workflow), empty when nobody does: the list column beside
+	// ChorusAssignee's uuid.
+	AssigneeNameKey = temporal.NewSearchAttributeKeyKeyword("ChorusAssigneeName")
 )
 
-// SearchAttributeKeys lists every custom search attribute, for registration.
+// SearchAttributeKeys lists every custom search attribute, for registration: 8 Keyword
+// attributes, of the 10 a namespace on SQL visibility (SQLite, PostgreSQL) can have.
 var SearchAttributeKeys = []temporal.SearchAttributeKeyKeyword{ProjectUUIDKey, EntityKey, StatusKey, AssigneeKey, CreatorKey,
-	ProgressKey}
+	ProgressKey, TitleKey, AssigneeNameKey}
+
+// MaxKeywordRunes is the longest value Chorus puts into a Keyword search attribute; longer
+// titles and names are cut to it (PostgreSQL visibility stores a Keyword in VARCHAR(255)).
+const MaxKeywordRunes = 255
+
+// keywordValue is s cut to MaxKeywordRunes runes (the last one an ellipsis when cut).
+func keywordValue(s string) string {
+	r := []rune(s)
+	if len(r) <= MaxKeywordRunes {
+		return s
+	}
+	return string(r[:MaxKeywordRunes-1]) + "…"
+}
 
 // SearchAttributeFlags are the `temporal server start-dev --search-attribute` values that
 // pre-register Chorus's attributes on a dev server.
@@ -102,13 +125,58 @@ func SearchAttributeCommands(namespace string) []string {
 	return out
 }
 
-// initialAttributes are the search attributes an idea, proposal or task workflow starts with.
-// A proposal has no assignee, so it starts without ChorusAssignee.
-func initialAttributes(e Entity, projectUUID, status, creator string) temporal.SearchAttributes {
-	attrs := []temporal.SearchAttributeUpdate{EntityKey.ValueSet(string(e)), ProjectUUIDKey.ValueSet(projectUUID),
-		StatusKey.ValueSet(status), CreatorKey.ValueSet(creator)}
+// initialKeywords are the search attributes an idea, proposal or task workflow starts with, by
+// name. A proposal has no assignee, so it starts without ChorusAssignee and ChorusAssigneeName.
+func initialKeywords(e Entity, projectUUID, title, status, creator string) map[string]string {
+	m := map[string]string{EntityKey.GetName(): string(e), ProjectUUIDKey.GetName(): projectUUID,
+		StatusKey.GetName(): status, CreatorKey.GetName(): creator, TitleKey.GetName(): keywordValue(title)}
 	if e != EntityProposal {
-		attrs = append(attrs, AssigneeKey.ValueSet(""))
+		m[AssigneeKey.GetName()], m[AssigneeNameKey.GetName()] = "", ""
+	}
+	return m
+}
+
+// SealedTitle is the ChorusTitle of a workflow started while payload encryption was on: search
+// attributes are never encrypted, so such a workflow shows neither its title nor its assignee's
+// name there (both stay in its memo and history, which are). The workflow keeps it for good
+// (publishShown reads it from its own search attributes, which continue-as-new carries), so its
+// replays publish the same whatever the worker's settings are now. README "Security".
+const SealedTitle = "(sealed)"
+
+// SealKeywords replaces, in keywords (by name), the title by SealedTitle and the assignee's
+// name by "" (when present).
+func SealKeywords(keywords map[string]string) {
+	if _, ok := keywords[TitleKey.GetName()]; ok {
+		keywords[TitleKey.GetName()] = SealedTitle
+	}
+	if _, ok := keywords[AssigneeNameKey.GetName()]; ok {
+		keywords[AssigneeNameKey.GetName()] = ""
+	}
+}
+
+// initialAttributes is initialKeywords as start options take them, sealed (SealKeywords) when
+// seal is set.
+func initialAttributes(e Entity, projectUUID, title, status, creator string, seal bool) temporal.SearchAttributes {
+	var attrs []temporal.SearchAttributeUpdate
+	keywords := initialKeywords(e, projectUUID, title, status, creator)
+	if seal {
+		SealKeywords(keywords)
+	}
+	for _, k := range SearchAttributeKeys {
+		if v, ok := keywords[k.GetName()]; ok {
+			attrs = append(attrs, k.ValueSet(v))
+		}
 	}
 	return temporal.NewSearchAttributes(attrs...)
+}
+
+// SearchAttributeReadyQuery is a visibility query naming every one of Chorus's search
+// attributes: the frontend answers it once its namespace cache maps them all, and until then
+// it also refuses to start workflows that set them.
+func SearchAttributeReadyQuery() string {
+	parts := make([]string, 0, len(SearchAttributeKeys))
+	for _, k := range SearchAttributeKeys {
+		parts = append(parts, k.GetName()+" = 'ready-check'")
+	}
+	return strings.Join(parts, " AND ")
 }

@@ -48,7 +48,8 @@ type RowMark struct {
 func nextWrite(ctx workflow.Context, m RowMark, at time.Time) store.Write {
 	info := workflow.GetInfo(ctx)
 	w := store.Write{Expect: m.Version, At: at}
-	w.Update = store.UpdateKey(info.WorkflowExecution.ID, workflow.GetCurrentUpdateInfo(ctx).ID)
+	w.UpdateID = workflow.GetCurrentUpdateInfo(ctx).ID
+	w.Update = store.UpdateKey(info.WorkflowExecution.ID, w.UpdateID)
 	w.ID = fmt.Sprintf("%s#%d@%s", info.WorkflowExecution.ID, w.Version(), w.Update[:16])
 	return w
 }

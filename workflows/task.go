@@ -518,10 +518,14 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 	if s.Assignee != nil {
 		assignee = s.Assignee.UUID
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProjectUUIDKey.ValueSet(s.ProjectUUID),
-		EntityKey.ValueSet(string(EntityTask)), StatusKey.ValueSet(status), AssigneeKey.ValueSet(assignee),
-		CreatorKey.ValueSet(s.CreatedBy.UUID))
-	_ = workflow.UpsertMemo(ctx, publishedMemo(s.Title, s.ProjectName))
+	assigneeName := ""
+	if s.Assignee != nil {
+		assigneeName = s.assigneeText()
+	}
+	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
+		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityTask), StatusKey.GetName(): status,
+		AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title),
+		AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
 	if s.Assignee != nil {
 		details += ", assigned to " + s.assigneeText()
@@ -581,7 +585,7 @@ func (s TaskState) checkClaimNext(in TaskCommand) error {
 // under the task's lock, and an edge can only be added to it through this workflow, so the
 // answer holds until the claim is written (a resolved dependency never becomes unresolved).
 func (w *taskWorkflow) claimNext(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
-	blockers, err := w.blockers(ctx)
+	blockers, err := w.unlessApplied(ctx)
 	if err != nil {
 		return TaskResult{}, err
 	}
@@ -674,6 +678,16 @@ func (w *taskWorkflow) assign(ctx workflow.Context, in AssignTaskInput) (TaskRes
 
 // ---- status moves shared by update_task, report_work, submit, verify, reopen, close ----
 
+// unlessApplied reads the task's unresolved dependencies for a guard, unless the change the
+// running update makes is already journaled (alreadyApplied: a reset re-applies it), when it
+// returns none.
+func (w *taskWorkflow) unlessApplied(ctx workflow.Context) ([]store.TaskLink, error) {
+	if applied, err := alreadyApplied(ctx, w.state.UUID, w.state.Row); err != nil || applied {
+		return nil, err
+	}
+	return w.blockers(ctx)
+}
+
 // blockers reads the task's unresolved dependencies.
 func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) {
 	var a *activities.Activities
@@ -758,7 +772,7 @@ func (s TaskState) checkUpdate(in UpdateTaskInput) error {
 
 func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskResult, error) {
 	if in.Status != nil && TaskStatus(*in.Status) == TaskInProgress {
-		blockers, err := w.blockers(ctx)
+		blockers, err := w.unlessApplied(ctx)
 		if err != nil {
 			return TaskResult{}, err
 		}
@@ -863,11 +877,16 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 	}
 	c.Comment = &store.Comment{UUID: derivedFrom(wr, "report"), CompanyUUID: n.CompanyUUID, TargetType: "task",
 		TargetUUID: n.UUID, Content: in.Report, AuthorType: in.Actor.Type, AuthorUUID: in.Actor.UUID, CreatedAt: wr.At, UpdatedAt: wr.At}
+	// The report travels once, as the comment: the store copies it into the activity's value
+	// and reads its mentions from it (a report of the largest call would otherwise take three
+	// quarters of a payload's 2 MB in the activity's input).
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "comment_added",
-		map[string]any{"report": in.Report, "statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
+		map[string]any{"statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
+	c.ReportIn = "comment_added"
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "comment_added",
 		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
-	c.Mentions = w.mentions(n, wr, in.Actor, "comment", c.Comment.UUID, in.Report, "", in.SessionUUID, in.SessionName)
+	c.Mentions = w.mentions(n, wr, in.Actor, "comment", c.Comment.UUID, "", "", in.SessionUUID, in.SessionName)
+	c.Mentions.FromComment = true
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
@@ -1077,7 +1096,7 @@ func blockerViews(ls []store.TaskLink) []BlockerView {
 
 func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult, error) {
 	if !in.Force {
-		blockers, err := w.blockers(ctx)
+		blockers, err := w.unlessApplied(ctx)
 		if err != nil {
 			return TaskResult{}, err
 		}

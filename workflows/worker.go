@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"slices"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -9,11 +11,13 @@ import (
 )
 
 // NewWorker returns a worker polling taskQueue ("" means TaskQueue) with every Chorus workflow
-// and activity registered. Start it with Start (or Run) and stop it with Stop.
+// and activity registered. Start it with Start (or Run) and stop it with Stop. Every activity's
+// work ends before its timeout does (activityDeadline), after opts' interceptors.
 func NewWorker(c client.Client, taskQueue string, a *activities.Activities, opts worker.Options) worker.Worker {
 	if taskQueue == "" {
 		taskQueue = TaskQueue
 	}
+	opts.Interceptors = append(slices.Clone(opts.Interceptors), &activityDeadline{})
 	w := worker.New(c, taskQueue, opts)
 	Register(w, a)
 	return w
@@ -25,6 +29,7 @@ func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(ProposalWorkflow, workflow.RegisterOptions{Name: ProposalWorkflowName})
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(CreateTasksWorkflow, workflow.RegisterOptions{Name: CreateTasksWorkflowName})
+	r.RegisterWorkflowWithOptions(PruneWorkflow, workflow.RegisterOptions{Name: PruneWorkflowName})
 	r.RegisterActivity(a)
 }
 
@@ -45,5 +50,6 @@ func NewReplayerWith(conv Converters) (worker.WorkflowReplayer, error) {
 	r.RegisterWorkflowWithOptions(ProposalWorkflow, workflow.RegisterOptions{Name: ProposalWorkflowName})
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(CreateTasksWorkflow, workflow.RegisterOptions{Name: CreateTasksWorkflowName})
+	r.RegisterWorkflowWithOptions(PruneWorkflow, workflow.RegisterOptions{Name: PruneWorkflowName})
 	return r, nil
 }

@@ -181,6 +181,7 @@ func TestTaskWorkflowVerifyNeedsRequiredCriteria(t *testing.T) {
 	var a *activities.Activities
 	env.OnActivity(a.ApplyTaskChange, mock.Anything, mock.Anything).Return(store.TaskOutcome{}, nil)
 	env.OnActivity(a.Blockers, mock.Anything, mock.Anything).Return([]store.TaskLink{}, nil)
+	env.OnActivity(a.ChangeApplied, mock.Anything, mock.Anything, mock.Anything).Return(false, nil)
 	dev := Actor{Type: "agent", UUID: "dev", Name: "Dev", CompanyUUID: "co"}
 	admin := Actor{Type: "agent", UUID: "admin", Name: "Admin", CompanyUUID: "co"}
 	st := TaskState{Created: true, UUID: "t", CompanyUUID: "co", ProjectUUID: "p", Title: "T", Status: "open",

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -36,9 +37,15 @@ const (
 	phaseRace   = "race"
 	phaseReads  = "reads"
 	phaseBulk   = "bulk"
+	// Long phases, run only when named.
+	phaseSoak     = "soak"
+	phaseOpsCheck = "opscheck"
 )
 
 var allPhases = []string{phaseFloors, phaseSingle, phaseAgents, phaseRace, phaseReads, phaseBulk}
+
+// namedPhases run only when --phases names them.
+var namedPhases = []string{phaseSoak, phaseOpsCheck}
 
 type benchOptions struct {
 	phases      string
@@ -65,6 +72,17 @@ type benchOptions struct {
 	keep        bool
 	seedLive    bool
 	surface     bool
+	// soak phase
+	soakAgents    int
+	soakDuration  time.Duration
+	soakWindow    time.Duration
+	soakSample    time.Duration
+	pruneInterval time.Duration
+	// opscheck phase
+	opsEntities    int
+	opsConcurrency int
+	// soaking: the soak phase runs, so the started stack prunes with its window.
+	soaking bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -95,6 +113,17 @@ Phases (--phases, comma-separated; default all):
           straight to the database with no workflow behind them, in a project that no command
           touches: reads come from the database only, so they measure the same thing.
   bulk    chorus_create_tasks in batches of --bulk-size, tasks per second
+
+Run only when named:
+  soak      --soak-agents agents claim and release for --soak-duration, each call with its own
+            requestId, while the stack prunes with a --soak-window retention every
+            --prune-interval; it samples the sizes of the requestId ledger and the change journal
+            and says whether they stay flat (default: the hour the issue asks; a short one:
+            --soak-duration 4m --soak-window 30s --prune-interval 10s --soak-sample 10s)
+  opscheck  --ops-entities tasks created through chorus_create_tasks (workflows started the
+            normal way; default 100000), then a full chorus ops check pass, an incremental pass,
+            20 claims and another incremental pass (--ops-concurrency entities at once), with
+            the 1,000,000 estimate
 
 It first prints the surface (what reaches the model from tools/list and the instructions, per
 preset and per toolset; docs/rules.md §3.3), which needs no stack: --surface prints only that.
@@ -138,6 +167,13 @@ Then it prints a Markdown table per phase and writes every figure to --json.`,
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "serve the started Chorus's profiles (net/http/pprof) on this address while the bench runs")
 	f.BoolVar(&o.surface, "surface", false, "print only the model-facing surface per preset and toolset (no stack, a second) and exit")
 	f.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, Temporal log) after the run")
+	f.IntVar(&o.soakAgents, "soak-agents", 8, "soak phase: agents claiming and releasing at once")
+	f.DurationVar(&o.soakDuration, "soak-duration", time.Hour, "soak phase: how long the agents work")
+	f.DurationVar(&o.soakWindow, "soak-window", 5*time.Minute, "soak phase: the ledger's and journal's retention the started stack prunes with")
+	f.DurationVar(&o.soakSample, "soak-sample", 30*time.Second, "soak phase: how often the table sizes are sampled")
+	f.DurationVar(&o.pruneInterval, "prune-interval", 30*time.Second, "soak phase: how often the started stack prunes")
+	f.IntVar(&o.opsEntities, "ops-entities", 100000, "opscheck phase: tasks created through chorus_create_tasks, each with its workflow")
+	f.IntVar(&o.opsConcurrency, "ops-concurrency", 8, "opscheck phase: entities chorus ops check compares at once")
 	f.BoolVar(&o.seedLive, "seed-live-database", false, "with --endpoint: let the reads phase write its seeded project (tasks without "+
 		"workflows, which chorus ops check then lists) into the measured Chorus's database")
 	return cmd
@@ -155,8 +191,8 @@ func (o *benchOptions) validate() ([]string, error) {
 			phases = append(phases, allPhases...)
 			continue
 		}
-		if !slices.Contains(allPhases, p) {
-			return nil, fmt.Errorf("--phases: unknown phase %q (choose from %s)", p, strings.Join(allPhases, ", "))
+		if !slices.Contains(allPhases, p) && !slices.Contains(namedPhases, p) {
+			return nil, fmt.Errorf("--phases: unknown phase %q (choose from %s)", p, strings.Join(append(slices.Clone(allPhases), namedPhases...), ", "))
 		}
 		phases = append(phases, p)
 	}
@@ -169,6 +205,28 @@ func (o *benchOptions) validate() ([]string, error) {
 	}{{"--agents", o.agents}, {"--tasks-per-agent", o.tasksPer}, {"--rounds", o.rounds}, {"--race-rounds", o.raceRounds},
 		{"--read-tasks", o.readTasks}, {"--read-calls", o.readCalls}, {"--bulk-batches", o.bulkBatches},
 		{"--floor-ops", o.floorOps}, {"--floor-per-client", o.floorPer}}
+	// The named phases' flags count only when their phase runs.
+	if slices.Contains(phases, phaseSoak) {
+		positive = append(positive, struct {
+			name string
+			v    int
+		}{"--soak-agents", o.soakAgents})
+		for _, d := range []struct {
+			name string
+			v    time.Duration
+		}{{"--soak-duration", o.soakDuration}, {"--soak-window", o.soakWindow}, {"--soak-sample", o.soakSample},
+			{"--prune-interval", o.pruneInterval}} {
+			if d.v <= 0 {
+				return nil, fmt.Errorf("%s must be a positive duration (e.g. 30s, 5m, 1h), not %s", d.name, d.v)
+			}
+		}
+	}
+	if slices.Contains(phases, phaseOpsCheck) {
+		positive = append(positive, []struct {
+			name string
+			v    int
+		}{{"--ops-entities", o.opsEntities}, {"--ops-concurrency", o.opsConcurrency}}...)
+	}
 	for _, p := range positive {
 		if p.v < 1 {
 			return nil, fmt.Errorf("%s must be at least 1, not %d", p.name, p.v)
@@ -219,6 +277,7 @@ func (o *benchOptions) validate() ([]string, error) {
 // benchTarget is the Chorus being measured.
 type benchTarget struct {
 	url             string
+	metricsURL      string // the Chorus process's /metrics ("" when unknown)
 	adminKey        string
 	temporalAddress string
 	namespace       string
@@ -286,7 +345,7 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	}
 	t.adminKey, t.adminUUID = key, admin.UUID
 
-	bin, err := devserver.FindCLI(ctx, progress)
+	bin, err := devserver.FindServer(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -314,8 +373,13 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- runServer(srvCtx, benchLogger(), st, serverConfig{role: roleAll, addr: addr,
-			temporal: temporalConfig{address: dev.Address(), namespace: o.namespace}, temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}, func() { close(ready) })
+		cfg := serverConfig{role: roleAll, addr: addr, temporal: temporalConfig{address: dev.Address(), namespace: o.namespace},
+			temporalWait: 30 * time.Second, pprofAddr: o.pprofAddr}
+		if o.soaking {
+			cfg.retention = store.Retention{Requests: o.soakWindow, Journal: o.soakWindow, ClaimAttempts: o.soakWindow}
+			cfg.pruneInterval, cfg.soak = o.pruneInterval, true
+		}
+		done <- runServer(srvCtx, benchLogger(), st, cfg, func() { close(ready) })
 	}()
 	t.cleanup = append(t.cleanup, func() { cancel(); <-done })
 	select {
@@ -327,6 +391,7 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 		return nil, ctx.Err()
 	}
 	t.url = "http://" + addr + mcp.Path
+	t.metricsURL = "http://" + addr + "/metrics"
 	fmt.Fprintf(progress, "bench: Chorus on %s (%s), Temporal dev server on %s\n", t.url, t.database, t.temporalAddress)
 	fmt.Fprintf(progress, "bench: dev server dynamic config %s\n", strings.Join(devserver.DynamicConfig, " "))
 	ok = true
@@ -336,6 +401,9 @@ func startBenchStack(ctx context.Context, o benchOptions, progress io.Writer) (*
 // connectBenchTarget prepares to measure a running Chorus.
 func connectBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	t := &benchTarget{url: o.endpoint, adminKey: o.key, temporalAddress: o.temporal, namespace: o.namespace, database: "(not opened)"}
+	if u, err := url.Parse(o.endpoint); err == nil {
+		t.metricsURL = u.Scheme + "://" + u.Host + "/metrics" // the API process's: its worker, with role all
+	}
 	if o.databaseURL == "" {
 		return t, nil
 	}
@@ -509,6 +577,8 @@ type benchReport struct {
 	Floors   map[string]summary `json:"floors"`
 	Phases   []*phaseResult     `json:"phases"`
 	Surface  *benchSurface      `json:"surface"`
+	// Soak is the soak phase's samples of the bounded tables' sizes.
+	Soak []soakSample `json:"soak,omitempty"`
 }
 
 type benchSettings struct {
@@ -533,6 +603,7 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 		t   *benchTarget
 		err error
 	)
+	o.soaking = slices.Contains(phases, phaseSoak)
 	if o.endpoint == "" {
 		t, err = startBenchStack(ctx, o, out)
 	} else {
@@ -573,8 +644,14 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 	}
 	b.project = project.UUID
 
+	var windows []phaseWindow
 	for _, p := range phases {
 		fmt.Fprintf(out, "bench: phase %s...\n", p)
+		failed := workerTaskFailures(ctx, t.metricsURL)
+		if n := len(windows); n > 0 {
+			windows[n-1].to, windows[n-1].failedTo = time.Now(), failed
+		}
+		windows = append(windows, phaseWindow{from: time.Now(), to: time.Now().Add(time.Hour), failedFrom: failed})
 		var res *phaseResult
 		switch p {
 		case phaseFloors:
@@ -589,13 +666,24 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 			res = b.readsPhase(ctx, reads)
 		case phaseBulk:
 			res = b.bulkPhase(ctx)
+		case phaseSoak:
+			res = b.soakPhase(ctx)
+		case phaseOpsCheck:
+			res = b.opsCheckPhase(ctx)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		rep.Phases = append(rep.Phases, res)
+		windows[len(windows)-1].res = res
+		res.Started, res.Ended = windows[len(windows)-1].from.UTC(), time.Now().UTC()
 		res.writeTable(out)
 	}
+	rep.Soak = b.soak
+	if n := len(windows); n > 0 {
+		windows[n-1].failedTo = workerTaskFailures(ctx, t.metricsURL)
+	}
+	b.reportWorkflowTaskFailures(ctx, started, windows, out)
 	rep.Seconds = time.Since(started).Seconds()
 	rep.Machine.LoadAvgEnd = loadAvg()
 	fmt.Fprintf(out, "\nbench: load average at the end %s\n", rep.Machine.LoadAvgEnd)
@@ -612,6 +700,49 @@ func runBench(ctx context.Context, o benchOptions, phases []string, out io.Write
 	return nil
 }
 
+// reportWorkflowTaskFailures counts the workflow tasks that failed or timed out in each
+// phase's time (from its start to the next phase's start) and adds the count to the phase.
+func (b *bencher) reportWorkflowTaskFailures(ctx context.Context, started time.Time, windows []phaseWindow, out io.Writer) {
+	tc, err := b.temporal(ctx)
+	if err == nil {
+		var counts []wfTaskFailures
+		if counts, err = countWorkflowTaskFailures(ctx, tc, b.t.namespace, started, windows); err == nil {
+			fmt.Fprintf(out, "\n### Workflow-task failures\n\n| phase | failed | timed out | failed, as the worker counted |\n|---|---:|---:|---:|\n")
+			var firsts []string
+			for i, w := range windows {
+				c := counts[i]
+				w.res.WorkflowTaskFailures = &c
+				w.res.Notes = append(w.res.Notes, c.note())
+				worker := "not read"
+				if c.WorkerFailed >= 0 {
+					worker = fmt.Sprint(c.WorkerFailed)
+				}
+				fmt.Fprintf(out, "| %s | %d | %d | %s |\n", w.res.Name, c.Failed, c.TimedOut, worker)
+				if c.First != "" {
+					firsts = append(firsts, fmt.Sprintf("First in %q: %s", w.res.Name, c.First))
+				}
+			}
+			fmt.Fprintf(out, "\nFrom the histories of the %d workflow runs started since the bench began: a failed task is one "+
+				"the worker answered it could not process; a timed-out one waited longer than its timeout (ScheduleToStart: "+
+				"no worker took it from the sticky queue within 5 s; StartToClose: the worker took it but did not answer "+
+				"within 10 s). The last column is the Chorus worker's own count (temporal_workflow_task_execution_failed): "+
+				"it also sees the failures of a task retried after failing (a transient workflow task), which the history records only once.\n", runsRead(counts))
+			for _, f := range firsts {
+				fmt.Fprintf(out, "\n%s\n", f)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(out, "\nbench: workflow-task failures not counted: %v\n", err)
+}
+
+func runsRead(counts []wfTaskFailures) int {
+	if len(counts) == 0 {
+		return 0
+	}
+	return counts[0].Runs
+}
+
 // bencher holds what the phases share.
 type bencher struct {
 	o       benchOptions
@@ -621,6 +752,7 @@ type bencher struct {
 	floors  map[string]summary
 	devs    []*agent // developer agents, created on first need
 	tc      client.Client
+	soak    []soakSample // the soak phase's samples, for the JSON file
 }
 
 // developers returns n developer agents (created and connected once, then reused).

@@ -117,10 +117,17 @@ func (f *floorBench) updateWithStart(ctx context.Context) error {
 	return h.Get(ctx, nil)
 }
 
-// close signals every long-lived floor workflow to end.
+// close signals every long-lived floor workflow to end and waits (a minute at most) until
+// they have, so that their last workflow tasks run before the floor worker stops: left on the
+// stopped worker's sticky queue, each would time out and be counted against a later phase.
 func (f *floorBench) close(ctx context.Context) {
 	for _, id := range f.started {
 		_ = f.tc.SignalWorkflow(ctx, id, "", floorSignalStop, nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, id := range f.started {
+		_ = f.tc.GetWorkflow(ctx, id, "").Get(ctx, nil)
 	}
 }
 

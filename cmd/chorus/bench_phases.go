@@ -74,6 +74,17 @@ func (b *bencher) floorP50(s summary, floors ...string) []comparison {
 	return out
 }
 
+// floorP99 compares a row's p99 with named floors' p99.
+func (b *bencher) floorP99(s summary, floors ...string) []comparison {
+	var out []comparison
+	for _, f := range floors {
+		if fl, ok := b.floors[f]; ok {
+			out = append(out, comparison{Floor: f + " p99", Ratio: ratio(s.P99Ms, fl.P99Ms)})
+		}
+	}
+	return out
+}
+
 // floorRate compares a row's throughput with named floors' throughput.
 func (b *bencher) floorRate(rate float64, floors ...string) []comparison {
 	var out []comparison
@@ -280,7 +291,8 @@ func (b *bencher) agentsPhase(ctx context.Context) *phaseResult {
 	})
 	for _, t := range tools {
 		s := recs[t].summary(wall)
-		res.Rows = append(res.Rows, row{Name: t, Concurrency: n, summary: s, VsFloor: b.floorP50(s, floorRegularN)})
+		res.Rows = append(res.Rows, row{Name: t, Concurrency: n, summary: s,
+			VsFloor: append(b.floorP50(s, floorRegularN), b.floorP99(s, floorRegularN)...)})
 	}
 	s := all.summary(wall)
 	res.Rows = append(res.Rows, row{Name: "all calls", Concurrency: n, summary: s,

@@ -139,6 +139,11 @@ type phaseResult struct {
 	Rows    []row    `json:"rows"`
 	Notes   []string `json:"notes,omitempty"`
 	Skipped string   `json:"skipped,omitempty"`
+	// WorkflowTaskFailures counts the workflow tasks that failed or timed out while the phase
+	// ran (nil when they could not be counted: no Temporal address).
+	WorkflowTaskFailures *wfTaskFailures `json:"workflowTaskFailures,omitempty"`
+	Started              time.Time       `json:"started"`
+	Ended                time.Time       `json:"ended"`
 }
 
 // comparable says whether the phase's rows are meant to be compared with the floors: all but

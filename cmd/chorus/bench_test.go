@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -127,6 +130,11 @@ func TestBenchFlagsAreChecked(t *testing.T) {
 			o.phases, o.endpoint, o.key, o.databaseURL = "reads", "http://127.0.0.1:1/api/mcp", "cho_x", "postgres://x"
 		}, "--seed-live-database"},
 		{"seed-live without endpoint", func(o *benchOptions) { o.seedLive = true }, "--seed-live-database"},
+		{"soak without agents", func(o *benchOptions) {
+			o.phases, o.soakDuration, o.soakWindow, o.soakSample, o.pruneInterval = "soak", time.Minute, time.Minute, time.Second, time.Second
+		}, "--soak-agents"},
+		{"soak without a window", func(o *benchOptions) { o.phases, o.soakAgents, o.soakDuration = "soak", 1, time.Minute }, "--soak-window"},
+		{"opscheck without entities", func(o *benchOptions) { o.phases, o.opsConcurrency = "opscheck", 8 }, "--ops-entities"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,20 +148,20 @@ func TestBenchFlagsAreChecked(t *testing.T) {
 
 // TestBenchRunsEndToEnd runs a tiny bench against a stack of its own (Temporal dev server,
 // SQLite, worker, MCP endpoint) and checks the JSON it writes. Like the other whole-stack tests
-// it skips without a Temporal CLI or under -short, except under CI=true, where it runs or fails.
+// it skips without temporal-server or under -short, except under CI=true, where it runs or fails.
 func TestBenchRunsEndToEnd(t *testing.T) {
 	ci := os.Getenv("CI") == "true"
 	if testing.Short() && !ci {
 		t.Skip("starts a whole stack; skipped under -short")
 	}
 	findCtx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	_, err := devserver.FindCLI(findCtx, os.Stderr)
+	_, err := devserver.FindServer(findCtx, os.Stderr)
 	cancel()
 	if err != nil {
 		if ci {
-			t.Fatalf("no Temporal CLI: %v", err)
+			t.Fatalf("no temporal-server: %v", err)
 		}
-		t.Skipf("no Temporal CLI (%v); run `make test`, or set CHORUS_TEMPORAL_BIN", err)
+		t.Skipf("no temporal-server (%v); run `make test`, or set CHORUS_TEMPORAL_SERVER_BIN", err)
 	}
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	o := benchOptions{phases: "floors,single,agents,race,reads,bulk", agents: 3, tasksPer: 1, rounds: 1, racers: 3,
@@ -190,4 +198,26 @@ func TestBenchRunsEndToEnd(t *testing.T) {
 	require.NotEmpty(t, rows["chorus_claim_task"].VsFloor, "lifecycle rows carry their floor ratios")
 	require.Equal(t, 9, rows["all calls"].N, "3 agents x 1 task x claim, in_progress, submit")
 	require.Contains(t, out.String(), "### Bulk creation")
+	for _, p := range rep.Phases {
+		require.NotNil(t, p.WorkflowTaskFailures, "phase %s counts its workflow-task failures", p.Name)
+		require.GreaterOrEqual(t, p.WorkflowTaskFailures.WorkerFailed, 0, "phase %s read the worker's count", p.Name)
+	}
+	require.Contains(t, out.String(), "| failed, as the worker counted |")
+}
+
+func TestWorkerTaskFailuresSumsTheWorkersCounter(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "# TYPE temporal_workflow_task_execution_failed_total counter\n"+
+			"temporal_workflow_task_execution_failed_total{workflow_type=\"TaskWorkflow\"} 3\n"+
+			"temporal_workflow_task_execution_failed_total{workflow_type=\"IdeaWorkflow\"} 2\n"+
+			"# TYPE temporal_workflow_completed_total counter\ntemporal_workflow_completed_total 7\n")
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	require.Equal(t, 5.0, workerTaskFailures(ctx, srv.URL))
+	require.Equal(t, -1.0, workerTaskFailures(ctx, ""), "no metrics URL: not read")
+	require.Equal(t, -1.0, workerTaskFailures(ctx, srv.URL+"/missing\x7f"), "bad URL: not read")
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	require.Equal(t, -1.0, workerTaskFailures(ctx, closed.URL), "unreachable: not read")
 }

@@ -36,7 +36,7 @@ type clientKey struct {
 // temporary directory, worker and endpoint.
 //
 // It needs Node 20+ with clients/node_modules installed (`npm --prefix clients ci`, which
-// `make test` does) and a Temporal CLI; without them it skips, except under CI=true, where it
+// `make test` does) and temporal-server; without them it skips, except under CI=true, where it
 // fails.
 func TestTypeScriptClients(t *testing.T) {
 	ci := os.Getenv("CI") == "true"
@@ -59,14 +59,14 @@ func TestTypeScriptClients(t *testing.T) {
 		unavailable("TypeScript client suite: %s; run `npm --prefix clients ci` (or `make test`, which does it)", msg)
 	}
 	findCtx, cancelFind := context.WithTimeout(context.Background(), 10*time.Minute) // a cold CLI build takes minutes
-	bin, err := devserver.FindCLI(findCtx, os.Stderr)
+	bin, err := devserver.FindServer(findCtx, os.Stderr)
 	cancelFind()
 	if err != nil {
-		unavailable("TypeScript client suite: no Temporal CLI (%v); run `make test`, or set CHORUS_TEMPORAL_BIN", err)
+		unavailable("TypeScript client suite: no temporal-server (%v); run `make test`, or set CHORUS_TEMPORAL_SERVER_BIN", err)
 	}
 
 	// A stack of its own: local Temporal, SQLite in the temp dir, a fresh admin key.
-	t.Setenv("CHORUS_TEMPORAL_BIN", bin)
+	t.Setenv("CHORUS_TEMPORAL_SERVER_BIN", bin)
 	t.Setenv("TEMPORAL_ADDRESS", "")
 	t.Setenv("CHORUS_DATABASE_URL", "")
 	t.Setenv("CHORUS_BOOTSTRAP_ADMIN_KEY", "")

@@ -197,7 +197,7 @@ func TestComposeUsesTheTestedConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	server := p.Services[svcTemporal]
 
-	// temporal-server --root / --config DIR --env NAME reads DIR/NAME.yaml: our config file.
+	// temporal-server --config-file FILE start: our config file.
 	args := []string(server.Entrypoint)
 	require.NotEmpty(t, args, "the temporal service must run temporal-server with deploy's configuration")
 	require.Equal(t, "temporal-server", args[0])
@@ -206,9 +206,8 @@ func TestComposeUsesTheTestedConfiguration(t *testing.T) {
 		require.True(t, i >= 0 && i+1 < len(args), "temporal entrypoint lacks %s: %v", name, args)
 		return args[i+1]
 	}
-	require.Equal(t, "/", flag("--root"))
 	require.Equal(t, "start", args[len(args)-1])
-	require.Equal(t, filepath.Join(flag("--config"), flag("--env")+".yaml"), mountOf(t, server, deployServerConfig),
+	require.Equal(t, flag("--config-file"), mountOf(t, server, deployServerConfig),
 		"the temporal service does not read deploy/temporal-server.yaml")
 	require.Equal(t, mountOf(t, server, deployDynamicConfig), *server.Environment["DYNAMIC_CONFIG_FILE_PATH"],
 		"DYNAMIC_CONFIG_FILE_PATH is not where deploy/temporal-dynamicconfig.yaml is mounted")
@@ -234,12 +233,13 @@ func TestComposeUsesTheTestedConfiguration(t *testing.T) {
 	}
 	require.Equal(t, "0.0.0.0", *server.Environment["BIND_ON_IP"], "in a container the frontend must listen beyond loopback")
 
-	// The server image is the version tools/go.mod pins (the one test-prod runs), and the admin
-	// tools (schema files, CLI) are of the same release.
-	pinned := regexp.MustCompile(`(?m)^\s*go\.temporal\.io/server v(\S+)`).FindStringSubmatch(composeReadFile(t, "tools/go.mod"))
-	require.NotNil(t, pinned, "tools/go.mod does not pin go.temporal.io/server")
+	// The server image is the version tools/server/go.mod pins (the one test-prod and the dev
+	// server run), and the admin tools (schema files, CLI) are of the same release.
+	pinned := regexp.MustCompile(`(?m)^\s*go\.temporal\.io/server v(\S+)`).FindStringSubmatch(composeReadFile(t, "tools/server/go.mod"))
+	require.NotNil(t, pinned, "tools/server/go.mod does not pin go.temporal.io/server")
 	require.Equal(t, "temporalio/server:"+pinned[1], server.Image, "compose runs a different Temporal server than make test-prod")
-	require.True(t, strings.HasPrefix(p.Services[svcTemporalSchema].Image, "temporalio/admin-tools:"+pinned[1]+"-"),
+	adminTag := strings.TrimPrefix(p.Services[svcTemporalSchema].Image, "temporalio/admin-tools:")
+	require.True(t, adminTag == pinned[1] || strings.HasPrefix(adminTag, pinned[1]+"-"),
 		"the schema job's admin tools (%s) are not of the pinned server release %s", p.Services[svcTemporalSchema].Image, pinned[1])
 
 	// The namespace script registers exactly Chorus's search attributes.

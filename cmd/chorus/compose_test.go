@@ -483,7 +483,7 @@ func TestComposeImagesHaveExplicitTags(t *testing.T) {
 	// The schema job must be from the same Temporal release as the server, or it prepares a
 	// schema version that server does not expect.
 	_, serverTag, _ := composeImageRef(lc.service(t, svcTemporal).Image)
-	require.Regexp(t, `^1\.29\.\d+$`, serverTag, "temporal: the temporalio/server image must be pinned to a 1.29.x release")
+	require.Regexp(t, `^1\.32\.\d+$`, serverTag, "temporal: the temporalio/server image must be pinned to a 1.32.x release")
 	for _, job := range []string{svcTemporalSchema, svcTemporalNamespace} {
 		repo, tag, _ := composeImageRef(lc.service(t, job).Image)
 		require.Equal(t, "temporalio/admin-tools", repo, "service %s must use the temporalio/admin-tools image", job)

@@ -25,6 +25,7 @@ type devOptions struct {
 	addr         string
 	temporalPort int
 	uiPort       int
+	ui           bool
 	pprofAddr    string
 	taskQueue    string
 	// temporal: TEMPORAL_ADDRESS (a server to use instead of launching one) and its security,
@@ -40,14 +41,18 @@ func newDevCmd(g *globals) *cobra.Command {
 		Short: "Run the whole Chorus stack on this machine (Temporal dev server, SQLite, worker, MCP endpoint)",
 		Long: `Run everything Chorus needs on one machine, with no other services:
 
-  - the official Temporal dev server as a child process (persisting to <data-dir>/temporal.db,
-    web UI on --ui-port), unless TEMPORAL_ADDRESS names a server to use instead;
+  - temporal-server ` + devserver.Version + ` as a child process on 127.0.0.1 (persisting to
+    <data-dir>/temporal.db; its configuration is generated into <data-dir> at each start), with
+    the Temporal web UI on --ui-port when --ui is given, unless TEMPORAL_ADDRESS names a server
+    to use instead;
   - the app database: SQLite at <data-dir>/chorus.db, or PostgreSQL when CHORUS_DATABASE_URL is set;
   - the worker and the MCP endpoint on --addr.
 
-The first start creates a company, an owner user and an admin agent, prints the agent's API key
-once (to a terminal only: never into a log) and saves it to <data-dir>/admin.key (set
-CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key; a key you chose is never printed).
+The Temporal address and namespace are written to <data-dir>/temporal.address at every start
+(for "chorus ops --data-dir"). The first start creates a company, an owner user and an admin
+agent, prints the agent's API key once (to a terminal only: never into a log) and saves it to
+<data-dir>/admin.key (set CHORUS_BOOTSTRAP_ADMIN_KEY=cho_... to choose the key; a key you chose
+is never printed).
 Ctrl-C stops everything, the Temporal server included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), g, o, cmd.OutOrStdout()) },
@@ -56,7 +61,9 @@ Ctrl-C stops everything, the Temporal server included.`,
 	cmd.Flags().IntVar(&o.temporalPort, "temporal-port", envInt("CHORUS_TEMPORAL_PORT", 7233), "gRPC port of the Temporal dev server (env CHORUS_TEMPORAL_PORT)")
 	cmd.Flags().StringVar(&o.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
-	cmd.Flags().IntVar(&o.uiPort, "ui-port", envInt("CHORUS_UI_PORT", 8233), "port of the Temporal web UI (env CHORUS_UI_PORT)")
+	cmd.Flags().IntVar(&o.uiPort, "ui-port", envInt("CHORUS_UI_PORT", 8233), "port of the Temporal web UI, with --ui (env CHORUS_UI_PORT)")
+	cmd.Flags().BoolVar(&o.ui, "ui", envBool("CHORUS_UI"), "also run the Temporal web UI on 127.0.0.1:--ui-port (env CHORUS_UI=true); "+
+		"it has no login, so it is off unless asked (README \"Security\")")
 	o.temporal.flags(cmd, false, "")
 	o.edge.flags(cmd)
 	return cmd
@@ -82,7 +89,11 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 			"TEMPORAL_ADDRESS; the dev server chorus dev launches takes plain local connections")
 	}
 	if o.temporal.address == "" {
-		for _, p := range []int{o.temporalPort, o.uiPort} {
+		ports := []int{o.temporalPort}
+		if o.ui {
+			ports = append(ports, o.uiPort)
+		}
+		for _, p := range ports {
 			if err := devserver.PortFree(p); err != nil {
 				return err
 			}
@@ -116,18 +127,33 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 
 	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, temporalWait: 30 * time.Second,
 		pprofAddr: o.pprofAddr, taskQueue: o.taskQueue}
+	if cfg.retention, cfg.pruneInterval, err = pruningFromEnv(); err != nil {
+		return err
+	}
 	if cfg.temporal.namespace == "" {
 		cfg.temporal.namespace = workflows.Namespace
 	}
 	uiURL := ""
 	if cfg.temporal.address == "" {
-		bin, err := devserver.FindCLI(ctx, out)
+		bin, err := devserver.FindServer(ctx, out)
 		if err != nil {
 			return err
 		}
-		dev, err := devserver.Start(devserver.Options{Bin: bin, Port: o.temporalPort, UIPort: o.uiPort,
-			DBFile: filepath.Join(g.dataDir, "temporal.db"), LogPath: filepath.Join(g.dataDir, "temporal.log"),
-			Namespace: cfg.temporal.namespace})
+		if old, err := devserver.PredatesServer(ctx, filepath.Join(g.dataDir, "temporal.db")); err == nil && old {
+			fmt.Fprintf(out, "chorus: %s was made by a Temporal server older than %s (the dev server of earlier "+
+				"Chorus releases); its workflows run on, but %s's new visibility columns are missing, so queries of "+
+				"them (the README's \"Stuck\" query) fail. README \"Upgrading Temporal\" says how to start a fresh one "+
+				"and keep Chorus's data.\n", filepath.Join(g.dataDir, "temporal.db"), devserver.Version, devserver.Version)
+		}
+		dopts := devserver.Options{Bin: bin, Port: o.temporalPort, DBFile: filepath.Join(g.dataDir, "temporal.db"),
+			LogPath: filepath.Join(g.dataDir, "temporal.log"), Namespace: cfg.temporal.namespace}
+		if o.ui {
+			if dopts.UIBin, err = devserver.FindUI(ctx, out); err != nil {
+				return err
+			}
+			dopts.UIPort = o.uiPort
+		}
+		dev, err := devserver.Start(dopts)
 		if err != nil {
 			return err
 		}
@@ -141,13 +167,22 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		if err := dev.WaitReady(ctx, 90*time.Second); err != nil {
 			return err
 		}
-		uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.temporal.namespace)
-		fmt.Fprintf(out, "chorus: Temporal dev server on %s (data %s, log %s)\n", cfg.temporal.address,
+		uiURL = "off (chorus dev --ui serves it on 127.0.0.1)"
+		if o.ui {
+			uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.temporal.namespace)
+		}
+		fmt.Fprintf(out, "chorus: temporal-server %s on %s (data %s, log %s)\n", devserver.Version, cfg.temporal.address,
 			filepath.Join(g.dataDir, "temporal.db"), dev.LogPath())
 	} else {
 		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporal.describe())
 	}
+	if err := devserver.WriteAddressFile(g.dataDir, cfg.temporal.address, cfg.temporal.namespace); err != nil {
+		return err
+	}
 
+	if err := recordDevAddress(g.dataDir, cfg.temporal.address); err != nil {
+		return fmt.Errorf("record the Temporal address in the data dir: %w", err)
+	}
 	// A key is printed once, to a terminal, when chorus dev made it: never one the operator chose
 	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
 	showKey := boot.Created && chosenKey == "" && isTerminal(out)

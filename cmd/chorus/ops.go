@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -24,44 +25,97 @@ func newOpsCmd(g *globals) *cobra.Command {
 		Long: `Check and repair the projection of workflows onto database rows (docs/write-path.md).
 
 Both need the database (--data-dir, or CHORUS_DATABASE_URL) and a Temporal server with Chorus's
-workers running (TEMPORAL_ADDRESS, default 127.0.0.1:7233 as chorus dev uses; TEMPORAL_NAMESPACE):
-they read each workflow's state through its "state" query. Both are safe on a live system.
+workers running (--temporal-address or TEMPORAL_ADDRESS; by default the address the chorus dev
+stack of --data-dir recorded in <data-dir>/temporal.address, else 127.0.0.1:7233; and
+TEMPORAL_NAMESPACE): they read each workflow's state through its "state" query. Both are safe on
+a live system.
+
+Every ops command refuses a Temporal other than the database's own: the first chorus serve or
+chorus dev start records its cluster and namespace in the database, and ops names both when they
+differ. "chorus ops bind --replace" records a deliberate move to another Temporal.
 
 "chorus ops failed" lists runs that failed, timed out, were terminated or are stuck on a failing
 workflow task; "chorus ops replay" replays a run's history against the workflow code built into
 this binary and says where it diverges. README "Failed and stuck runs" walks through all four.`,
 	}
-	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g), newOpsFailedCmd(g), newOpsReplayCmd(g))
+	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g), newOpsFailedCmd(g), newOpsReplayCmd(g), newOpsBindCmd(g))
 	return cmd
 }
 
 type opsOptions struct {
-	temporal  temporalConfig
-	taskQueue string
-	asJSON    bool
-	all       bool
-	dryRun    bool
+	temporal    temporalConfig
+	taskQueue   string
+	asJSON      bool
+	all         bool
+	dryRun      bool
+	incremental bool
+	concurrency int
 }
 
 func (o *opsOptions) flags(cmd *cobra.Command) {
-	o.temporal.flags(cmd, true, "127.0.0.1:7233")
+	// No default address here: address() falls back to the dev stack's recorded one, then 7233.
+	o.temporal.flags(cmd, true, "")
+	cmd.Flags().Lookup("temporal-address").Usage = "Temporal frontend (env TEMPORAL_ADDRESS; default: the address the chorus dev " +
+		"stack of --data-dir recorded in " + devAddressFile + ", else 127.0.0.1:7233)"
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue),
 		"task queue of the Chorus deployment, where repair starts new runs (env CHORUS_TASK_QUEUE)")
+	cmd.Flags().IntVar(&o.concurrency, "concurrency", 8, "entities compared at once")
 }
 
-// open connects to the store and Temporal for an ops command; close releases both.
+// address is the Temporal frontend the ops command talks to: --temporal-address, else
+// TEMPORAL_ADDRESS, else the address the dev stack of the data dir recorded, else the default
+// of chorus dev.
+func (o *opsOptions) address(g *globals) string {
+	if o.temporal.address != "" { // --temporal-address, else TEMPORAL_ADDRESS
+		return o.temporal.address
+	}
+	if addr, ok := readDevAddress(g.dataDir); ok {
+		return addr
+	}
+	return "127.0.0.1:7233"
+}
+
+// open connects to the store and Temporal for an ops command, refusing a Temporal that is not
+// the database's (ops.VerifyCluster); close releases both.
 func (o *opsOptions) open(ctx context.Context, g *globals) (*ops.Ops, func(), error) {
 	st, err := g.openStore(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tc, err := dialTemporal(ctx, quiet, o.temporal, 10*time.Second)
+	x, closeTemporal, err := o.dial(ctx, g, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, nil, err
 	}
-	return &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, st)}, func() { tc.Close(); _ = st.Close() }, nil
+	return x, func() { closeTemporal(); _ = st.Close() }, nil
+}
+
+// dial connects to Temporal; with st, it refuses a Temporal that is not the database's, and says
+// on stderr when the database has not recorded its Temporal yet.
+func (o *opsOptions) dial(ctx context.Context, g *globals, st *store.Store) (*ops.Ops, func(), error) {
+	addr := o.address(g)
+	c := o.temporal
+	c.address = addr
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tc, err := dialTemporal(ctx, quiet, c, 10*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency}
+	x.Flows.SealText = o.temporal.sealsPayloads()
+	if st != nil {
+		x.Flows.Rows = st
+		b, err := ops.VerifyCluster(ctx, st, tc, o.temporal.namespace, addr)
+		if err != nil {
+			tc.Close()
+			return nil, nil, err
+		}
+		if b == nil {
+			fmt.Fprintf(os.Stderr, "chorus: this database has not recorded its Temporal yet (a chorus serve or chorus dev start "+
+				"of this version records it); make sure %s is its own\n", addr)
+		}
+	}
+	return x, tc.Close, nil
 }
 
 func newOpsCheckCmd(g *globals) *cobra.Command {
@@ -91,6 +145,13 @@ after its workflow's state, unchanged), and a workflow that is applying a comman
 pending) may legitimately have its row one version ahead. An entity that keeps changing through
 every attempt is listed as busy: that is not a disagreement, and does not change the exit status.
 
+A pass compares --concurrency entities at once and records, per entity it finds in agreement,
+its row's version and its workflow's run. --incremental then compares only what moved since:
+rows changed since (or never found in agreement), workflows that started a new run (a reset, a
+restart), rows whose workflow is not running, and running workflows without a row; the rest is
+skipped without a call to Temporal. Run an incremental pass often and a full one (the default)
+daily: a write stuck on an entity that did not move is found by a full pass.
+
 Exit status: 0 when everything agrees, 1 when something does not, 2 when the check could not run.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -98,11 +159,15 @@ Exit status: 0 when everything agrees, 1 when something does not, 2 when the che
 			if len(args) == 1 {
 				only = args[0]
 			}
+			if only != "" && o.incremental {
+				return errors.New("--incremental applies to a whole pass, not to one workflow id")
+			}
 			return runCheck(cmd.Context(), g, o, only, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the findings as JSON (a list; busy workflows are noted on stderr)")
+	cmd.Flags().BoolVar(&o.incremental, "incremental", false, "compare only the entities that moved since the last pass")
 	return cmd
 }
 
@@ -112,11 +177,36 @@ func runCheck(ctx context.Context, g *globals, o opsOptions, only string, out, e
 		return exitWith(2, err)
 	}
 	defer closeAll()
-	r, err := x.CheckReport(ctx, only)
+	var r ops.Report
+	var p ops.Pass
+	switch {
+	case only != "":
+		r, err = x.CheckReport(ctx, only)
+	case o.incremental:
+		r, p, err = x.CheckIncremental(ctx)
+	default:
+		r, p, err = x.CheckPass(ctx)
+	}
 	if err != nil {
 		return exitWith(2, err)
 	}
+	if p.Entities > 0 {
+		w := out
+		if o.asJSON {
+			w = errOut
+		}
+		defer fmt.Fprintln(w, passLine(p))
+	}
 	return reportCheck(r, o.asJSON, out, errOut)
+}
+
+// passLine says what a pass compared and how long it took.
+func passLine(p ops.Pass) string {
+	if p.Incremental {
+		return fmt.Sprintf("compared %d of %d entities, those that moved since the last pass, in %s", p.Compared, p.Entities,
+			p.Duration.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("compared all %d entities in %s", p.Compared, p.Duration.Round(time.Millisecond))
 }
 
 // reportCheck prints a check's report (as text, or as a JSON list of findings with busy
@@ -248,6 +338,9 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 		fmt.Fprintln(out, "clean: nothing to repair")
 		return nil
 	}
+	// failed holds, by finding, why repair could not resolve it: such a finding is not waited
+	// for below, nor is repair suggested for it again.
+	failed := map[string]error{}
 	for _, f := range found {
 		if o.dryRun {
 			if ops.Repairable(f.Kind) {
@@ -257,7 +350,11 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 			}
 			continue
 		}
-		fmt.Fprintf(out, "%s  %s: %s\n", f.WorkflowID, f.Kind, repairOutcome(x.Repair(ctx, f)))
+		did, err := x.Repair(ctx, f)
+		if err != nil && !errors.Is(err, ops.ErrSkipped) {
+			failed[findingKey(f)] = err
+		}
+		fmt.Fprintf(out, "%s  %s: %s\n", f.WorkflowID, f.Kind, repairOutcome(did, err))
 	}
 	if o.dryRun {
 		return exitError{code: 1}
@@ -267,8 +364,9 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 	var left []ops.Finding
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		left, err = x.Check(ctx, only)
-		if err == nil && !slices.ContainsFunc(left, func(f ops.Finding) bool { return ops.Repairable(f.Kind) }) ||
-			time.Now().After(deadline) {
+		if err == nil && !slices.ContainsFunc(left, func(f ops.Finding) bool {
+			return ops.Repairable(f.Kind) && failed[findingKey(f)] == nil
+		}) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -276,13 +374,34 @@ func runRepair(ctx context.Context, g *globals, o opsOptions, only string, out i
 	if err != nil {
 		return exitWith(2, err)
 	}
-	if len(left) > 0 {
-		fmt.Fprintln(out, "still disagreeing after the repair:")
-		printFindings(out, left)
-		return exitError{code: 1}
+	return reportRepaired(left, failed, out)
+}
+
+func findingKey(f ops.Finding) string { return f.WorkflowID + " " + f.Kind }
+
+// reportRepaired prints what still disagrees after a repair and returns the exit status. A
+// finding whose repair failed or cannot be made is listed with why and what to do instead of
+// being offered to repair again, which would change nothing.
+func reportRepaired(left []ops.Finding, failed map[string]error, out io.Writer) error {
+	if len(left) == 0 {
+		fmt.Fprintln(out, "clean: every workflow agrees with its rows")
+		return nil
 	}
-	fmt.Fprintln(out, "clean: every workflow agrees with its rows")
-	return nil
+	var again []ops.Finding
+	fmt.Fprintln(out, "still disagreeing after the repair:")
+	for _, f := range left {
+		if err := failed[findingKey(f)]; err != nil {
+			fmt.Fprintf(out, "%s  %s  %s\n    not repaired: %s\n", f.WorkflowID, f.Kind, f.Detail, repairOutcome("", err))
+			continue
+		}
+		again = append(again, f)
+	}
+	if len(again) > 0 {
+		printFindings(out, again)
+	} else {
+		fmt.Fprintln(out, "Repair cannot resolve these: do what each says, then run chorus ops check.")
+	}
+	return exitError{code: 1}
 }
 
 // repairOutcome is the line repair prints for one finding: what it did, or why it did not.

@@ -4,28 +4,49 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/ops"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/store"
 )
 
-// openTemporal connects to Temporal only (ops failed and ops replay need no database).
-func (o *opsOptions) openTemporal(ctx context.Context) (*ops.Ops, func(), error) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+// openTemporal connects to Temporal for ops failed and ops replay, which read no rows: it opens
+// the database only when there is one (CHORUS_DATABASE_URL, or the data dir's SQLite file), to
+// refuse a Temporal that is not the database's (ops.VerifyCluster).
+func (o *opsOptions) openTemporal(ctx context.Context, g *globals) (*ops.Ops, func(), error) {
 	conv, err := o.temporal.converters()
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err := dialTemporal(ctx, quiet, o.temporal, 10*time.Second)
+	var st *store.Store
+	if dsn := g.databaseURL(); store.IsPostgresURL(dsn) || fileExists(dsn) {
+		if st, err = g.openStore(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	x, closeTemporal, err := o.dial(ctx, g, st)
 	if err != nil {
+		if st != nil {
+			_ = st.Close()
+		}
 		return nil, nil, err
 	}
-	return &ops.Ops{Flows: workflows.NewClient(tc, o.taskQueue, nil), Converters: &conv}, tc.Close, nil
+	x.Store, x.Flows.Rows = nil, nil // these commands read no rows
+	x.Converters = &conv
+	return x, func() {
+		closeTemporal()
+		if st != nil {
+			_ = st.Close()
+		}
+	}, nil
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
 }
 
 func newOpsFailedCmd(g *globals) *cobra.Command {
@@ -51,7 +72,7 @@ long as the namespace's retention keeps them.
 Exit status: 0 when there is none, 1 when there is one, 2 when the list could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			x, closeAll, err := o.openTemporal(cmd.Context())
+			x, closeAll, err := o.openTemporal(cmd.Context(), g)
 			if err != nil {
 				return exitWith(2, err)
 			}
@@ -137,7 +158,7 @@ Exit status: 0 when the history replays, 1 when it diverges, 2 when it could not
 			x := &ops.Ops{Converters: &conv} // a history file needs no Temporal, but its payloads may be sealed
 			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
 				var closeAll func()
-				x, closeAll, err = o.openTemporal(cmd.Context())
+				x, closeAll, err = o.openTemporal(cmd.Context(), g)
 				if err != nil {
 					return exitWith(2, err)
 				}

@@ -44,14 +44,29 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Names of what the test creates in PostgreSQL; dropped before and after.
-const (
-	prodChorusRole   = "chorus_prodtest"
-	prodTemporalRole = "chorus_prodtest_temporal"
-	prodChorusDB     = "chorus_prodtest"
-	prodTemporalDB   = "chorus_prodtest_temporal"
-	prodVisibilityDB = "chorus_prodtest_visibility"
+// Names of what the test creates in PostgreSQL; dropped before and after. They start with
+// $CHORUS_PROD_PREFIX (default chorus_prodtest), so that runs sharing one PostgreSQL server
+// (several clones on one machine) do not drop each other's roles and databases.
+var (
+	prodChorusRole   = prodPrefix()
+	prodTemporalRole = prodPrefix() + "_temporal"
+	prodChorusDB     = prodPrefix()
+	prodTemporalDB   = prodPrefix() + "_temporal"
+	prodVisibilityDB = prodPrefix() + "_visibility"
 )
+
+func prodPrefix() string {
+	p := os.Getenv("CHORUS_PROD_PREFIX")
+	if p == "" {
+		return "chorus_prodtest"
+	}
+	for _, r := range p {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			panic("CHORUS_PROD_PREFIX=" + p + ": use lower-case letters, digits and _ only (it names PostgreSQL roles and databases)")
+		}
+	}
+	return p
+}
 
 // Offsets from the port base of every port the topology listens on. Temporal's membership
 // ports must stay below 32768 (PostgreSQL stores them in a SMALLINT), so the base is picked
@@ -303,8 +318,7 @@ func (tp *prodTopology) startTemporal() {
 		"DYNAMIC_CONFIG_FILE_PATH="+filepath.Join(tp.root, deployDynamicConfig),
 		"LOG_LEVEL=warn")
 	tp.start("temporal-server", tp.serverEnv, filepath.Join(tp.bin, "temporal-server"),
-		"--root", "/", "--config", filepath.Join(tp.root, filepath.Dir(deployServerConfig)),
-		"--env", strings.TrimSuffix(filepath.Base(deployServerConfig), ".yaml"), "start")
+		"--config-file", filepath.Join(tp.root, deployServerConfig), "--allow-no-auth", "start")
 }
 
 func (tp *prodTopology) startChorus(name string, port int, extra ...string) {

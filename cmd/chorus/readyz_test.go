@@ -36,12 +36,12 @@ func startReadyTemporal(t *testing.T) readyTemporal {
 	t.Helper()
 	findCtx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin, err := devserver.FindCLI(findCtx, os.Stderr)
+	bin, err := devserver.FindServer(findCtx, os.Stderr)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Temporal CLI under CI: %v", err)
+			t.Fatalf("no temporal-server under CI: %v", err)
 		}
-		t.Skipf("no Temporal CLI (%v); set CHORUS_TEMPORAL_BIN", err)
+		t.Skipf("no temporal-server (%v); set CHORUS_TEMPORAL_SERVER_BIN", err)
 	}
 	port, err := devserver.FreePort()
 	require.NoError(t, err)
@@ -53,6 +53,22 @@ func startReadyTemporal(t *testing.T) readyTemporal {
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 	return readyTemporal{bin: bin, addr: dev.Address(), tc: tc}
+}
+
+// findCLI returns the Temporal CLI pinned in tools/ (built on first use), skipping the test
+// without it, or failing under CI=true.
+func findCLI(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	bin, err := devserver.Find(ctx, devserver.CLITool, os.Stderr)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Temporal CLI under CI: %v", err)
+		}
+		t.Skipf("no Temporal CLI (%v); run `make test`, or set %s", err, devserver.CLITool.Env)
+	}
+	return bin
 }
 
 // namespace registers a new namespace (with no Chorus search attributes) and returns its name.
@@ -74,10 +90,16 @@ func (r readyTemporal) server(t *testing.T, st *store.Store, role, namespace str
 // serverOn is server with the task queue set ("" keeps the default).
 func (r readyTemporal) serverOn(t *testing.T, st *store.Store, role, namespace, queue string) (string, <-chan error) {
 	t.Helper()
+	return r.serve(t, st, serverConfig{role: role, temporal: temporalConfig{namespace: namespace}, taskQueue: queue})
+}
+
+// serve runs runServer with cfg (its address, Temporal address and wait filled in) until the
+// test ends, like server.
+func (r readyTemporal) serve(t *testing.T, st *store.Store, cfg serverConfig) (string, <-chan error) {
+	t.Helper()
 	port, err := devserver.FreePort()
 	require.NoError(t, err)
-	cfg := serverConfig{role: role, addr: fmt.Sprintf("127.0.0.1:%d", port), temporal: temporalConfig{address: r.addr, namespace: namespace},
-		temporalWait: 30 * time.Second, taskQueue: queue}
+	cfg.addr, cfg.temporal.address, cfg.temporalWait = fmt.Sprintf("127.0.0.1:%d", port), r.addr, 30*time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
@@ -150,15 +172,18 @@ func TestReadyzChecksNamespaceAndSearchAttributes(t *testing.T) {
 			code, b = getReady(t, addr)
 			require.Equal(t, http.StatusServiceUnavailable, code)
 			require.Equal(t, "ok", b.Namespace)
-			require.Equal(t, "missing: ChorusProjectUuid, ChorusEntity, ChorusStatus, ChorusAssignee, ChorusCreator, ChorusProgress", b.SearchAttributes)
+			require.Equal(t, "missing: ChorusProjectUuid, ChorusEntity, ChorusStatus, ChorusAssignee, ChorusCreator, ChorusProgress, "+
+				"ChorusTitle, ChorusAssigneeName", b.SearchAttributes)
 			require.Equal(t, workflows.SearchAttributeCommands(ns), b.Register)
 			require.Contains(t, strings.Join(b.Problems, "\n"), "lacks the search attributes ChorusProjectUuid, ChorusEntity")
 			require.Empty(t, b.Worker, "an API process runs no worker")
 
-			// The commands it names, run as an operator would, make it ready.
+			// The commands it names, run as an operator would (with the CLI pinned in tools/), make
+			// it ready.
+			cli := findCLI(t)
 			for _, c := range b.Register {
 				args := append(strings.Fields(strings.TrimPrefix(c, "temporal ")), "--address", tmp.addr)
-				out, err := exec.Command(tmp.bin, args...).CombinedOutput()
+				out, err := exec.Command(cli, args...).CombinedOutput()
 				require.NoError(t, err, "%s: %s", c, out)
 			}
 			deadline := time.Now().Add(30 * time.Second)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/spf13/cobra"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -23,6 +26,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
@@ -50,6 +54,19 @@ type serverConfig struct {
 	temporalWait time.Duration
 	// pprofAddr, when set, serves net/http/pprof on its own listener (never on addr).
 	pprofAddr string
+	// retention and pruneInterval configure the pruning a worker runs (zero: the defaults;
+	// pruningFromEnv).
+	retention     store.Retention
+	pruneInterval time.Duration
+	// soak: the bench's soak phase, whose journal window may be below the namespace's retention
+	// (activities.Activities.NoNamespaceFloor).
+	soak bool
+	// tracerProvider receives the spans of tool calls, Temporal and SQL; nil takes it from the
+	// OTEL_* environment (tracingFromEnv), where tracing is off unless asked for.
+	tracerProvider oteltrace.TracerProvider
+	// deployment, when its name and build id are set, makes the worker a version of a Temporal
+	// Worker Deployment (README "Rolling deploys").
+	deployment workerDeployment
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -70,13 +87,16 @@ TEMPORAL_NAMESPACE, with TLS, mTLS or an API key for Temporal as the temporal CL
 worker processes scale independently; any API instance serves any request.
 
 It listens on 127.0.0.1:8637 unless --addr says otherwise: put a TLS-terminating proxy in front
-of it (README "Security"), and name the proxy's host with --allowed-hosts.`,
+of it (README "Security"), and name the proxy's host with --allowed-hosts. ` + tracingHelp + ` (README "Tracing").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch cfg.role {
 			case roleAPI, roleWorker, roleAll:
 			default:
 				return fmt.Errorf("--role must be api, worker or all, not %q", cfg.role)
+			}
+			if err := cfg.deployment.validate(cfg.role); err != nil {
+				return err
 			}
 			if cfg.temporal.address == "" {
 				return errors.New("TEMPORAL_ADDRESS is not set: chorus serve connects to an external Temporal " +
@@ -111,9 +131,18 @@ of it (README "Security"), and name the proxy's host with --allowed-hosts.`,
 		"you say otherwise, e.g. 0.0.0.0:8637 behind a TLS proxy (env CHORUS_ADDR)")
 	cmd.Flags().StringVar(&cfg.pprofAddr, "pprof-addr", envOr("CHORUS_PPROF_ADDR", ""), pprofFlagHelp)
 	cmd.Flags().StringVar(&cfg.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
+	cmd.Flags().StringVar(&cfg.deployment.name, "deployment-name", envOr("CHORUS_WORKER_DEPLOYMENT", ""),
+		"run the worker as a version of this Temporal Worker Deployment, for rolling deploys (with --build-id; "+
+			"env CHORUS_WORKER_DEPLOYMENT; README \"Rolling deploys\")")
+	cmd.Flags().StringVar(&cfg.deployment.buildID, "build-id", envOr("CHORUS_BUILD_ID", ""),
+		"this worker's version in --deployment-name, e.g. the image tag (env CHORUS_BUILD_ID)")
 	cfg.temporal.flags(cmd, false, "")
 	cfg.edge.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
+	cmd.PreRunE = func(*cobra.Command, []string) (err error) {
+		cfg.retention, cfg.pruneInterval, err = pruningFromEnv()
+		return err
+	}
 	return cmd
 }
 
@@ -128,12 +157,39 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if err := cfg.edge.checkLimits(); err != nil {
 		return err
 	}
-	tc, err := dialTemporalMetrics(ctx, log, cfg.temporal, cfg.temporalWait, metrics.temporal)
+	tr, err := newTracing(cfg.tracerProvider, nil)
+	if cfg.tracerProvider == nil {
+		tr, err = tracingFromEnv(ctx, cfg.role)
+	}
+	if err != nil {
+		return err
+	}
+	if tr != nil {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tr.shutdown(sctx); err != nil {
+				log.Warn("tracing: flushing the last spans", "err", err)
+			}
+		}()
+		tr.traceSQL(st)
+		log.Info("tracing on: tool calls, Temporal and SQL (OpenTelemetry)")
+	}
+	tc, err := dialTemporalMetrics(ctx, log, cfg.temporal, cfg.temporalWait, metrics.temporal, tr.interceptors()...)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
 	log.Info("temporal connected", "to", cfg.temporal.describe(), "payloadEncryption", payloadEncryption(cfg.temporal))
+	// The database belongs to one Temporal: the first start records it, and a later one refuses
+	// another deployment's (ops.BindCluster).
+	bindCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = ops.BindCluster(bindCtx, st, tc, cfg.temporal.namespace, cfg.temporal.address)
+	cancel()
+	if err != nil {
+		return err
+	}
+	seal := cfg.temporal.sealsPayloads()
 	if cfg.pprofAddr != "" {
 		stop, err := servePprof(log, cfg.pprofAddr)
 		if err != nil {
@@ -144,6 +200,12 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if cfg.role != roleAPI {
 		regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.temporal.namespace)
+		if err == nil {
+			err = workflows.EnsurePruneSchedule(regCtx, tc, queueOrDefault(cfg.taskQueue), cmp.Or(cfg.pruneInterval, workflows.PruneInterval))
+			if err != nil {
+				err = fmt.Errorf("create the pruning schedule: %w", err)
+			}
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -156,7 +218,13 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	health := &workerHealth{role: cfg.role}
 	fatal := make(chan error, 1)
 	if cfg.role != roleAPI {
-		w = workflows.NewWorker(tc, cfg.taskQueue, activities.New(st, tc), worker.Options{WorkerStopTimeout: 10 * time.Second,
+		acts := activities.New(st, tc)
+		acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
+		if seal {
+			acts.SealKeywords = workflows.SealKeywords
+		}
+		w = workflows.NewWorker(tc, cfg.taskQueue, acts, worker.Options{WorkerStopTimeout: 10 * time.Second,
+			DeploymentOptions: cfg.deployment.options(),
 			OnFatalError: func(err error) {
 				health.stopped(err)
 				log.Error("the Temporal worker stopped on a fatal error; exiting", "err", err)
@@ -187,8 +255,10 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	if cfg.role != roleWorker {
 		// The endpoint's Host check covers every path of the server (mcp.EdgeOptions).
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: workflows.NewClient(tc, cfg.taskQueue, st), Log: log,
-			Metrics: metrics.tools, Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
+		flows := workflows.NewClient(tc, cfg.taskQueue, st)
+		flows.SealText = seal
+		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: flows, Log: log,
+			Metrics: metrics.tools, Tracer: tr.tracer(), Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
 		if err != nil {
 			return err
 		}
@@ -295,6 +365,13 @@ func payloadEncryption(c temporalConfig) string {
 	return "on (key " + keys.Active() + ")"
 }
 
+// sealsPayloads says whether new payloads are encrypted: then new workflows keep their titles
+// and assignees' names out of the search attributes (workflows.SealedTitle).
+func (c temporalConfig) sealsPayloads() bool {
+	keys, err := c.payloadKeys()
+	return err == nil && keys != nil && keys.Active() != workflows.NoEncryption
+}
+
 // workerHealth is the state of this process's worker that /readyz reports: none (api role),
 // running, or stopped on a fatal error.
 type workerHealth struct {
@@ -392,4 +469,42 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 			return nil
 		},
 	})
+}
+
+// queueOrDefault is the task queue, workflows.TaskQueue when not set.
+func queueOrDefault(q string) string { return cmp.Or(q, workflows.TaskQueue) }
+
+// pruningFromEnv reads the pruning configuration (README "Retry window and retention"):
+// CHORUS_REQUEST_RETENTION, CHORUS_JOURNAL_RETENTION (durations such as 168h or 7d; unset: the
+// defaults of store.DefaultRetention) and CHORUS_PRUNE_INTERVAL (unset: workflows.PruneInterval).
+func pruningFromEnv() (store.Retention, time.Duration, error) {
+	var r store.Retention
+	var every time.Duration
+	for _, v := range []struct {
+		name string
+		into *time.Duration
+	}{{"CHORUS_REQUEST_RETENTION", &r.Requests}, {"CHORUS_JOURNAL_RETENTION", &r.Journal}, {"CHORUS_PRUNE_INTERVAL", &every}} {
+		s := envOr(v.name, "")
+		if s == "" {
+			continue
+		}
+		d, err := parseWindow(s)
+		if err != nil || d <= 0 {
+			return r, 0, fmt.Errorf("%s=%q is not a positive duration (e.g. 168h, 7d, 5m)", v.name, s)
+		}
+		*v.into = d
+	}
+	return r, every, nil
+}
+
+// parseWindow is time.ParseDuration that also takes whole days ("7d").
+func parseWindow(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/chorus-dev/chorus/mcp"
@@ -164,9 +165,10 @@ func dialTemporal(ctx context.Context, log *slog.Logger, c temporalConfig, wait 
 	return dialTemporalMetrics(ctx, log, c, wait, nil)
 }
 
-// dialTemporalMetrics is dialTemporal with the SDK's metrics going to metrics (nil: none).
+// dialTemporalMetrics is dialTemporal with the SDK's metrics going to metrics (nil: none) and
+// the client's (and its workers') calls going through interceptors (tracing).
 func dialTemporalMetrics(ctx context.Context, log *slog.Logger, c temporalConfig, wait time.Duration,
-	metrics client.MetricsHandler) (client.Client, error) {
+	metrics client.MetricsHandler, interceptors ...interceptor.ClientInterceptor) (client.Client, error) {
 	conn, creds, err := c.connectionOptions()
 	if err != nil {
 		return nil, err
@@ -180,7 +182,8 @@ func dialTemporalMetrics(ctx context.Context, log *slog.Logger, c temporalConfig
 	for attempt := 0; ; attempt++ {
 		tc, err := client.DialContext(ctx, client.Options{HostPort: c.address, Namespace: c.namespace,
 			Logger: tlog.NewStructuredLogger(workflows.QuietOutcomes(quiet)), DataConverter: conv.Data,
-			FailureConverter: conv.Failure, MetricsHandler: metrics, ConnectionOptions: conn, Credentials: creds})
+			FailureConverter: conv.Failure, MetricsHandler: metrics, ConnectionOptions: conn, Credentials: creds,
+			Interceptors: interceptors})
 		if err == nil {
 			return tc, nil
 		}

@@ -19,17 +19,17 @@ import (
 // wins), and returns a client of Chorus's namespace. Use it where a test needs the server tuned
 // otherwise than the shared one, e.g. "limit.historyCount.suggestContinueAsNew=8" to make runs
 // continue as new after a few events. Cleanup closes the client and stops the server. Without a
-// Temporal CLI it skips, or fails when CI=true, like Server.
+// temporal-server it skips, or fails when CI=true, like Server.
 func Dedicated(t testing.TB, dynamicConfig ...string) client.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold build of the CLI takes minutes
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold build of temporal-server takes minutes
 	defer cancel()
-	bin, err := devserver.FindCLI(ctx, os.Stderr)
+	bin, err := devserver.FindServer(ctx, os.Stderr)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("Temporal CLI unavailable under CI: %v", err)
+			t.Fatalf("temporal-server unavailable under CI: %v", err)
 		}
-		t.Skipf("Temporal CLI unavailable (%v); run `make test`, or set CHORUS_TEMPORAL_BIN", err)
+		t.Skipf("temporal-server unavailable (%v); run `make test`, or set CHORUS_TEMPORAL_SERVER_BIN", err)
 	}
 	var dev *devserver.Server
 	for attempt := 1; ; attempt++ { // a port found free may be taken before the server binds it

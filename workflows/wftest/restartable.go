@@ -36,18 +36,18 @@ const restartTimeout = time.Minute
 // Restartable starts a file-backed, headless dev server for this test (a free port, its
 // SQLite file in t.TempDir(), Chorus's search attributes registered by the same flags
 // devserver.Start always passes) and a client of Chorus's namespace. Cleanup closes the client
-// and stops the server. Without a Temporal CLI it skips, or fails when CI=true, like Server.
+// and stops the server. Without temporal-server it skips, or fails when CI=true, like Server.
 // The server logs to temporal.log in t.TempDir(), or to CHORUS_TEST_TEMPORAL_LOG when set.
 func Restartable(t testing.TB) *RestartableServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold build of the CLI takes minutes
 	defer cancel()
-	bin, err := devserver.FindCLI(ctx, os.Stderr)
+	bin, err := devserver.FindServer(ctx, os.Stderr)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("Temporal CLI unavailable under CI: %v", err)
+			t.Fatalf("temporal-server unavailable under CI: %v", err)
 		}
-		t.Skipf("Temporal CLI unavailable (%v); run `make test`, or set CHORUS_TEMPORAL_BIN", err)
+		t.Skipf("temporal-server unavailable (%v); run `make test`, or set CHORUS_TEMPORAL_SERVER_BIN", err)
 	}
 	port, err := devserver.FreePort()
 	if err != nil {

@@ -1,11 +1,11 @@
-// Package wftest runs the official Temporal dev server (the CLI pinned in tools/) for
+// Package wftest runs the official Temporal dev server (temporal-server, pinned in tools/server) for
 // integration tests, once per test binary, in memory and headless.
 //
 // Use it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(wftest.Main(m)) }
 //
-// and Server(t) in tests. Without a Temporal CLI the tests skip, except under CI (CI=true),
+// and Server(t) in tests. Without temporal-server the tests skip, except under CI (CI=true),
 // where they fail: a skipped integration test proves nothing. Set CHORUS_TEST_TEMPORAL_LOG to
 // a file path to keep the server's log.
 package wftest
@@ -60,7 +60,7 @@ func Server(t testing.TB) *Temporal {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("Temporal dev server unavailable under CI: %v", initErr)
 		}
-		t.Skipf("Temporal dev server unavailable (%v); run `make test`, or set CHORUS_TEMPORAL_BIN", initErr)
+		t.Skipf("Temporal dev server unavailable (%v); run `make test`, or set CHORUS_TEMPORAL_SERVER_BIN", initErr)
 	}
 	return server
 }
@@ -68,7 +68,7 @@ func Server(t testing.TB) *Temporal {
 func start() (*Temporal, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold build of the CLI takes minutes
 	defer cancel()
-	bin, err := devserver.FindCLI(ctx, os.Stderr)
+	bin, err := devserver.FindServer(ctx, os.Stderr)
 	if err != nil {
 		return nil, err
 	}

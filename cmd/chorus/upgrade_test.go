@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/workflows/devserver"
+)
+
+// README "Upgrading Temporal": a data dir made by the dev server of earlier Chorus releases
+// (the Temporal CLI v1.5.1's `server start-dev`, server 1.29.1, started as they started it)
+// keeps working under temporal-server 1.32.1: a task claimed before the upgrade takes its next
+// command after it, a new task is created and claimed, and `chorus ops check` finds workflows
+// and rows agreeing. PredatesServer tells such a file apart (chorus dev then says what it lacks).
+func TestOldDevServerDataUpgradesInPlace(t *testing.T) {
+	ctx := context.Background()
+	cli := findCLI(t)
+	findCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	bin, err := devserver.FindServer(findCtx, os.Stderr)
+	cancel()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no temporal-server under CI: %v", err)
+		}
+		t.Skipf("no temporal-server (%v)", err)
+	}
+	dir := t.TempDir()
+	dbFile := filepath.Join(dir, "temporal.db")
+	st := storetest.Open(t, "sqlite")
+	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
+		OwnerEmail: "owner@example.com", AgentName: "Admin"})
+	require.NoError(t, err)
+
+	// Before: the old dev server, as earlier releases launched it.
+	port, err := devserver.FreePort()
+	require.NoError(t, err)
+	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--headless",
+		"--namespace", workflows.Namespace, "--db-filename", dbFile, "--log-level", "error"}
+	args = append(args, workflows.SearchAttributeFlags()...)
+	old := exec.Command(cli, args...)
+	old.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, old.Start())
+	oldDone := make(chan error, 1)
+	go func() { oldDone <- old.Wait() }()
+	t.Cleanup(func() { _ = old.Process.Kill() })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	waitTemporal(t, addr)
+
+	var task string
+	withChorus(t, st, addr, boot.Key, func(a *agent) {
+		var project struct{ UUID string }
+		require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": "legacy"}, &project))
+		var created struct{ Tasks []struct{ UUID string } }
+		require.NoError(t, a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+			"tasks": []map[string]any{{"title": "Made on 1.29", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}},
+			&created))
+		task = created.Tasks[0].UUID
+		require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, nil))
+	})
+	require.NoError(t, old.Process.Signal(syscall.SIGINT))
+	select {
+	case <-oldDone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the old dev server did not stop")
+	}
+	predates, err := devserver.PredatesServer(ctx, dbFile)
+	require.NoError(t, err)
+	require.True(t, predates, "a file of the 1.29 dev server predates %s", devserver.Version)
+
+	// After: temporal-server 1.32.1 on the same file.
+	port, err = devserver.FreePort()
+	require.NoError(t, err)
+	s, err := devserver.Start(devserver.Options{Bin: bin, Port: port, DBFile: dbFile, LogPath: filepath.Join(dir, "temporal.log")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop(20 * time.Second) })
+	require.NoError(t, s.WaitReady(ctx, 2*time.Minute))
+	withChorus(t, st, s.Address(), boot.Key, func(a *agent) {
+		var out struct{ Status string }
+		require.NoError(t, a.call(ctx, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, &out))
+		require.Equal(t, "in_progress", out.Status, "the task claimed before the upgrade takes its next command")
+		var project struct{ UUID string }
+		require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": "after"}, &project))
+		var created struct{ Tasks []struct{ UUID string } }
+		require.NoError(t, a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+			"tasks": []map[string]any{{"title": "Made on 1.32", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}},
+			&created))
+		require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil))
+
+		// ops check queries each workflow's state, so it runs while the worker does.
+		tc, err := client.Dial(client.Options{HostPort: s.Address(), Namespace: workflows.Namespace,
+			DataConverter: workflows.DataConverter()})
+		require.NoError(t, err)
+		defer tc.Close()
+		findings, err := (&ops.Ops{Store: st, Flows: workflows.NewClient(tc, workflows.TaskQueue, st)}).Check(ctx, "")
+		require.NoError(t, err)
+		require.Empty(t, findings, "ops check after the upgrade: %v", findings)
+	})
+}
+
+// waitTemporal waits until a Temporal frontend answers at addr.
+func waitTemporal(t *testing.T, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: workflows.Namespace})
+		if err == nil {
+			_, err = c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: workflows.Namespace})
+			c.Close()
+			if err == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Temporal at %s did not answer: %v", addr, err)
+		case <-time.After(200 * time.Millisecond): // poll interval
+		}
+	}
+}
+
+// withChorus runs a Chorus server (api and worker) against the Temporal at addr while f drives
+// it through MCP as the agent with key, and stops it afterwards.
+func withChorus(t *testing.T, st *store.Store, addr, key string, f func(*agent)) {
+	t.Helper()
+	port, err := devserver.FreePort()
+	require.NoError(t, err)
+	cfg := serverConfig{role: roleAll, addr: fmt.Sprintf("127.0.0.1:%d", port), temporal: temporalConfig{address: addr, namespace: workflows.Namespace},
+		temporalWait: time.Minute, taskQueue: workflows.TaskQueue}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- runServer(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), st, cfg, func() { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("chorus did not start: %v", err)
+	}
+	a, err := connectAgent(context.Background(), "http://"+cfg.addr+"/api/mcp", key)
+	require.NoError(t, err)
+	f(a)
+	_ = a.s.Close()
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("chorus stopped with %v", err)
+	}
+}

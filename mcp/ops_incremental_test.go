@@ -1,0 +1,86 @@
+package mcp
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// chorus ops check --incremental (docs/write-path.md, "Check and repair"): after a full pass, a
+// pass compares only what moved since (a row written, a workflow reset or ended, a row changed
+// by hand) and finds what a full pass would find there; what did not move is not compared.
+func TestIncrementalCheckComparesWhatMoved(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		project := createProject(t, admin, "Apollo")
+		var created CreatedTasks
+		ok(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": []map[string]any{
+			{"title": "A", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+			{"title": "B", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+			{"title": "C", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}},
+			{"title": "D", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
+		a, b, c, d := created.Tasks[0].UUID, created.Tasks[1].UUID, created.Tasks[2].UUID, created.Tasks[3].UUID
+		idea := createIdea(t, admin, project, "Idea", nil)
+		x := e.ops()
+
+		r, p, err := x.CheckPass(ctx)
+		require.NoError(t, err)
+		require.Empty(t, r.Findings)
+		require.Equal(t, 5, p.Entities)
+		require.Equal(t, 5, p.Compared)
+		r, p, err = x.CheckIncremental(ctx)
+		require.NoError(t, err)
+		require.Empty(t, r.Findings)
+		require.Zero(t, p.Compared, "nothing moved since the full pass")
+
+		// A command moves a row: compared, in agreement.
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": a}, nil)
+		r, p, err = x.CheckIncremental(ctx)
+		require.NoError(t, err)
+		require.Empty(t, r.Findings)
+		require.Equal(t, 1, p.Compared)
+
+		// A reset that drops an update (a new run), a row edited by hand, a workflow terminated:
+		// each is compared and found; the idea, which did not move, is not compared.
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": b}, nil)
+		_, _, err = x.CheckIncremental(ctx) // b's claim is in agreement
+		require.NoError(t, err)
+		rollBack(t, e, workflows.TaskID(b), 1)
+		_, err = e.st.DB.NewUpdate().Table("tasks").Set("version = version + 1").Where("uuid = ?", c).Exec(ctx)
+		require.NoError(t, err)
+		require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.TaskID(d), "", "test"))
+		requireEventually(t, func() bool {
+			var s workflows.TaskState
+			v, err := e.tc.QueryWorkflow(ctx, workflows.TaskID(b), "", workflows.QueryState)
+			return err == nil && v.Get(&s) == nil && s.Status == "open"
+		}, "the reset workflow is back at open")
+		r, p, err = x.CheckIncremental(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, p.Compared, "b, c and d moved; a and the idea did not")
+		kinds := map[string]string{}
+		for _, f := range r.Findings {
+			kinds[f.WorkflowID] = f.Kind
+		}
+		require.Equal(t, map[string]string{workflows.TaskID(b): ops.Diverged, workflows.TaskID(c): ops.Diverged,
+			workflows.TaskID(d): ops.ClosedWorkflow}, kinds)
+		full, err := x.Check(ctx, "")
+		require.NoError(t, err)
+		require.Len(t, full, 3, "a full pass finds the same")
+
+		// Findings stay compared until they are repaired.
+		for _, f := range full {
+			_, err := x.Repair(ctx, f)
+			require.NoError(t, err)
+		}
+		e.requireAgreement()
+		_, p, err = x.CheckIncremental(ctx)
+		require.NoError(t, err)
+		require.Zero(t, p.Compared, "repaired and found in agreement by the last pass")
+		_ = idea
+	})
+}
