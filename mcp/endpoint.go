@@ -61,7 +61,8 @@ func NewEndpoint(d *Deps, version string) (*Endpoint, error) {
 			// The edge checks Host and Origin itself, against allow-lists whose defaults are the
 			// SDK's rule (edge.go, EdgeOptions), before the key is looked at.
 			DisableLocalhostProtection: true,
-			MaxRequestBodyBytes:        MaxRequestBytes, // the edge (http.go) already holds bodies to this
+			// The edge (http.go) holds bodies to MaxRequestBytes; a swapped request id may add a few bytes.
+			MaxRequestBodyBytes: MaxRequestBytes + int64(len(edgeID)),
 		})
 		if asJSON {
 			e.jsonHandler = h

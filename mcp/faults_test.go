@@ -54,6 +54,8 @@ func everyWrite(t *testing.T, e *env) world {
 	w.project = createProject(t, admin, "Apollo")
 	w.idea = elaboratedIdea(t, pm, admin, w.project, "Idea")
 	w.proposal, _ = fullProposal(t, pm, w.project, w.idea)
+	ok(t, admin, "chorus_pm_assign_idea", map[string]any{"ideaUuid": w.idea, "assigneeType": "user", "assigneeUuid": e.owner,
+		"requestId": "assign-idea"}, nil)
 	ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": w.proposal, "requestId": "submit"}, nil)
 	var pv ProposalView
 	ok(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": w.proposal, "requestId": "approve"}, &pv)
@@ -85,7 +87,7 @@ func everyWrite(t *testing.T, e *env) world {
 	require.Equal(t, 3, count("tasks WHERE proposal_uuid = ?", w.proposal))
 	require.Equal(t, 2, count("tasks WHERE proposal_uuid IS NULL AND project_uuid = ?", w.project))
 	for target, actions := range map[string][]string{
-		w.idea:     {"assigned", "elaboration_started", "elaboration_answered", "elaboration_resolved"},
+		w.idea:     {"elaboration_started", "elaboration_answered", "elaboration_resolved"},
 		w.proposal: {"approved", "revoked"},
 		w.task:     {"assigned", "status_changed"},
 	} {
@@ -93,6 +95,7 @@ func everyWrite(t *testing.T, e *env) world {
 			require.Equal(t, 1, activityCount(t, e.st, target, a), "%s %s once", target, a)
 		}
 	}
+	require.Equal(t, 2, activityCount(t, e.st, w.idea, "assigned"), "claimed once, assigned once")
 	return w
 }
 

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -171,6 +172,70 @@ func TestProjectGroups(t *testing.T) {
 		require.Nil(t, pd.GroupUUID)
 		require.Equal(t, "Project not found", fails(t, bobS, "chorus_get_project", map[string]any{"projectUuid": p1.UUID}),
 			"bob's access came from the deleted group")
+	})
+}
+
+// Issue 19: a move's preview names its source group and lists every user whose level on the
+// project changes, with the level before and after: users who reach a public project only
+// through the company lose it when the move makes the project private, and are listed too. The
+// keys are there when they are empty (null, []).
+func TestMovePreviewListsEveryAccessChange(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		alice, err := e.st.EnsureUser(ctx, e.company, "alice@example.com", "")
+		require.NoError(t, err)
+		bob, err := e.st.EnsureUser(ctx, e.company, "bob@example.com", "")
+		require.NoError(t, err)
+		carol, err := e.st.EnsureUser(ctx, e.company, "carol@example.com", "")
+		require.NoError(t, err)
+		var pub, priv GroupView
+		ok(t, admin, "chorus_admin_create_project_group", map[string]any{"name": "Open"}, &pub)
+		ok(t, admin, "chorus_admin_create_project_group", map[string]any{"name": "Secret", "visibility": "private"}, &priv)
+		ok(t, admin, "chorus_admin_update_project_group", map[string]any{"groupUuid": priv.UUID, "memberAction": "add",
+			"userUuid": carol.UUID, "role": "editor"}, nil)
+		var p CreatedProject
+		ok(t, admin, "chorus_admin_create_project", map[string]any{"name": "Apollo"}, &p)
+		_, err = e.st.SetProjectMember(ctx, e.company, p.UUID, bob.UUID, "viewer")
+		require.NoError(t, err)
+
+		raw := func(args map[string]any) map[string]json.RawMessage {
+			res := call(t, admin, "chorus_admin_move_project_to_group", args)
+			require.False(t, res.IsError, text(res))
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal([]byte(text(res)), &m))
+			return m
+		}
+		// Into a public group: nobody's level changes, and the preview says so in full.
+		m := raw(map[string]any{"projectUuid": p.UUID, "groupUuid": pub.UUID, "preview": true})
+		require.JSONEq(t, `null`, string(m["sourceGroupUuid"]), "the preview names the source group, null for none")
+		require.JSONEq(t, `[]`, string(m["changes"]), "no change is an empty list")
+
+		// Into a private group: the project becomes private.
+		var mv MovedProject
+		ok(t, admin, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p.UUID, "groupUuid": priv.UUID, "preview": true}, &mv)
+		require.Nil(t, mv.SourceGroupUUID)
+		require.ElementsMatch(t, []RoleChange{
+			{UserUUID: alice.UUID, UserName: "alice@example.com", BeforeRole: "editor", AfterRole: "none"},
+			{UserUUID: bob.UUID, UserName: "bob@example.com", BeforeRole: "editor", AfterRole: "viewer"},
+		}, mv.Changes, "everyone who loses the company's access is listed; carol keeps editor through the group")
+		require.True(t, *mv.RequiresConfirmation)
+
+		// Applied, the answer says what changed, from where.
+		ok(t, admin, "chorus_admin_move_project_to_group", map[string]any{"projectUuid": p.UUID, "groupUuid": priv.UUID,
+			"confirmationToken": mv.ConfirmationToken}, &mv)
+		require.Equal(t, priv.UUID, *mv.GroupUUID)
+		require.Nil(t, mv.SourceGroupUUID)
+		require.Len(t, mv.Changes, 2)
+		var pd ProjectDetail
+		ok(t, admin, "chorus_get_project", map[string]any{"projectUuid": p.UUID}, &pd)
+		require.Equal(t, "private", pd.Visibility)
+
+		// Out again: the source group is named; the project stays private, so nobody's level changes.
+		m = raw(map[string]any{"projectUuid": p.UUID, "removeFromGroup": true, "preview": true})
+		require.JSONEq(t, `"`+priv.UUID+`"`, string(m["sourceGroupUuid"]))
+		require.JSONEq(t, `[{"userUuid":"`+carol.UUID+`","userName":"carol@example.com","beforeRole":"editor","afterRole":"none"}]`,
+			string(m["changes"]), "carol's access came through the group")
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,6 +113,9 @@ func (e *Endpoint) serve(c echo.Context) error {
 		}
 		return rpcError(c, bad.status, bad.code, bad.id, bad.msg)
 	}
+	if msg.numericID {
+		body = swapID(body, []byte(edgeID))
+	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	// A key's mutating calls take turns (Limits.KeyWrites): this one waits for its key's turn.
@@ -165,7 +169,13 @@ type message struct {
 	id     json.RawMessage // nil for a notification or a response
 	method string
 	tool   string // the tool a tools/call names
+	// numericID: id is a number, which the SDK would read into an int64 or a float64 and so
+	// could not give back as sent; it is swapped for edgeID on the way in and back on the way out.
+	numericID bool
 }
+
+// edgeID stands for a numeric request id while the SDK handles the request (message.numericID).
+const edgeID = `"chorus-edge-id"`
 
 // refusal is an answer the edge gives itself. Status 200 means the message is a request whose
 // id is known, so the answer is a JSON-RPC error response to it.
@@ -175,10 +185,8 @@ type refusal struct {
 	msg          string
 }
 
-// maxSafeID bounds numeric ids to what every client (JavaScript's numbers included) and the SDK
-// (int64) carry exactly, so an id always comes back as sent.
-const maxSafeID = 1<<53 - 1
-
+// integerID is a JSON integer literal of any size (JSON-RPC 2.0: numbers should not contain
+// fractional parts); it comes back byte for byte (message.numericID).
 var integerID = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
 // readMessage accepts one JSON-RPC 2.0 request, notification or response whose envelope the
@@ -210,12 +218,11 @@ func readMessage(body []byte) (message, *refusal) {
 		case string:
 			m.id = raw
 		case json.Number:
-			n, err := x.Int64()
-			if !integerID.MatchString(x.String()) || err != nil || n > maxSafeID || n < -maxSafeID {
+			if !integerID.MatchString(x.String()) {
 				return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil, fmt.Sprintf(
-					`Invalid Request: "id" must be a string or a whole number of at most 15 digits, got %s`, clipped(x.String()))}
+					`Invalid Request: "id" must be a string or a whole number, got %s`, clipped(x.String()))}
 			}
-			m.id = raw
+			m.id, m.numericID = bytes.TrimSpace(raw), true
 		default:
 			return m, &refusal{http.StatusBadRequest, codeInvalidRequest, nil, `Invalid Request: "id" must be a string or a number`}
 		}
@@ -492,13 +499,13 @@ func (w *rewriter) finish() {
 		}
 		return
 	case strings.HasPrefix(ct, "application/json"):
-		body = rewordErrors(body, w.msg.method)
+		body = w.restoreID(rewordErrors(body, w.msg.method))
 	case strings.HasPrefix(ct, "text/event-stream"):
 		var out bytes.Buffer
 		for line := range bytes.SplitAfterSeq(body, []byte("\n")) {
 			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
 				out.WriteString("data: ")
-				out.Write(rewordErrors(bytes.TrimRight(data, "\n"), w.msg.method))
+				out.Write(w.restoreID(rewordErrors(bytes.TrimRight(data, "\n"), w.msg.method)))
 				out.WriteString("\n")
 				continue
 			}
@@ -509,6 +516,48 @@ func (w *rewriter) finish() {
 	w.Header().Del("Content-Length")
 	w.ResponseWriter.WriteHeader(status)
 	_, _ = w.ResponseWriter.Write(body)
+}
+
+// swapID replaces the value of the top-level "id" member of the JSON object body with id,
+// leaving every other byte as it was. Of repeated "id" members it takes the last, the one a
+// decoder keeps.
+func swapID(body, id []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(body))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return body
+	}
+	start, end := -1, -1
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return body
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return body
+		}
+		if key == "id" {
+			end = int(d.InputOffset())
+			start = end - len(v)
+		}
+	}
+	if start < 0 {
+		return body
+	}
+	return slices.Concat(body[:start], id, body[end:])
+}
+
+// restoreID puts the request's numeric id back into a JSON-RPC message that answers it with
+// edgeID (message.numericID).
+func (w *rewriter) restoreID(body []byte) []byte {
+	if !w.msg.numericID {
+		return body
+	}
+	var m struct{ ID json.RawMessage }
+	if json.Unmarshal(bytes.TrimSpace(body), &m) != nil || string(m.ID) != edgeID {
+		return body
+	}
+	return swapID(body, w.msg.id)
 }
 
 // goInternals matches the SDK's decoder errors that name Go types and packages.

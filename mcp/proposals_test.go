@@ -245,6 +245,11 @@ func TestIllegalProposalTransitions(t *testing.T) {
 	ok(t, pm, "chorus_get_proposal", map[string]any{"proposalUuid": p.UUID, "section": "tasks"}, &pv)
 	require.Len(t, *pv.TaskDrafts, 1)
 	require.Equal(t, []string{a.DraftUUID, unknown}, (*pv.TaskDrafts)[0].DependsOnDraftUUIDs)
+	// No document drafts: an empty list, not null (issue 19).
+	res0 := call(t, pm, "chorus_get_proposal", map[string]any{"proposalUuid": p.UUID, "section": "full"})
+	var raw struct{ DocumentDrafts json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(text(res0)), &raw))
+	require.JSONEq(t, `[]`, string(raw.DocumentDrafts))
 
 	// A second proposal on the same idea is told about the first (docs/rules.md §8.11): JSON, then a note.
 	res := call(t, pm, "chorus_pm_create_proposal", map[string]any{"projectUuid": project, "title": "Second",

@@ -92,6 +92,12 @@ func TestRecordWorkflowHistories(t *testing.T) {
 	e.requireProgress(t, pm, audit, "done", "the recorded idea")
 	e.requireProgress(t, pm, theme, "done", "its theme")
 
+	// An idea assigned to an agent by an admin (chorus_pm_assign_idea), who then works it.
+	assigned := createIdea(t, pm, project, "Assigned work", nil)
+	ok(t, admin, "chorus_pm_assign_idea", map[string]any{"ideaUuid": assigned, "assigneeType": "agent",
+		"assigneeUuid": agentUUID(t, e, "PM")}, nil)
+	ok(t, pm, "chorus_pm_skip_elaboration", map[string]any{"ideaUuid": assigned, "reason": "clear enough"}, nil)
+
 	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-1", "0"))
 	day := time.Now().UTC().Format("2006-01-02")
 	for _, h := range []struct{ name, id string }{
@@ -105,6 +111,7 @@ func TestRecordWorkflowHistories(t *testing.T) {
 		{"proposal-moved", workflows.ProposalID(proposal)},
 		{"task-moved", workflows.TaskID(schema)},
 		{"idea-progress-done", workflows.IdeaID(audit)},
+		{"idea-assigned", workflows.IdeaID(assigned)},
 	} {
 		if only := os.Getenv("CHORUS_RECORD"); only != "" && !slices.Contains(strings.Split(only, ","), h.name) {
 			continue

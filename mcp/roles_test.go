@@ -41,6 +41,7 @@ type roleFixture struct {
 	doc, doomedDoc               string
 	ref, doomedRef               string // references on task
 	editorAgent                  string
+	user                         string // a user of the company (the company's owner)
 }
 
 // roleCases gives, per tool, its gate and its arguments.
@@ -54,17 +55,23 @@ func roleCases(f roleFixture) map[string]struct {
 		args map[string]any
 	}
 	return map[string]c{
-		"chorus_checkin":                     {company, nil},
-		"chorus_list_projects":               {company, nil},
-		"chorus_get_my_assignments":          {company, nil},
-		"chorus_admin_create_project":        {company, nil},
-		"chorus_get_project_groups":          {company, nil},
-		"chorus_get_project_group":           {company, nil},
-		"chorus_get_group_dashboard":         {company, nil},
-		"chorus_admin_create_project_group":  {company, nil},
-		"chorus_admin_update_project_group":  {company, nil},
-		"chorus_admin_delete_project_group":  {company, nil},
-		"chorus_admin_move_project_to_group": {manageGate, map[string]any{"projectUuid": f.p, "removeFromGroup": true, "preview": true}},
+		"chorus_checkin":                           {company, nil},
+		"chorus_list_projects":                     {company, nil},
+		"chorus_get_my_assignments":                {company, nil},
+		"chorus_admin_create_project":              {company, nil},
+		"chorus_get_project_groups":                {company, nil},
+		"chorus_get_project_group":                 {company, nil},
+		"chorus_get_group_dashboard":               {company, nil},
+		"chorus_admin_create_project_group":        {company, nil},
+		"chorus_admin_update_project_group":        {company, nil},
+		"chorus_admin_delete_project_group":        {company, nil},
+		"chorus_admin_move_project_to_group":       {manageGate, map[string]any{"projectUuid": f.p, "removeFromGroup": true, "preview": true}},
+		"chorus_list_project_members":              {viewerGate, map[string]any{"projectUuid": f.p}},
+		"chorus_admin_add_project_member":          {manageGate, map[string]any{"projectUuid": f.p, "userUuid": f.user, "role": "viewer"}},
+		"chorus_admin_remove_project_member":       {manageGate, map[string]any{"projectUuid": f.p, "userUuid": f.user}},
+		"chorus_list_project_group_members":        {company, nil},
+		"chorus_admin_add_project_group_member":    {company, nil},
+		"chorus_admin_remove_project_group_member": {company, nil},
 
 		"chorus_get_project":             {viewerGate, map[string]any{"projectUuid": f.p}},
 		"chorus_get_ideas":               {viewerGate, map[string]any{"projectUuid": f.p}},
@@ -74,6 +81,7 @@ func roleCases(f roleFixture) map[string]struct {
 		"chorus_pm_create_idea":          {editorGate, map[string]any{"projectUuid": f.p, "title": "New"}},
 		"chorus_claim_idea":              {editorGate, map[string]any{"ideaUuid": f.idea}},
 		"chorus_release_idea":            {editorGate, map[string]any{"ideaUuid": f.idea}},
+		"chorus_pm_assign_idea":          {editorGate, map[string]any{"ideaUuid": f.idea, "assigneeType": "user", "assigneeUuid": f.user}},
 		"chorus_edit_idea":               {editorGate, map[string]any{"ideaUuid": f.idea, "title": "Edited"}},
 		"chorus_pm_start_elaboration":    {editorGate, map[string]any{"ideaUuid": f.idea, "depth": "minimal", "questions": twoQuestions()}},
 		"chorus_answer_elaboration":      {editorGate, map[string]any{"ideaUuid": f.idea, "answers": []map[string]any{{"questionId": "q1", "selectedOptionId": "a", "customText": nil}}}},
@@ -220,6 +228,7 @@ func TestProjectRolesOnEveryTool(t *testing.T) {
 		var me CheckinOut
 		ok(t, role["editor"], "chorus_checkin", map[string]any{}, &me)
 		f.editorAgent = me.Agent.UUID
+		f.user = e.owner
 
 		cases := roleCases(f)
 		var table []string

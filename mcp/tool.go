@@ -115,6 +115,8 @@ type Deps struct {
 type entry interface {
 	spec() toolSpec
 	build(d *Deps) (*builtTool, error)
+	// outType is the Go type of the tool's result.
+	outType() reflect.Type
 }
 
 type toolSpec struct {
@@ -127,6 +129,8 @@ type toolSpec struct {
 	Desc         string
 	HasRun       bool
 }
+
+func (t tool[In, Out]) outType() reflect.Type { return reflect.TypeFor[Out]() }
 
 func (t tool[In, Out]) spec() toolSpec {
 	return toolSpec{Name: t.Name, Toolset: t.Toolset, Perm: t.Perm, Effect: t.Effect, Idempotent: t.Idempotent,
@@ -320,7 +324,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		if f, ok := any(&out).(fitter); ok {
 			f.fit()
 		}
-		return json.Marshal(out)
+		return encodeResult(out)
 	}
 	var body json.RawMessage
 	if call.RequestID != "" {
@@ -345,6 +349,71 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		text += "\n" + n.Note()
 	}
 	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
+}
+
+// encodeResult is the JSON of a tool's result. An empty list is [], never null, at any depth
+// (issue 19; TestResultsHaveNoNullArrays): a nil slice reaches the client as an empty one.
+func encodeResult(out any) ([]byte, error) {
+	v := reflect.New(reflect.TypeOf(out)).Elem()
+	v.Set(reflect.ValueOf(out))
+	emptyLists(v)
+	return json.Marshal(v.Interface())
+}
+
+var rawJSON = reflect.TypeFor[json.RawMessage]()
+
+// emptyLists replaces, in the settable value v and everything it holds, each nil slice with an
+// empty one. It copies every pointee, slice and map on its way instead of changing them, since
+// a result may share them with other data; raw JSON and byte slices are left as they are.
+func emptyLists(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			c := reflect.New(v.Type().Elem())
+			c.Elem().Set(v.Elem())
+			emptyLists(c.Elem())
+			v.Set(c)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				emptyLists(f)
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawJSON || v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(c, v)
+		for i := range c.Len() {
+			emptyLists(c.Index(i))
+		}
+		v.Set(c)
+	case reflect.Array:
+		for i := range v.Len() {
+			emptyLists(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(it.Value())
+			emptyLists(e)
+			c.SetMapIndex(it.Key(), e)
+		}
+		v.Set(c)
+	case reflect.Interface:
+		if !v.IsNil() {
+			e := reflect.New(v.Elem().Type()).Elem()
+			e.Set(v.Elem())
+			emptyLists(e)
+			v.Set(e)
+		}
+	}
 }
 
 // knownKeysOnly refuses an argument key the schema does not have (a Strict tool).
@@ -374,7 +443,8 @@ type noter interface{ Note() string }
 // runOnce applies docs/rules.md §8.5 for a call carrying a requestId (docs/write-path.md, "Exactly
 // once"): a retry of a call that succeeded gets its result without running again; a requestId
 // reused for another tool or other arguments is refused; a call that was refused moves the key
-// to its next generation, so a retry after the state changed runs again; and a call whose outcome
+// to its next generation, so a retry after the state changed runs again (one refused as invalid
+// input also unbinds the key, so the corrected call runs with it); and a call whose outcome
 // is unknown (its deadline passed) keeps its generation, so its retry reaches the same update
 // and gets its outcome. Everything run under one generation is idempotent for it.
 func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args json.RawMessage, run func() (json.RawMessage, error)) (json.RawMessage, error) {
@@ -413,7 +483,11 @@ func (d *Deps) runOnce(ctx context.Context, toolName string, call *Call, args js
 			d.Log.ErrorContext(ctx, "could not record requestId result", "requestId", call.RequestID, "err", ferr)
 		}
 	case refused(err):
-		if ferr := d.Store.RefuseToolRequest(bg, agent, call.RequestID, call.Generation); ferr != nil {
+		release := d.Store.RefuseToolRequest
+		if _, kind := classify(err); kind == "invalid_input" {
+			release = d.Store.ReleaseToolRequest // nothing ran: the corrected call may use the key
+		}
+		if ferr := release(bg, agent, call.RequestID, call.Generation); ferr != nil {
 			d.Log.ErrorContext(ctx, "could not release requestId", "requestId", call.RequestID, "err", ferr)
 		}
 	}

@@ -363,12 +363,12 @@ type MovedProject struct {
 	UUID                 string       `json:"uuid,omitempty"`
 	ProjectUUID          string       `json:"projectUuid,omitempty" jsonschema:"preview: the project"`
 	Name                 string       `json:"name"`
-	SourceGroupUUID      *string      `json:"sourceGroupUuid,omitempty" jsonschema:"preview: its group now"`
+	SourceGroupUUID      *string      `json:"sourceGroupUuid" jsonschema:"its group before the move (null: none)"`
 	GroupUUID            *string      `json:"groupUuid" jsonschema:"its group after the move (null: none)"`
 	FromVisibility       string       `json:"fromVisibility,omitempty" jsonschema:"preview: its visibility now"`
 	Visibility           string       `json:"visibility,omitempty" jsonschema:"preview: its visibility after the move"`
 	CompanyAccess        string       `json:"companyAccess,omitempty" jsonschema:"preview: closed when the project becomes private, else unchanged"`
-	Changes              []RoleChange `json:"changes,omitempty" jsonschema:"preview: users whose level on the project changes"`
+	Changes              []RoleChange `json:"changes" jsonschema:"every user whose level on the project changes, before and after"`
 	Summary              string       `json:"summary,omitempty"`
 	RequiresConfirmation *bool        `json:"requiresConfirmation,omitempty" jsonschema:"preview: whether applying needs the confirmationToken"`
 	ConfirmationToken    string       `json:"confirmationToken,omitempty"`
@@ -395,17 +395,22 @@ var adminMoveProjectToGroup = tool[MoveProjectIn, MovedProject]{
 		if err != nil {
 			return MovedProject{}, err
 		}
-		if prev != nil {
+		changes := []RoleChange{}
+		for _, c := range prev.Changes {
+			changes = append(changes, RoleChange(c))
+		}
+		if in.Preview {
 			out := MovedProject{ProjectUUID: prev.ProjectUUID, Name: prev.Name, SourceGroupUUID: prev.SourceGroupUUID,
 				GroupUUID: prev.GroupUUID, FromVisibility: prev.FromVisibility, Visibility: prev.Visibility,
-				CompanyAccess: prev.CompanyAccess, Changes: []RoleChange{}, Summary: prev.Summary,
+				CompanyAccess: prev.CompanyAccess, Changes: changes, Summary: prev.Summary,
 				RequiresConfirmation: &prev.RequiresConfirmation, ConfirmationToken: prev.Token}
-			for _, c := range prev.Changes {
-				out.Changes = append(out.Changes, RoleChange(c))
-			}
 			return out, nil
 		}
-		return MovedProject{UUID: p.UUID, Name: p.Name, GroupUUID: p.GroupUUID}, nil
+		if deref(prev.SourceGroupUUID) == deref(p.GroupUUID) {
+			changes = []RoleChange{} // it was there already: nothing changed
+		}
+		return MovedProject{UUID: p.UUID, Name: p.Name, SourceGroupUUID: prev.SourceGroupUUID, GroupUUID: p.GroupUUID,
+			Changes: changes}, nil
 	},
 }
 

@@ -254,6 +254,49 @@ var claimIdea = tool[IdeaIn, IdeaView]{
 	Run:  ideaCommand(workflows.ClaimIdea),
 }
 
+// AssignIdeaIn is chorus_pm_assign_idea's input.
+type AssignIdeaIn struct {
+	IdeaUUID     UUID   `json:"ideaUuid"`
+	AssigneeType string `json:"assigneeType" chorus:"enum=agent|user"`
+	AssigneeUUID UUID   `json:"assigneeUuid"`
+}
+
+var pmAssignIdea = tool[AssignIdeaIn, IdeaView]{
+	Name: "chorus_pm_assign_idea", Title: "Assign an idea", Toolset: tsIdeas, Perm: perm.IdeaAdmin, Effect: writes, Idempotent: true,
+	Desc: "Give an idea to an agent (with idea:write) or a user of your company who can edit its project; " +
+		"an open idea moves to elaborating and the assignee is notified.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in AssignIdeaIn) (IdeaView, error) {
+		idea, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
+		if err != nil {
+			return IdeaView{}, err
+		}
+		cmd := workflows.AssignIdeaInput{Actor: actor(call.Who), TargetType: in.AssigneeType, TargetUUID: string(in.AssigneeUUID)}
+		if in.AssigneeType == "agent" {
+			a, err := assignableAgent(ctx, d, call, string(in.AssigneeUUID), perm.IdeaWrite, idea.ProjectUUID, "idea")
+			if err != nil {
+				return IdeaView{}, err
+			}
+			cmd.TargetName = a.Name
+		} else {
+			u, err := d.Store.UserRef(ctx, call.Who.Caller.CompanyUUID, string(in.AssigneeUUID))
+			if err != nil {
+				return IdeaView{}, refuseAs("not_found", "Target User not found")
+			}
+			if _, err := d.Store.RequireProject(ctx, store.Caller{CompanyUUID: u.CompanyUUID, OwnerUUID: u.UUID},
+				idea.ProjectUUID, store.AccessEditor); err != nil {
+				return IdeaView{}, refuse("User %q cannot work in this idea's project (they need editor access there); "+
+					"add them to the project or pick someone else", u.DisplayName())
+			}
+			cmd.TargetName = u.DisplayName()
+		}
+		if _, err := workflows.Send(ctx, d.Flows, workflows.AssignIdea, string(in.IdeaUUID), flowCall(call),
+			call.Who.Caller.AgentUUID, cmd); err != nil {
+			return IdeaView{}, err
+		}
+		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
+	},
+}
+
 var releaseIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_release_idea", Title: "Release an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Give up an idea you hold. Refused once its elaboration is resolved.",

@@ -724,19 +724,9 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 		if err != nil {
 			return TaskView{}, err
 		}
-		target, err := d.Store.GetAgent(ctx, call.Who.Caller.CompanyUUID, string(in.AgentUUID))
+		target, err := assignableAgent(ctx, d, call, string(in.AgentUUID), perm.TaskWrite, task.ProjectUUID, "task")
 		if err != nil {
-			return TaskView{}, refuse("Target Agent not found")
-		}
-		if !perm.Effective(target.Roles, target.Permissions).Has(perm.TaskWrite) {
-			return TaskView{}, refuse("Agent %q does not have task:write permission", target.Name)
-		}
-		// The assignee must be able to work the task: editor on its project (docs/rules.md §6.3). Saying so
-		// reveals nothing the caller cannot see: the caller can see the task.
-		targetCaller := store.Caller{CompanyUUID: target.CompanyUUID, AgentUUID: target.UUID, OwnerUUID: deref(target.OwnerUUID)}
-		if _, err := d.Store.RequireProject(ctx, targetCaller, task.ProjectUUID, store.AccessEditor); err != nil {
-			return TaskView{}, refuse("Agent %q cannot work in this task's project (it needs editor access there); "+
-				"add its owner to the project or pick another agent", target.Name)
+			return TaskView{}, err
 		}
 		if in.InstanceUUID != nil {
 			return TaskView{}, refuse("Agent instance not found")
@@ -750,6 +740,25 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 		v.Hints = taskHints(v, false)
 		return v, err
 	},
+}
+
+// assignableAgent finds the agent a task or an idea may be given to (docs/rules.md §4.4, §4.7): an
+// agent of the caller's company that holds bit and whose owner can edit the project, so that it
+// can work what it gets. Saying why not reveals nothing: the caller sees the entity.
+func assignableAgent(ctx context.Context, d *Deps, call *Call, agentUUID string, bit perm.Bit, projectUUID, entity string) (*store.Agent, error) {
+	target, err := d.Store.GetAgent(ctx, call.Who.Caller.CompanyUUID, agentUUID)
+	if err != nil {
+		return nil, refuseAs("not_found", "Target Agent not found")
+	}
+	if !perm.Effective(target.Roles, target.Permissions).Has(bit) {
+		return nil, refuse("Agent %q does not have %s permission", target.Name, bit)
+	}
+	targetCaller := store.Caller{CompanyUUID: target.CompanyUUID, AgentUUID: target.UUID, OwnerUUID: deref(target.OwnerUUID)}
+	if _, err := d.Store.RequireProject(ctx, targetCaller, projectUUID, store.AccessEditor); err != nil {
+		return nil, refuse("Agent %q cannot work in this %s's project (it needs editor access there); "+
+			"add its owner to the project or pick another agent", target.Name, entity)
+	}
+	return target, nil
 }
 
 // ---- work ----

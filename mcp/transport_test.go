@@ -320,16 +320,31 @@ func TestEnvelopeErrorsAreJSONRPCInPlainWords(t *testing.T) {
 			require.NotEqual(t, "null", string(m.ID), "a refusal of a request answers its id: %s", a.body)
 		}
 	}
-	for _, id := range []string{`1.5`, `-2.7`, `9007199254740993`, `9223372036854775807`, `1e20`, `true`, `[1]`} {
+	for _, id := range []string{`1.5`, `-2.7`, `1e20`, `1.0`, `true`, `[1]`, `{}`} {
 		a := e.send(http.MethodPost, Path, auth, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 		require.Equal(t, http.StatusBadRequest, a.status, "id %s: %s", id, a.body)
 		code, _ := a.rpcErr(t)
 		require.Equal(t, -32600, code, id)
 	}
-	for _, id := range []string{`"abc"`, `0`, `-7`, `9007199254740991`} {
-		a := e.send(http.MethodPost, Path, auth, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
-		require.Equal(t, http.StatusOK, a.status, "id %s: %s", id, a.body)
-		require.Contains(t, a.body, `"id":`+id, "the id comes back exactly")
+	// Issue 19: any JSON integer comes back byte for byte, beyond int64 and float64 too, on
+	// results and on errors, as JSON and as an event.
+	for _, id := range []string{`"abc"`, `0`, `-0`, `-7`, `9007199254740991`, `9007199254740993`, `9223372036854775807`,
+		`-9223372036854775809`, `123456789012345678901234567890123`} {
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`,
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"chorus_checkin","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"chorus_get_task","arguments":{"taskUuid":"x"}}}`,
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"no/such/method"}`,
+		} {
+			a := e.send(http.MethodPost, Path, auth, body)
+			require.Equal(t, http.StatusOK, a.status, "%s: %s", body, a.body)
+			var m struct{ ID json.RawMessage }
+			require.NoError(t, json.Unmarshal([]byte(a.body), &m), a.body)
+			require.Equal(t, id, string(m.ID), "the id comes back exactly: %s", a.body)
+			ev := e.send(http.MethodPost, Path, map[string]string{"Authorization": "Bearer " + e.adminKey, "Accept": "text/event-stream"}, body)
+			require.NoError(t, json.Unmarshal([]byte(eventData(ev.body)), &m), ev.body)
+			require.Equal(t, id, string(m.ID), "the id comes back exactly in an event: %s", ev.body)
+		}
 	}
 	// An SSE-only client gets its refusal as an event too.
 	a := e.send(http.MethodPost, Path, map[string]string{"Authorization": "Bearer " + e.adminKey, "Accept": "text/event-stream"},

@@ -424,6 +424,9 @@ func applyMember(ctx context.Context, tx bun.Tx, c Caller, g ProjectGroup, m Mem
 			if cur.Role == m.Role {
 				return nil
 			}
+			if err := keepAGroupAdmin(ctx, tx, g.UUID, cur); err != nil {
+				return err
+			}
 			_, err = tx.NewUpdate().Model(&cur).Set("role = ?", m.Role).Set("updated_at = ?", now).WherePK().Exec(ctx)
 		} else {
 			row := ProjectGroupMember{UUID: NewUUID(), CompanyUUID: c.CompanyUUID, GroupUUID: g.UUID, UserUUID: m.UserUUID,
@@ -437,6 +440,9 @@ func applyMember(ctx context.Context, tx bun.Tx, c Caller, g ProjectGroup, m Mem
 		if !found {
 			return nil
 		}
+		if err := keepAGroupAdmin(ctx, tx, g.UUID, cur); err != nil {
+			return err
+		}
 		_, err = tx.NewDelete().Model(&cur).WherePK().Exec(ctx)
 	default:
 		return fmt.Errorf("unknown member action %q", m.Action)
@@ -447,6 +453,18 @@ func applyMember(ctx context.Context, tx bun.Tx, c Caller, g ProjectGroup, m Mem
 	_, err = tx.NewUpdate().Table("project_groups").Set("access_version = access_version + 1").Set("updated_at = ?", now).
 		Where("uuid = ?", g.UUID).Exec(ctx)
 	return err
+}
+
+// keepAGroupAdmin refuses to take the admin role of cur away when it is the group's last one.
+func keepAGroupAdmin(ctx context.Context, tx bun.Tx, groupUUID string, cur ProjectGroupMember) error {
+	if cur.Role != "admin" {
+		return nil
+	}
+	n, err := tx.NewSelect().Model((*ProjectGroupMember)(nil)).Where("group_uuid = ?", groupUUID).Where("role = 'admin'").Count(ctx)
+	if err != nil || n > 1 {
+		return err
+	}
+	return errLastAdmin("project group")
 }
 
 // ---- delete ----
@@ -692,7 +710,8 @@ var errMoveNotFound = NotFound("Project or project group")
 // manage_project, and admin when the move crosses a private boundary (the project, its group
 // or the target group is private) or raises anyone's access. A move that changes anyone's level
 // or the project's visibility needs the preview's token. A private target group makes the
-// project private. It returns the project after the move (nil with a preview).
+// project private. It returns the project after the move (nil with a preview) and the move's
+// impact: what it would do (a preview) or what it did.
 func (s *Store) MoveProject(ctx context.Context, c Caller, m ProjectMove) (*Project, *MovePreview, error) {
 	var out *Project
 	var preview *MovePreview
@@ -741,8 +760,8 @@ func (s *Store) MoveProject(ctx context.Context, c Caller, m ProjectMove) (*Proj
 		if (crosses || widens) && pv.Level() < AccessAdmin {
 			return ErrProjectManage
 		}
+		preview = p
 		if m.Preview {
-			preview = p
 			return nil
 		}
 		if deref(pv.GroupUUID) == deref(m.GroupUUID) {
@@ -786,8 +805,9 @@ func rank(level string) int {
 	return slices.Index([]string{"none", "viewer", "editor", "admin"}, level)
 }
 
-// moveImpact computes the move's preview: the visibility after it and every user with an
-// explicit role whose level on the project changes, with the token over the access state.
+// moveImpact computes the move's preview: the visibility after it and every user whose level on
+// the project changes (one with a role on the project or a group concerned, and, when the
+// visibility changes, everyone in the company), with the token over the access state.
 func moveImpact(ctx context.Context, tx bun.IDB, c Caller, p Project, dst *GroupView) (*MovePreview, error) {
 	out := &MovePreview{ProjectUUID: p.UUID, Name: p.Name, SourceGroupUUID: p.GroupUUID, FromVisibility: p.Visibility,
 		Visibility: p.Visibility, CompanyAccess: "unchanged", Changes: []RoleChange{}}
@@ -846,6 +866,16 @@ func moveImpact(ctx context.Context, tx bun.IDB, c Caller, p Project, dst *Group
 	users := map[string]bool{}
 	for _, m := range []map[string]string{own, src, to} {
 		for u := range m {
+			users[u] = true
+		}
+	}
+	if out.FromVisibility != out.Visibility {
+		// Everyone in the company reaches a public project: each one's level may change.
+		var all []string
+		if err := tx.NewSelect().Table("users").Column("uuid").Where("company_uuid = ?", p.CompanyUUID).Scan(ctx, &all); err != nil {
+			return nil, err
+		}
+		for _, u := range all {
 			users[u] = true
 		}
 	}

@@ -43,7 +43,9 @@ const requestPoll = 250 * time.Millisecond
 //   - a "done" row carries the result to return: the call must not run again;
 //   - a "running" row is the caller's to run, under the row's Generation: the caller now holds
 //     the row's lease;
-//   - a row made for another tool or other arguments comes back with ErrRequestMismatch.
+//   - a row made for another tool or other arguments comes back with ErrRequestMismatch, unless
+//     the only calls made with it were refused as invalid input (ReleaseToolRequest): then this
+//     call takes it over.
 //
 // While another live call holds the lease (a twin sent in parallel, from this process or
 // another), BeginToolRequest waits, looking at the row every 20-250 ms, until that call's
@@ -101,6 +103,26 @@ func (s *Store) claimToolRequest(ctx context.Context, agentUUID, requestID, tool
 		return nil, mapErr(err, "request")
 	}
 	got.Existed = true
+	if got.Tool == "" && got.State == "running" {
+		// Released by a call refused as invalid input (ReleaseToolRequest): bound to no call,
+		// so this one takes it with its own tool and arguments, unless a live call holds it.
+		if got.RunningUntil != nil && got.RunningUntil.After(now) {
+			return nil, nil
+		}
+		res, err = s.DB.NewUpdate().Model((*ToolRequest)(nil)).Set("tool = ?", tool).Set("args_hash = ?", argsHash).
+			Set("running_until = ?", until).Set("running_by = ?", holder).
+			Where("agent_uuid = ?", agentUUID).Where("request_id = ?", requestID).Where("state = 'running'").
+			Where("tool = ''").Where("generation = ?", got.Generation).
+			Where("running_until IS NULL OR running_until <= ?", now).Exec(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			got.Tool, got.ArgsHash, got.RunningUntil, got.RunningBy = tool, argsHash, &until, &holder
+			return &got, nil
+		}
+		return nil, nil // another call took it first: look again
+	}
 	if got.Tool != tool || got.ArgsHash != argsHash {
 		return &got, ErrRequestMismatch
 	}
@@ -172,6 +194,18 @@ func (s *Store) holdToolRequest(ctx context.Context, agentUUID, requestID, holde
 func (s *Store) FinishToolRequest(ctx context.Context, agentUUID, requestID string, generation int, result json.RawMessage) error {
 	_, err := s.DB.NewUpdate().Model((*ToolRequest)(nil)).
 		Set("state = 'done'").Set("result = ?", string(result)).Set("running_until = NULL").Set("running_by = NULL").
+		Where("agent_uuid = ?", agentUUID).Where("request_id = ?", requestID).Where("generation = ?", generation).
+		Where("state = 'running'").Exec(ctx)
+	return err
+}
+
+// ReleaseToolRequest records that the call made with generation was refused as invalid input,
+// before anything ran: the key moves to the next generation, its lease is released, and it is
+// bound to no call any more, so the next call with it runs whatever its tool and arguments
+// (the corrected call; docs/rules.md §8.5). A key that a call with it has run stays bound.
+func (s *Store) ReleaseToolRequest(ctx context.Context, agentUUID, requestID string, generation int) error {
+	_, err := s.DB.NewUpdate().Model((*ToolRequest)(nil)).Set("generation = generation + 1").
+		Set("tool = ''").Set("args_hash = ''").Set("running_until = NULL").Set("running_by = NULL").
 		Where("agent_uuid = ?", agentUUID).Where("request_id = ?", requestID).Where("generation = ?", generation).
 		Where("state = 'running'").Exec(ctx)
 	return err

@@ -196,6 +196,26 @@ func TestToolRequestLedger(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "running", row.State, "a result of an older generation is not kept")
 		require.Equal(t, 2, row.Generation)
+
+		// A call refused as invalid input releases its key: the next generation is taken by the
+		// corrected call, whatever its arguments, and then bound to it. A second release by a
+		// late twin of the refused call changes nothing.
+		_, err = st.BeginToolRequest(ctx, agent, "r3", "tool_a", "bad-args")
+		require.NoError(t, err)
+		require.NoError(t, st.ReleaseToolRequest(ctx, agent, "r3", 0))
+		require.NoError(t, st.ReleaseToolRequest(ctx, agent, "r3", 0))
+		row, err = st.BeginToolRequest(ctx, agent, "r3", "tool_a", "good-args")
+		require.NoError(t, err)
+		require.Equal(t, 1, row.Generation, "a fresh generation: the refused one's update id is not reused")
+		require.Equal(t, "good-args", row.ArgsHash)
+		_, err = st.BeginToolRequest(ctx, agent, "r3", "tool_a", "bad-args")
+		require.ErrorIs(t, err, store.ErrRequestMismatch, "while the corrected call runs, the key is its")
+		require.NoError(t, st.FinishToolRequest(ctx, agent, "r3", 1, []byte(`{"ok":true}`)))
+		_, err = st.BeginToolRequest(ctx, agent, "r3", "tool_b", "good-args")
+		require.ErrorIs(t, err, store.ErrRequestMismatch, "once a call ran, the key is bound to it")
+		row, err = st.BeginToolRequest(ctx, agent, "r3", "tool_a", "good-args")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"ok":true}`, string(row.Result))
 	})
 }
 

@@ -16,6 +16,7 @@ var (
 	CreateIdea          = Command[CreateIdeaInput, IdeaResult]{UpdateCreateIdea, EntityIdea}
 	ClaimIdea           = Command[IdeaCommand, IdeaResult]{UpdateClaimIdea, EntityIdea}
 	ReleaseIdea         = Command[IdeaCommand, IdeaResult]{UpdateReleaseIdea, EntityIdea}
+	AssignIdea          = Command[AssignIdeaInput, IdeaResult]{UpdateAssignIdea, EntityIdea}
 	EditIdea            = Command[EditIdeaInput, IdeaResult]{UpdateEditIdea, EntityIdea}
 	StartElaboration    = Command[StartElaborationInput, IdeaResult]{UpdateStartElaboration, EntityIdea}
 	AnswerElaboration   = Command[AnswerElaborationInput, IdeaResult]{UpdateAnswerElaboration, EntityIdea}

@@ -20,6 +20,7 @@ const IdeaWorkflowName = "IdeaWorkflow"
 const (
 	UpdateCreateIdea          = "chorus_pm_create_idea"
 	UpdateClaimIdea           = "chorus_claim_idea"
+	UpdateAssignIdea          = "chorus_pm_assign_idea"
 	UpdateReleaseIdea         = "chorus_release_idea"
 	UpdateEditIdea            = "chorus_edit_idea"
 	UpdateStartElaboration    = "chorus_pm_start_elaboration"
@@ -179,6 +180,15 @@ type IdeaCommand struct {
 	Actor Actor
 }
 
+// AssignIdeaInput makes an agent or a user of the company the idea's assignee
+// (chorus_pm_assign_idea); who may be assigned is checked by the caller.
+type AssignIdeaInput struct {
+	Actor      Actor
+	TargetType string // agent | user
+	TargetUUID string
+	TargetName string
+}
+
 // EditIdeaInput edits an idea; nil fields are left alone. SetParent with ParentUUID nil detaches.
 type EditIdeaInput struct {
 	Actor       Actor
@@ -297,6 +307,7 @@ func (w *ideaWorkflow) register(ctx workflow.Context) error {
 		registerUpdate(ctx, w.mu, recent, CreateIdea, on(w.current, IdeaState.checkCreate), w.create),
 		registerUpdate(ctx, w.mu, recent, ClaimIdea, on(w.current, IdeaState.checkClaim), w.claim),
 		registerUpdate(ctx, w.mu, recent, ReleaseIdea, on(w.current, IdeaState.checkRelease), w.release),
+		registerUpdate(ctx, w.mu, recent, AssignIdea, on(w.current, IdeaState.checkAssign), w.assign),
 		registerUpdate(ctx, w.mu, recent, EditIdea, on(w.current, IdeaState.checkEdit), w.edit),
 		registerUpdate(ctx, w.mu, recent, StartElaboration, on(w.current, IdeaState.checkStart), w.startElaboration),
 		registerUpdate(ctx, w.mu, recent, AnswerElaboration, on(w.current, IdeaState.checkAnswer), w.answer),
@@ -556,6 +567,40 @@ func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, 
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned", map[string]string{"assigneeType": "agent", "assigneeUuid": in.Actor.UUID})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
 		fmt.Sprintf("%s claimed idea %q", in.Actor.Name, n.Title), creatorOf(n), assigneeOf(n))}
+	if err := w.commit(ctx, n, wr, change); err != nil {
+		return IdeaResult{}, err
+	}
+	return result(w.state), nil
+}
+
+// checkAssign: any idea that exists may be assigned, held or not (docs/rules.md §4.4).
+func (s IdeaState) checkAssign(in AssignIdeaInput) error {
+	if err := s.exists(); err != nil {
+		return err
+	}
+	if in.TargetType != "agent" && in.TargetType != "user" {
+		return Refuse(KindInvalid, "assigneeType must be agent or user, got %q", in.TargetType)
+	}
+	return nil
+}
+
+// assign makes the target the assignee, as assigned by the actor: an open idea moves to
+// elaborating like a claim, any other keeps its status. The assignee and the creator are
+// notified (idea_claimed, the notification a claim sends).
+func (w *ideaWorkflow) assign(ctx workflow.Context, in AssignIdeaInput) (IdeaResult, error) {
+	if a := w.state.Assignee; a != nil && a.Type == in.TargetType && a.UUID == in.TargetUUID {
+		return result(w.state), nil // already theirs: nothing changes
+	}
+	n, wr := w.next(ctx)
+	if to, err := w.state.status().Next(IdeaClaim); err == nil {
+		n.Status = string(to)
+	}
+	n.Assignee = &Holder{Type: in.TargetType, UUID: in.TargetUUID, Name: in.TargetName, At: wr.At, By: ptr(in.Actor.UUID)}
+	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned",
+		map[string]string{"assigneeType": in.TargetType, "assigneeUuid": in.TargetUUID, "assignedBy": in.Actor.UUID})}
+	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
+		fmt.Sprintf("%s assigned idea %q to %s", in.Actor.Name, n.Title, in.TargetName), creatorOf(n), assigneeOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}

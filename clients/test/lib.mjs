@@ -75,6 +75,15 @@ export async function newClient(url, key, clientName = 'chorus-ts-conformance', 
   return client;
 }
 
+/**
+ * allToolsetsUrl is the stack's endpoint in the URL form that selects every toolset
+ * (`/api/mcp/x/all`, docs/rules.md §3.3): for clients whose headers a suite does not set.
+ * @param {Stack} s
+ */
+export function allToolsetsUrl(s) {
+  return `${s.url.replace(/\/+$/, '')}/x/all`;
+}
+
 const validator = new AjvJsonSchemaValidator();
 
 /**

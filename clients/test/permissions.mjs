@@ -25,6 +25,8 @@ export const TOOL_PERMISSIONS = {
   chorus_list_projects: 'public',
   chorus_get_project: 'public',
   chorus_get_project_groups: 'public',
+  chorus_list_project_members: 'public',
+  chorus_list_project_group_members: 'public',
   chorus_get_project_group: 'public',
   chorus_get_group_dashboard: 'public',
   chorus_get_my_assignments: 'public',
@@ -71,6 +73,7 @@ export const TOOL_PERMISSIONS = {
   // idea:admin
   chorus_pm_validate_elaboration: 'idea:admin',
   chorus_admin_delete_idea: 'idea:admin',
+  chorus_pm_assign_idea: 'idea:admin',
   chorus_move_idea: 'idea:write',
 
   // proposal:write
@@ -120,6 +123,10 @@ export const TOOL_PERMISSIONS = {
   chorus_admin_update_project_group: 'project:write',
   chorus_admin_delete_project_group: 'project:admin',
   chorus_admin_move_project_to_group: 'project:write',
+  chorus_admin_add_project_member: 'project:write',
+  chorus_admin_remove_project_member: 'project:write',
+  chorus_admin_add_project_group_member: 'project:write',
+  chorus_admin_remove_project_group_member: 'project:write',
 };
 
 /**

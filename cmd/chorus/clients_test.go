@@ -30,8 +30,10 @@ type clientKey struct {
 }
 
 // TestTypeScriptClients runs the conformance suite in clients/ (the official TypeScript MCP SDK
-// client and the MCP Inspector CLI, under Node's test runner) against a real `chorus dev` stack
-// started in-process: Temporal dev server, SQLite in a temporary directory, worker and endpoint.
+// client, the MCP Inspector CLI, and the mainstream client libraries: the v2 TypeScript client,
+// the OpenAI Agents SDK, the AI SDK, LangChain's adapters and Mastra, under Node's test runner)
+// against a real `chorus dev` stack started in-process: Temporal dev server, SQLite in a
+// temporary directory, worker and endpoint.
 //
 // It needs Node 20+ with clients/node_modules installed (`npm --prefix clients ci`, which
 // `make test` does) and temporal-server; without them it skips, except under CI=true, where it
@@ -128,7 +130,10 @@ func nodeProblem(clients string) string {
 	if n, err := strconv.Atoi(major); err != nil || n < 20 {
 		return fmt.Sprintf("node %s is too old (Node 20 or later is needed)", strings.TrimSpace(string(v)))
 	}
-	for _, p := range []string{"node_modules/@modelcontextprotocol/sdk/package.json", "node_modules/.bin/mcp-inspector"} {
+	for _, p := range []string{"node_modules/@modelcontextprotocol/sdk/package.json", "node_modules/.bin/mcp-inspector",
+		"node_modules/@modelcontextprotocol/client/package.json", "node_modules/@openai/agents/package.json",
+		"node_modules/@ai-sdk/mcp/package.json", "node_modules/ai/package.json",
+		"node_modules/@langchain/mcp-adapters/package.json", "node_modules/@mastra/mcp/package.json"} {
 		if _, err := os.Stat(filepath.Join(clients, p)); err != nil {
 			return "clients/" + p + " is missing"
 		}

@@ -74,7 +74,9 @@ lists and calls only the tools that change nothing.`,
 		Short: "Call a tool and print its result as JSON; exits 1 when the tool reports an error",
 		Long: `Call a tool and print the result: the structured JSON when the tool returns one, else its
 text. When the tool answers with isError, the message goes to standard error and the exit status
-is 1.
+is 1. When --field names nothing in a result (a tool that answers with text, or a path its JSON
+does not have), the call succeeded and its change is made: the whole result is printed, the
+reason goes to standard error, and the exit status is 3.
 
 Arguments are a JSON object, "-" to read one from standard input, or key=value pairs (a value
 that parses as JSON, like 2, true or ["a"], is used as such; anything else is a string).
@@ -106,8 +108,13 @@ that parses as JSON, like 2, true or ["a"], is used as such; anything else is a 
 			}
 			if field != "" {
 				v, err := pickField(res.StructuredContent, field)
+				if res.StructuredContent == nil {
+					err = fmt.Errorf("%s answered with text, not JSON, so --field %s does not apply", args[0], field)
+				}
 				if err != nil {
-					return err
+					printResult(cmd.OutOrStdout(), text)
+					fmt.Fprintf(cmd.ErrOrStderr(), "chorus mcp call: %v; the call succeeded and its whole result is above\n", err)
+					return exitError{code: 3}
 				}
 				if str, ok := v.(string); ok {
 					fmt.Fprintln(cmd.OutOrStdout(), str)
@@ -115,19 +122,24 @@ that parses as JSON, like 2, true or ["a"], is used as such; anything else is a 
 				}
 				return writeJSON(cmd.OutOrStdout(), v)
 			}
-			// The text content carries the JSON in the server's field order; indent it when it is JSON.
-			var pretty bytes.Buffer
-			if json.Valid([]byte(text)) && json.Indent(&pretty, []byte(text), "", "  ") == nil {
-				fmt.Fprintln(cmd.OutOrStdout(), pretty.String())
-				return nil
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), text)
+			printResult(cmd.OutOrStdout(), text)
 			return nil
 		},
 	}
 	call.Flags().StringVar(&field, "field", "", "print only this value of the result (dotted path, e.g. uuid or materializedTasks.0.taskUuid)")
 	cmd.AddCommand(tools, call)
 	return cmd
+}
+
+// printResult prints a tool's text result; the text carries the JSON in the server's field
+// order, indented here when it is JSON.
+func printResult(w io.Writer, text string) {
+	var pretty bytes.Buffer
+	if json.Valid([]byte(text)) && json.Indent(&pretty, []byte(text), "", "  ") == nil {
+		fmt.Fprintln(w, pretty.String())
+		return
+	}
+	fmt.Fprintln(w, text)
 }
 
 // callArguments reads a tool call's arguments: nothing ({}), one JSON object, "-" (a JSON object

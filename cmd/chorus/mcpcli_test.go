@@ -1,10 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/store"
 )
 
 func TestCallArguments(t *testing.T) {
@@ -33,4 +43,61 @@ func TestPickField(t *testing.T) {
 	require.ErrorContains(t, err, "not an index")
 	_, err = pickField(v, "nope")
 	require.ErrorContains(t, err, `no field "nope"`)
+}
+
+// Issue 19: `chorus mcp call --field` on a tool whose result has no such field (a tool that
+// answers with text, or a path that is not in its JSON) says so and exits 3, which is not 1 (the
+// tool refused): the call succeeded and its write happened.
+func TestCallFieldOnAResultWithoutIt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(dir, "chorus.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.Migrate(ctx)
+	require.NoError(t, err)
+	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner", OwnerEmail: "owner@example.com",
+		AgentName: "Admin Agent"})
+	require.NoError(t, err)
+	ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, "test")
+	require.NoError(t, err)
+	ech := echo.New()
+	ep.Mount(ech)
+	srv := httptest.NewServer(ech)
+	t.Cleanup(srv.Close)
+	t.Setenv("CHORUS_URL", srv.URL+mcp.Path)
+	t.Setenv("CHORUS_API_KEY", boot.Key)
+
+	run := func(args ...string) (stdout, stderr string, err error) {
+		cmd := newRootCmd()
+		var out, errOut bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"--data-dir=" + dir, "mcp", "call"}, args...))
+		err = cmd.ExecuteContext(ctx)
+		return out.String(), errOut.String(), err
+	}
+	project, _, err := run("chorus_admin_create_project", "name=Platform", "--field", "uuid")
+	require.NoError(t, err)
+	project = strings.TrimSpace(project)
+	require.True(t, store.IsUUID(project), project)
+	doc, _, err := run("chorus_pm_create_document", "projectUuid="+project, "type=guide", "title=Runbook", "--field", "uuid")
+	require.NoError(t, err)
+	doc = strings.TrimSpace(doc)
+	require.True(t, store.IsUUID(doc), doc)
+
+	// A text result: printed, with a note, and exit 3.
+	out, errOut, err := run("chorus_admin_delete_document", "documentUuid="+doc, "--field", "uuid")
+	require.Equal(t, exitError{code: 3}, err)
+	require.Equal(t, "Document "+doc+" deleted\n", out)
+	require.Contains(t, errOut, "answered with text, not JSON, so --field uuid does not apply; the call succeeded")
+	_, _, err = run("chorus_get_document", "documentUuid="+doc)
+	require.Equal(t, exitError{code: 1}, err, "the document was deleted")
+
+	// A JSON result without the field: the same.
+	out, errOut, err = run("chorus_admin_create_project_group", "name=Data", "--field", "nope")
+	require.Equal(t, exitError{code: 3}, err)
+	require.Contains(t, out, `"name": "Data"`)
+	require.Contains(t, errOut, `the result has no field "nope"`)
+	require.Contains(t, errOut, "the call succeeded")
 }

@@ -60,6 +60,12 @@ func newProjectListCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// operator is who runs these commands: the company's operator, who manages every project's
+// members under the same rules as the member tools (store.GrantProjectRole).
+func operator(companyUUID string) store.Manager {
+	return store.Manager{Caller: store.Caller{CompanyUUID: companyUUID}, Operator: true}
+}
+
 // memberTarget resolves --project and --user (a uuid or an email; with create, an unknown email
 // makes the user, as chorus agent create --owner-email does).
 func memberTarget(cmd *cobra.Command, st *store.Store, company, project, user string, create bool) (*store.Project, *store.User, error) {
@@ -94,11 +100,11 @@ role is the access (viewer reads, editor changes, admin manages the project); on
 everyone is at least editor, so only admin adds anything. An email that names no user creates one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !slices.Contains([]string{"viewer", "editor", "admin"}, role) {
-				return fmt.Errorf("--role must be viewer, editor or admin, not %q", role)
-			}
 			if user == "" {
 				return errors.New("--user is required (an email or a user uuid)")
+			}
+			if err := store.CheckRole(role); err != nil {
+				return err // before an unknown email makes a user
 			}
 			ctx := cmd.Context()
 			st, company, err := g.openCompany(ctx)
@@ -110,7 +116,7 @@ everyone is at least editor, so only admin adds anything. An email that names no
 			if err != nil {
 				return err
 			}
-			changed, err := st.SetProjectMember(ctx, company.UUID, p.UUID, u.UUID, role)
+			_, _, changed, err := st.GrantProjectRole(ctx, operator(company.UUID), p.UUID, u.UUID, role)
 			if err != nil {
 				return err
 			}
@@ -148,7 +154,7 @@ func newMemberListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ms, err := st.ListProjectMembers(ctx, p.UUID)
+			_, ms, err := st.ProjectMembers(ctx, operator(company.UUID), p.UUID)
 			if err != nil {
 				return err
 			}
@@ -193,7 +199,7 @@ func newMemberRemoveCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			removed, err := st.RemoveProjectMember(ctx, p.UUID, u.UUID)
+			_, _, removed, err := st.RevokeProjectRole(ctx, operator(company.UUID), p.UUID, u.UUID)
 			if err != nil {
 				return err
 			}

@@ -141,6 +141,20 @@ func TestOperatorsChangeAccessForTheNextRequest(t *testing.T) {
 	require.True(t, isErr)
 	require.Equal(t, "Tool chorus_pm_create_document not found", msg, "the next call follows too")
 
+	// The operators' commands and the member tools share one rule and its words: the last admin
+	// role stays, a role is one of three.
+	fail := func(args ...string) error {
+		cmd := newRootCmd()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append([]string{data, "project", "member"}, args...))
+		return cmd.ExecuteContext(ctx)
+	}
+	require.EqualError(t, fail("remove", "--project", "Vault", "--user", "owner@example.com"),
+		"Cannot take away the last admin role of this project: make another user admin first")
+	require.EqualError(t, fail("add", "--project", "Vault", "--user", "owner@example.com", "--role", "owner"),
+		`role must be viewer, editor or admin, got "owner"`)
+
 	out = runChorus(t, data, "project", "member", "remove", "--project", "Vault", "--user", "dev@example.com")
 	require.Contains(t, out, "no longer has a role")
 	msg, isErr = callText("chorus_get_project", getProject)
