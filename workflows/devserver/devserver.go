@@ -205,7 +205,7 @@ func findModule(module string) (string, bool) {
 }
 
 // Start launches temporal-server on a configuration generated for o (and the UI when o.UIPort
-// is set). Call WaitReady before using it (it registers the namespace and Chorus's search
+// is set), first adding to o.DBFile the tables an older dev server's file lacks (UpgradeSchema). Call WaitReady before using it (it registers the namespace and Chorus's search
 // attributes) and Stop when done.
 func Start(o Options) (*Server, error) {
 	if o.LogLevel == "" {
@@ -226,6 +226,14 @@ func Start(o Options) (*Server, error) {
 		}
 		if err := PortFree(p); err != nil {
 			return nil, err
+		}
+	}
+	if o.DBFile != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := UpgradeSchema(ctx, o.DBFile)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("devserver: %w", err)
 		}
 	}
 	s := &Server{opts: o, logPath: o.LogPath, exited: make(chan error, 1)}
