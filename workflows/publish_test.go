@@ -47,6 +47,7 @@ func claimAndStart(t *testing.T, sealed bool) ([]upserted, int) {
 	var a *activities.Activities
 	env.OnActivity(a.ApplyTaskChange, mock.Anything, mock.Anything).Return(store.TaskOutcome{}, nil)
 	env.OnActivity(a.Blockers, mock.Anything, mock.Anything).Return([]store.TaskLink{}, nil)
+	env.OnActivity(a.ChangeApplied, mock.Anything, mock.Anything, mock.Anything).Return(false, nil)
 	var sets []upserted
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
@@ -73,6 +74,7 @@ func claimAndStart(t *testing.T, sealed bool) ([]upserted, int) {
 	env.ExecuteWorkflow(TaskWorkflow, TaskRun{State: &st})
 	require.NoError(t, claim.rejected)
 	require.NoError(t, claim.failed)
+	require.NoError(t, start.rejected)
 	require.NoError(t, start.failed)
 	return sets, memos
 }
