@@ -64,7 +64,7 @@ func EnsurePruneSchedule(ctx context.Context, c client.Client, taskQueue string,
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			s := in.Description.Schedule
 			if s.Spec != nil && len(s.Spec.Intervals) == 1 && s.Spec.Intervals[0].Every == every {
-				return nil, nil // as it should be: no update
+				return nil, temporal.ErrSkipScheduleUpdate // as it should be: no update
 			}
 			s.Spec = &spec
 			return &client.ScheduleUpdate{Schedule: &s}, nil

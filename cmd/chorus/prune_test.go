@@ -65,3 +65,19 @@ func TestPruningRunsOnItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// Every worker start calls EnsurePruneSchedule: a schedule that already exists with the same
+// interval is left alone, and one with another interval takes the new one (the SDK's
+// ErrSkipScheduleUpdate; a nil update panicked inside the SDK and took the worker down).
+func TestPruneScheduleSurvivesRestarts(t *testing.T) {
+	tmp := startReadyTemporal(t)
+	ctx := context.Background()
+	queue := "prune-restart-" + store.NewUUID()[:8]
+	for _, every := range []time.Duration{time.Hour, time.Hour, 2 * time.Hour} {
+		require.NoError(t, workflows.EnsurePruneSchedule(ctx, tmp.tc, queue, every))
+		d, err := tmp.tc.ScheduleClient().GetHandle(ctx, workflows.PruneScheduleID(queue)).Describe(ctx)
+		require.NoError(t, err)
+		require.Len(t, d.Schedule.Spec.Intervals, 1)
+		require.Equal(t, every, d.Schedule.Spec.Intervals[0].Every)
+	}
+}
