@@ -435,3 +435,37 @@ func TestKeyWritesTakeTurns(t *testing.T) {
 		})
 	}
 }
+
+// A key an operator revoked (say, a runaway agent's) takes nothing from its company any more:
+// once a request of it is refused 401, its further requests are still held to the key's own
+// bucket (they cost no database read past it) but spend none of the company's, so the company's
+// other keys keep their budget (docs/rules.md §3.8). Both databases.
+func TestRevokedKeyTakesNothingFromItsCompany(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			base := newEnv(t, d)
+			// One token an hour after a burst of 100 per key, 5 per company.
+			e := base.edgeProcess(Limits{KeyRate: 1.0 / 3600, KeyBurst: 100, CompanyRate: 1.0 / 3600, CompanyBurst: 5,
+				KeyInFlight: 16, CompanyInFlight: 200}, EdgeOptions{}, nil)
+			a, b := e.agent("Runaway", perm.DeveloperAgent), e.agent("B", perm.DeveloperAgent)
+			checkin := toolCallBody(1, "chorus_checkin", nil)
+			require.True(t, callOK(e.post(Path, a, checkin, nil)), "the key is known to the limits now")
+			_, err := e.st.RevokeKey(context.Background(), e.company, a)
+			require.NoError(t, err)
+			for range 10 {
+				r := e.post(Path, a, checkin, nil)
+				require.Equal(t, http.StatusUnauthorized, r.status, "a revoked key is refused as revoked, not limited: %s", r.body)
+			}
+			// The company's 5: the key's call, the request that found it revoked, and 3 for B.
+			for i := range 3 {
+				require.True(t, callOK(e.post(Path, b, checkin, nil)), "call %d of another key of the company", i+1)
+			}
+			requireLimited(t, e.post(Path, b, checkin, nil))
+			// The revoked key is still held to its own bucket.
+			for range 89 { // its bucket of 100: 1 call and 10 refusals above
+				require.Equal(t, http.StatusUnauthorized, e.post(Path, a, checkin, nil).status)
+			}
+			requireLimited(t, e.post(Path, a, checkin, nil))
+		})
+	}
+}

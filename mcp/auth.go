@@ -60,6 +60,9 @@ func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		switch {
 		case errors.Is(err, store.ErrKeyUnknown), errors.Is(err, store.ErrKeyRevoked), errors.Is(err, store.ErrKeyExpired):
 			e.deps.Metrics.refusal(KindUnauthenticated)
+			if hash, ok := ctx.Value(limitKey{}).(string); ok && e.limits != nil {
+				e.limits.disown(hash) // it no longer spends its company's budget (limits.go)
+			}
 			return unauthorized(c, err.Error(), true)
 		case store.IsUnavailable(err):
 			// An outage is not the caller's fault and passes: say so, and when to come back.

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -94,6 +95,29 @@ func (o EdgeOptions) originAllowed(origin string) bool {
 // /healthz, /readyz, /metrics).
 func GuardHost(ech *echo.Echo, o EdgeOptions, m *Metrics) { ech.Pre(checkHost(o, m)) }
 
+// GuardHostHandler is GuardHost for a listener that is not an echo server (chorus serve's
+// --metrics-addr): h answers only requests whose Host o allows; others get checkHost's 403.
+func GuardHostHandler(o EdgeOptions, m *Metrics, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.hostAllowed(r.Host) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		m.refusal(KindForbiddenHost)
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+			"error": map[string]any{"code": codeInvalidRequest, "message": forbiddenHost}})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write(append(body, '\n'))
+	})
+}
+
+// forbiddenHost is the answer to a request whose Host is not allowed.
+const forbiddenHost = "Forbidden: this server does not answer to the host name in the request's Host header; an " +
+	"operator adds it with --allowed-hosts"
+
 // checkHost refuses, on every path of the server, a request whose Host is not allowed: a page
 // that rebinds its own name to this machine reaches it under that name. 403, JSON, nothing run.
 func checkHost(o EdgeOptions, m *Metrics) echo.MiddlewareFunc {
@@ -104,8 +128,7 @@ func checkHost(o EdgeOptions, m *Metrics) echo.MiddlewareFunc {
 			}
 			m.refusal(KindForbiddenHost)
 			secureHeaders(c)
-			return rpcError(c, http.StatusForbidden, codeInvalidRequest, nil, "Forbidden: this server does not answer "+
-				"to the host name in the request's Host header; an operator adds it with --allowed-hosts")
+			return rpcError(c, http.StatusForbidden, codeInvalidRequest, nil, forbiddenHost)
 		}
 	}
 }

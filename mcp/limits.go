@@ -74,6 +74,9 @@ type budget struct {
 	seen     time.Time
 	writes   *semaphore.Weighted // a key's turns for mutating calls; made on first use
 	company  string              // a key's company, once a request of it authenticated
+	// refused: authentication refused the key since (revoked, expired, gone). Its requests are
+	// still held to its own budget, but take nothing from the company it no longer acts for.
+	refused bool
 }
 
 func newLimiter(cfg Limits) *limiter {
@@ -126,21 +129,34 @@ func budgetFor(m map[string]*budget, id string, r float64, burst int, now time.T
 func (l *limiter) admitKnown(key string) (release func(), refused string, retryAfter time.Duration, known bool) {
 	l.mu.Lock()
 	kb := l.keys[key]
-	company := ""
+	company, disowned := "", false
 	if kb != nil {
-		company = kb.company
+		company, disowned = kb.company, kb.refused
 	}
 	l.mu.Unlock()
-	if company == "" {
+	if company == "" && !disowned {
 		return nil, "", 0, false
 	}
 	release, refused, retryAfter = l.admit(key, company)
 	return release, refused, retryAfter, true
 }
 
-// admit takes a slot for one request of key in company, or says which limit refuses it and
-// after how long a retry may pass. A refused request takes nothing; release gives back what an
-// admitted one took.
+// disown marks a key authentication refused (revoked, expired or gone) after it had been
+// admitted as known: its further requests keep being judged by its own budget before any
+// lookup, but spend nothing of its company's, so a revoked runaway key cannot starve the
+// company's other keys. A key the limiter does not know stays unknown (no entry is made for
+// keys that never authenticated).
+func (l *limiter) disown(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if kb := l.keys[key]; kb != nil {
+		kb.company, kb.refused = "", true
+	}
+}
+
+// admit takes a slot for one request of key in company ("" for a key authentication refused:
+// its own budget only), or says which limit refuses it and after how long a retry may pass. A
+// refused request takes nothing; release gives back what an admitted one took.
 func (l *limiter) admit(key, company string) (release func(), refused string, retryAfter time.Duration) {
 	now := time.Now()
 	l.mu.Lock()
@@ -148,7 +164,10 @@ func (l *limiter) admit(key, company string) (release func(), refused string, re
 	l.sweep(now)
 	kb := budgetFor(l.keys, key, l.cfg.KeyRate, l.cfg.KeyBurst, now)
 	kb.company = company
-	cb := budgetFor(l.companies, company, l.cfg.CompanyRate, l.cfg.CompanyBurst, now)
+	cb := &budget{} // a refused key's requests count against no company
+	if company != "" {
+		cb = budgetFor(l.companies, company, l.cfg.CompanyRate, l.cfg.CompanyBurst, now)
+	}
 	// In-flight caps first: a request refused for them spends no token.
 	if l.cfg.KeyInFlight > 0 && kb.inFlight >= l.cfg.KeyInFlight {
 		return nil, LimitKeyInFlight, time.Second

@@ -327,7 +327,9 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		return encodeResult(out)
 	}
 	var body json.RawMessage
-	if call.RequestID != "" {
+	// On a read-only connection the tools that may be called change nothing (ReadOnlyForm), so
+	// there is no outcome to keep for a retry, and the requestId ledger is not written either.
+	if call.RequestID != "" && !conn.ReadOnly {
 		body, err = d.runOnce(ctx, t.Name, call, args, run)
 	} else {
 		body, err = run()

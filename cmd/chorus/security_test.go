@@ -556,3 +556,39 @@ func TestPayloadEncryptionEndToEnd(t *testing.T) {
 	require.Equal(t, "http://localhost:8233", hdr.Get("Access-Control-Allow-Origin"))
 	require.Equal(t, "true", hdr.Get("Access-Control-Allow-Credentials"))
 }
+
+// The --metrics-addr and --pprof-addr listeners keep the Host check of every other path (README "Security": the
+// Host check covers /metrics on every process): a page that rebinds its own name to a loopback
+// metrics address reads nothing. On an address other machines reach, any Host is served, as on
+// the main address.
+func TestMetricsListenerChecksHost(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "chorus_metrics 1\n") })
+	local, _ := freeAddr(t, "127.0.0.1")
+	stop, err := serveMetrics(quiet, local, edgeConfig{}, nil, h)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	code, body := get(t, "http://"+local+"/metrics", map[string]string{"Host": "evil.example:9464"})
+	require.Equal(t, http.StatusForbidden, code, "a rebinding Host reads the metrics: %s", body)
+	require.NotContains(t, body, "chorus_metrics")
+	code, body = get(t, "http://"+local+"/metrics", nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "chorus_metrics")
+
+	wide, reach := freeAddr(t, "0.0.0.0")
+	stop2, err := serveMetrics(quiet, wide, edgeConfig{}, nil, h)
+	require.NoError(t, err)
+	t.Cleanup(stop2)
+	code, _ = get(t, "http://"+reach+"/metrics", map[string]string{"Host": "metrics.internal.example:9464"})
+	require.Equal(t, http.StatusOK, code, "an address other machines reach answers the names it is reached by")
+
+	// --pprof-addr the same: its command line and profiles are not for a rebinding page.
+	prof, _ := freeAddr(t, "127.0.0.1")
+	stop3, err := servePprof(quiet, prof, edgeConfig{}, nil)
+	require.NoError(t, err)
+	t.Cleanup(stop3)
+	code, _ = get(t, "http://"+prof+"/debug/pprof/cmdline", map[string]string{"Host": "evil.example:6060"})
+	require.Equal(t, http.StatusForbidden, code, "a rebinding Host reads the profiles")
+	code, _ = get(t, "http://"+prof+"/debug/pprof/cmdline", nil)
+	require.Equal(t, http.StatusOK, code)
+}

@@ -191,7 +191,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	}
 	seal := cfg.temporal.sealsPayloads()
 	if cfg.pprofAddr != "" {
-		stop, err := servePprof(log, cfg.pprofAddr)
+		stop, err := servePprof(log, cfg.pprofAddr, cfg.edge, metrics.tools)
 		if err != nil {
 			return err
 		}
@@ -267,7 +267,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		mcp.GuardHost(e, cfg.edge.edgeOptions(cfg.addr), metrics.tools)
 	}
 	if cfg.edge.metricsAddr != "" {
-		stop, err := serveMetrics(log, cfg.edge.metricsAddr, cfg.edge.guardMetrics(metrics.handler()))
+		stop, err := serveMetrics(log, cfg.edge.metricsAddr, cfg.edge, metrics.tools, cfg.edge.guardMetrics(metrics.handler()))
 		if err != nil {
 			if w != nil {
 				w.Stop()
@@ -321,8 +321,8 @@ const pprofFlagHelp = "serve Go profiles (net/http/pprof, /debug/pprof/) on this
 	"off when empty; keep it off public interfaces (env CHORUS_PPROF_ADDR)"
 
 // servePprof serves the runtime profiles on a listener of their own, so they are never reachable
-// through the API's address. stop closes it.
-func servePprof(log *slog.Logger, addr string) (stop func(), err error) {
+// through the API's address, behind the same Host allow-list as serveMetrics. stop closes it.
+func servePprof(log *slog.Logger, addr string, edge edgeConfig, m *mcp.Metrics) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--pprof-addr %s: %w", addr, err)
@@ -333,20 +333,22 @@ func servePprof(log *slog.Logger, addr string) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mcp.GuardHostHandler(edge.edgeOptions(addr), m, mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("pprof listening", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
 }
 
-// serveMetrics serves /metrics on a listener of its own (--metrics-addr). stop closes it.
-func serveMetrics(log *slog.Logger, addr string, h http.Handler) (stop func(), err error) {
+// serveMetrics serves /metrics on a listener of its own (--metrics-addr), behind the Host
+// allow-list the main address has (edge.edgeOptions of addr: loopback names on a loopback
+// address), so a page rebinding its name to it reads nothing. stop closes it.
+func serveMetrics(log *slog.Logger, addr string, edge edgeConfig, m *mcp.Metrics, h http.Handler) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
+	mux.Handle("GET /metrics", mcp.GuardHostHandler(edge.edgeOptions(addr), m, h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics listening", "addr", ln.Addr().String())
