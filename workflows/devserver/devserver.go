@@ -346,21 +346,18 @@ func (s *Server) ConfigDir() string { return s.configDir }
 func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	addr := s.Address()
-	for attempt := 1; ; {
-		conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-		if err == nil {
-			_ = conn.Close()
+	// A child that lost a race for one of its other ports (another process took it between
+	// allocatePorts and the bind) exits, sometimes after its gRPC port already accepted a
+	// connection: relaunch it on fresh ports, whichever step noticed.
+	var c client.Client
+	for attempt := 1; ; attempt++ {
+		var err error
+		if c, err = s.dialFrontend(ctx); err == nil {
 			break
-		}
-		err = s.waitStep(ctx, "listen on "+addr)
-		if err == nil {
-			continue
 		}
 		if !errors.Is(err, errExited) || attempt == 3 || !s.lostPortRace() {
 			return err
 		}
-		attempt++
 		if s.ports, err = allocatePorts(s.opts.Port, s.opts.HTTPPort, ports{}); err != nil {
 			return err
 		}
@@ -368,15 +365,6 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 		if err := s.launch(); err != nil {
 			return err
 		}
-	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: s.opts.Namespace,
-		Logger: tlog.NewStructuredLogger(discardLogger())})
-	for err != nil {
-		if err := s.waitStep(ctx, "answer on "+addr); err != nil {
-			return err
-		}
-		c, err = client.DialContext(ctx, client.Options{HostPort: addr, Namespace: s.opts.Namespace,
-			Logger: tlog.NewStructuredLogger(discardLogger())})
 	}
 	defer c.Close()
 	what := "register namespace " + s.opts.Namespace
@@ -435,6 +423,31 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// dialFrontend waits until the frontend accepts connections and a client can dial it.
+func (s *Server) dialFrontend(ctx context.Context) (client.Client, error) {
+	addr := s.Address()
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		if err := s.waitStep(ctx, "listen on "+addr); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: s.opts.Namespace,
+			Logger: tlog.NewStructuredLogger(discardLogger())})
+		if err == nil {
+			return c, nil
+		}
+		if err := s.waitStep(ctx, "answer on "+addr); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // waitStep waits a moment before the next attempt at what, failing when the server exits or
