@@ -90,6 +90,17 @@ func TestOldDevServerDataUpgradesInPlace(t *testing.T) {
 		findings, err := (&ops.Ops{Store: st, Flows: workflows.NewClient(tc, workflows.TaskQueue, st)}).Check(ctx, "")
 		require.NoError(t, err)
 		require.Empty(t, findings, "ops check after the upgrade: %v", findings)
+
+		// Schedules can be created (as workers create the pruning schedule): 1.32.1 refuses every
+		// schedule create on a 1.29 file until devserver.UpgradeSchema adds its missing table.
+		schedCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		h, err := tc.ScheduleClient().Create(schedCtx, client.ScheduleOptions{ID: "upgrade-check",
+			Spec:   client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Hour}}},
+			Action: &client.ScheduleWorkflowAction{ID: "upgrade-check", Workflow: workflows.PruneWorkflowName, TaskQueue: "upgrade-check"},
+			Paused: true})
+		require.NoError(t, err, "create a schedule after the upgrade")
+		require.NoError(t, h.Delete(schedCtx))
 	})
 }
 
