@@ -1,13 +1,13 @@
 # Every target is one line and calls go. `make run` and `make test` are the two that matter.
 GO ?= go
 
-.PHONY: run test test-short test-prod build lint bench bench-prod bench-go temporal temporal-cli screenshot up down
+.PHONY: run test test-short test-prod build lint bench bench-prod bench-go temporal temporal-cli record-upgrade-data screenshot up down
 
 run: ## the whole stack on this machine (flags: make run ARGS="--ui --temporal-port 17233 --ui-port 18233")
 	$(GO) run ./cmd/chorus dev $(ARGS)
 
-test: temporal temporal-cli clients/node_modules/.package-lock.json ## every test; PostgreSQL suites run when CHORUS_TEST_PG_DSN is set
-	CHORUS_TEMPORAL_SERVER_BIN="$$($(GO) -C tools/server tool -n go.temporal.io/server/cmd/server)" CHORUS_TEMPORAL_UI_BIN="$$($(GO) -C tools/ui tool -n chorus-temporal-ui)" CHORUS_TEMPORAL_CLI_BIN="$$($(GO) -C tools tool -n temporal)" $(GO) test -count=1 -parallel 16 -timeout 25m ./...
+test: temporal clients/node_modules/.package-lock.json ## every test; PostgreSQL suites run when CHORUS_TEST_PG_DSN is set
+	CHORUS_TEMPORAL_SERVER_BIN="$$($(GO) -C tools/server tool -n go.temporal.io/server/cmd/server)" CHORUS_TEMPORAL_UI_BIN="$$($(GO) -C tools/ui tool -n chorus-temporal-ui)" $(GO) test -count=1 -parallel 16 -timeout 25m ./...
 
 test-short: ## unit tests only (no Temporal server, no PostgreSQL)
 	$(GO) test -short ./...
@@ -39,8 +39,11 @@ clients/node_modules/.package-lock.json: clients/package.json clients/package-lo
 temporal: ## build (first time: a few minutes) temporal-server and temporal-sql-tool (tools/server) and the Temporal web UI (tools/ui)
 	$(GO) -C tools/server tool -n go.temporal.io/server/cmd/server >/dev/null && $(GO) -C tools/server tool -n go.temporal.io/server/cmd/tools/sql >/dev/null && $(GO) -C tools/ui tool -n chorus-temporal-ui >/dev/null
 
-temporal-cli: ## build (first time: a few minutes) the Temporal CLI pinned in tools/ (operator commands: workflow show/list/reset, operator ...)
+temporal-cli: ## build (first time: a few minutes) the Temporal CLI pinned in tools/ (operator commands: workflow show/list/reset, operator ...); for operators and record-upgrade-data, no test needs it
 	$(GO) -C tools tool -n temporal >/dev/null
+
+record-upgrade-data: temporal-cli ## record cmd/chorus/testdata/upgrade-<version> (a data dir of the old dev server, CLI 1.5.1) for TestOldDevServerDataUpgradesInPlace; refuses to overwrite a recorded one
+	CHORUS_TEMPORAL_CLI_BIN="$$($(GO) -C tools tool -n temporal)" $(GO) test -tags record -count=1 -run '^TestRecordOldDevServerData$$' ./cmd/chorus/
 
 screenshot: temporal ## docs/temporal-ui-workflows.png: the Temporal UI's workflow list with Chorus's columns, taken in headless Chromium (apt-get install -y chromium) on a stack of its own
 	$(GO) -C tools/screenshot run . --repo $(CURDIR) --out docs/temporal-ui-workflows.png

@@ -4,7 +4,7 @@
 # (the ones docker-compose.yml mounts), PostgreSQL roles and databases (deploy/postgres-init.sql),
 # Temporal's schemas (deploy/temporal-setup-schema.sh), temporal-server
 # (deploy/temporal-server.yaml, deploy/temporal-dynamicconfig.yaml), the namespace and search
-# attributes (deploy/temporal-create-namespace.sh), `chorus migrate up`, one api and two worker
+# attributes (`chorus temporal setup`; no Temporal CLI), `chorus migrate up`, one api and two worker
 # processes, and drives them through MCP. Every process it starts is stopped by its pid.
 #
 # Needs PostgreSQL with a superuser login: CHORUS_PROD_PG_ADMIN_DSN
@@ -33,13 +33,11 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/chorus-test-prod.XXXXXX")
 mkdir -p "$work/bin"
-echo "test-prod: building chorus, temporal-server, temporal-sql-tool and the temporal CLI (logs: $work)"
+echo "test-prod: building chorus, temporal-server and temporal-sql-tool (logs: $work)"
 go build -o "$work/bin/chorus" ./cmd/chorus
-# The server and its SQL tool are tools of tools/server/go.mod, the CLI (which the namespace
-# script runs) of tools/go.mod, each pinned there.
+# The server and its SQL tool are tools of tools/server/go.mod, pinned there.
 ln -s "$(go -C tools/server tool -n go.temporal.io/server/cmd/server)" "$work/bin/temporal-server"
 ln -s "$(go -C tools/server tool -n go.temporal.io/server/cmd/tools/sql)" "$work/bin/temporal-sql-tool"
-ln -s "$(go -C tools tool -n github.com/temporalio/cli/cmd/temporal)" "$work/bin/temporal"
 schema="$(go -C tools/server list -m -f '{{.Dir}}' go.temporal.io/server)/schema/postgresql/v12"
 
 status=0

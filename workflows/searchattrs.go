@@ -92,7 +92,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 		}
 		slices.Sort(names)
 		return fmt.Errorf("register search attributes %s: %w (an operator can register them with: %s)",
-			strings.Join(names, ", "), err, strings.Join(SearchAttributeCommands(namespace), "; "))
+			strings.Join(names, ", "), err, SetupCommand(namespace))
 	}
 	return nil
 }
@@ -114,15 +114,11 @@ func MissingSearchAttributes(ctx context.Context, c client.Client, namespace str
 	return missing, nil
 }
 
-// SearchAttributeCommands are the Temporal CLI commands that register Chorus's search
-// attributes in namespace by hand, for an operator whose workers may not (README "Readiness").
-func SearchAttributeCommands(namespace string) []string {
-	out := make([]string, 0, len(SearchAttributeKeys))
-	for _, k := range SearchAttributeKeys {
-		out = append(out, fmt.Sprintf("temporal operator search-attribute create --namespace %s --name %s --type Keyword",
-			namespace, k.GetName()))
-	}
-	return out
+// SetupCommand is the command that creates namespace unless it exists and registers Chorus's
+// search attributes in it, for an operator whose workers may not (README "Readiness and search
+// attributes"): `chorus temporal setup`, which reaches Temporal as chorus serve does.
+func SetupCommand(namespace string) string {
+	return "chorus temporal setup --namespace " + namespace
 }
 
 // initialKeywords are the search attributes an idea, proposal or task workflow starts with, by

@@ -7,7 +7,7 @@ package main
 //   - PostgreSQL: two login roles (Chorus, Temporal) and deploy/postgres-init.sql for the three
 //     databases; deploy/temporal-setup-schema.sh for Temporal's schemas (temporal-sql-tool);
 //   - temporal-server with deploy/temporal-server.yaml and deploy/temporal-dynamicconfig.yaml;
-//     deploy/temporal-create-namespace.sh for the namespace and the search attributes;
+//     `chorus temporal setup` for the namespace and the search attributes (no Temporal CLI);
 //   - chorus migrate up, one `chorus serve --role api` and two `chorus serve --role worker`.
 //
 // Every process is started by this test, and stopped by its pid when the test ends (and, on
@@ -126,7 +126,7 @@ func TestProductionTopology(t *testing.T) {
 	if tp.work == "" {
 		tp.work = t.TempDir()
 	}
-	for _, b := range []string{"chorus", "temporal-server", "temporal-sql-tool", "temporal"} {
+	for _, b := range []string{"chorus", "temporal-server", "temporal-sql-tool"} {
 		_, err := os.Stat(filepath.Join(binDir, b))
 		require.NoError(t, err, "CHORUS_PROD_BIN_DIR has no %s: run the test through `make test-prod`", b)
 	}
@@ -162,7 +162,7 @@ func TestProductionTopology(t *testing.T) {
 		"sh", filepath.Join(root, deploySchemaScript))
 	tp.startTemporal()
 	tp.run("temporal-namespace", []string{"TEMPORAL_ADDRESS=" + tp.temporalAddress(), "TEMPORAL_NAMESPACE=default",
-		"TEMPORAL_NAMESPACE_RETENTION=24h"}, "sh", filepath.Join(root, deployNamespaceSetup))
+		"TEMPORAL_NAMESPACE_RETENTION=24h"}, filepath.Join(binDir, "chorus"), "temporal", "setup")
 	tp.run("chorus-migrate", tp.chorusEnv(), filepath.Join(binDir, "chorus"), "migrate", "up")
 	tp.startChorus("api", portAPI, "CHORUS_BOOTSTRAP_ADMIN_KEY="+tp.adminKey)
 	tp.startChorus("worker-1", portWorker1)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows/devserver"
 )
 
-// readyTemporal is a Temporal dev server of the test's own, its CLI and a client of it.
+// readyTemporal is a Temporal dev server of the test's own and a client of it.
 type readyTemporal struct {
 	bin, addr string
 	tc        client.Client
@@ -55,20 +54,33 @@ func startReadyTemporal(t *testing.T) readyTemporal {
 	return readyTemporal{bin: bin, addr: dev.Address(), tc: tc}
 }
 
-// findCLI returns the Temporal CLI pinned in tools/ (built on first use), skipping the test
-// without it, or failing under CI=true.
-func findCLI(t *testing.T) string {
+// setup runs the command /readyz names in "register" (chorus temporal setup) through this
+// binary's own command tree, as an operator would run it, against r's server; it returns what it
+// printed.
+func (r readyTemporal) setup(t *testing.T, command string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	bin, err := devserver.Find(ctx, devserver.CLITool, os.Stderr)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Temporal CLI under CI: %v", err)
+	args, ok := strings.CutPrefix(command, "chorus ")
+	require.True(t, ok, "register names a chorus command: %q", command)
+	cmd := newRootCmd()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append(strings.Fields(args), "--temporal-address", r.addr, "--retention", "24h", "--wait", "2m"))
+	require.NoError(t, cmd.ExecuteContext(context.Background()), "%s: %s", command, out.String())
+	return out.String()
+}
+
+// waitReady polls addr's /readyz until it answers 200 or 30 s pass, and returns the last answer.
+func waitReady(t *testing.T, addr string) (int, readyBody) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, b := getReady(t, addr)
+		if code == http.StatusOK || time.Now().After(deadline) {
+			return code, b
 		}
-		t.Skipf("no Temporal CLI (%v); run `make test`, or set %s", err, devserver.CLITool.Env)
+		time.Sleep(200 * time.Millisecond) // poll interval
 	}
-	return bin
 }
 
 // namespace registers a new namespace (with no Chorus search attributes) and returns its name.
@@ -149,8 +161,8 @@ func getReady(t *testing.T, addr string) (int, readyBody) {
 }
 
 // /readyz is 503 for an API whose namespace does not exist or lacks Chorus's search attributes
-// (naming what is missing and how to register it), and turns 200 once the README's commands
-// have registered them by hand; on SQLite and PostgreSQL.
+// (naming what is missing and the command that sets it up), and turns 200 once that command
+// (chorus temporal setup) has run; running it again changes nothing. On SQLite and PostgreSQL.
 func TestReadyzChecksNamespaceAndSearchAttributes(t *testing.T) {
 	tmp := startReadyTemporal(t)
 	for _, dialect := range storetest.Dialects {
@@ -166,6 +178,14 @@ func TestReadyzChecksNamespaceAndSearchAttributes(t *testing.T) {
 			require.Equal(t, "ok", b.Temporal)
 			require.Equal(t, "missing", b.Namespace)
 			require.Contains(t, strings.Join(b.Problems, "\n"), fmt.Sprintf("the Temporal namespace %q does not exist", absent))
+			require.Equal(t, []string{"chorus temporal setup --namespace " + absent}, b.Register)
+
+			// The command it names creates the namespace and its search attributes.
+			out := tmp.setup(t, b.Register[0])
+			require.Contains(t, out, "created namespace "+absent)
+			require.Contains(t, out, "registered search attributes ChorusProjectUuid, ChorusEntity")
+			code, b = waitReady(t, addr)
+			require.Equal(t, http.StatusOK, code, "%+v", b)
 
 			ns := tmp.namespace(t, "bare")
 			addr, _ = tmp.server(t, st, roleAPI, ns)
@@ -174,41 +194,37 @@ func TestReadyzChecksNamespaceAndSearchAttributes(t *testing.T) {
 			require.Equal(t, "ok", b.Namespace)
 			require.Equal(t, "missing: ChorusProjectUuid, ChorusEntity, ChorusStatus, ChorusAssignee, ChorusCreator, ChorusProgress, "+
 				"ChorusTitle, ChorusAssigneeName", b.SearchAttributes)
-			require.Equal(t, workflows.SearchAttributeCommands(ns), b.Register)
+			require.Equal(t, []string{workflows.SetupCommand(ns)}, b.Register)
 			require.Contains(t, strings.Join(b.Problems, "\n"), "lacks the search attributes ChorusProjectUuid, ChorusEntity")
 			require.Empty(t, b.Worker, "an API process runs no worker")
 
-			// The commands it names, run as an operator would (with the CLI pinned in tools/), make
-			// it ready.
-			cli := findCLI(t)
-			for _, c := range b.Register {
-				args := append(strings.Fields(strings.TrimPrefix(c, "temporal ")), "--address", tmp.addr)
-				out, err := exec.Command(cli, args...).CombinedOutput()
-				require.NoError(t, err, "%s: %s", c, out)
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				code, b = getReady(t, addr)
-				if code == http.StatusOK || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
+			// The command it names, run as an operator would, makes it ready; a second run finds
+			// everything in place and changes nothing.
+			out = tmp.setup(t, b.Register[0])
+			require.Contains(t, out, "namespace "+ns+" already exists")
+			require.Contains(t, out, "registered search attributes ChorusProjectUuid, ChorusEntity, ChorusStatus, ChorusAssignee, "+
+				"ChorusCreator, ChorusProgress, ChorusTitle, ChorusAssigneeName in "+ns)
+			code, b = waitReady(t, addr)
 			require.Equal(t, http.StatusOK, code, "%+v", b)
 			require.Equal(t, "ready", b.Status)
 			require.Equal(t, "ok", b.SearchAttributes)
 			require.Empty(t, b.Problems)
+			require.Empty(t, b.Register)
+			out = tmp.setup(t, workflows.SetupCommand(ns))
+			require.Contains(t, out, "namespace "+ns+" already exists")
+			require.Contains(t, out, "namespace "+ns+" has every Chorus search attribute")
+			require.NotContains(t, out, "created")
+			require.NotContains(t, out, "registered")
 		})
 	}
 }
 
-// The README gives the exact commands that register every search attribute Chorus uses.
+// The README gives the exact command that sets up the namespace and every search attribute
+// Chorus uses.
 func TestReadmeRegistersSearchAttributes(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	require.NoError(t, err)
-	for _, c := range workflows.SearchAttributeCommands(workflows.Namespace) {
-		require.Contains(t, string(readme), c)
-	}
+	require.Contains(t, string(readme), workflows.SetupCommand(workflows.Namespace))
 }
 
 // A worker that stops on a fatal error (here: its namespace was deleted under it) turns the

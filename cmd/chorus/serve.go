@@ -395,8 +395,8 @@ func (h *workerHealth) status() string {
 // readyz answers 200 when this process can do its work: the database answers, Temporal answers,
 // the namespace exists with every Chorus search attribute registered (without them every create
 // fails), and the worker, if the process runs one, has not stopped. Otherwise 503, with a body
-// that names what is wrong ("problems") and, for missing search attributes, the commands that
-// register them. The body never carries an error's own text (addresses, credentials, hosts a
+// that names what is wrong ("problems") and, for a missing namespace or missing search
+// attributes, the command that sets them up ("register": chorus temporal setup). The body never carries an error's own text (addresses, credentials, hosts a
 // load balancer's caller has no business knowing): those go to the log, which it points to.
 func readyz(log *slog.Logger, st *store.Store, tc client.Client, namespace string, w *workerHealth) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -418,8 +418,9 @@ func readyz(log *slog.Logger, st *store.Store, tc client.Client, namespace strin
 			var nf *serviceerror.NamespaceNotFound
 			if errors.As(err, &nf) {
 				body["namespace"] = "missing"
+				body["register"] = []string{workflows.SetupCommand(namespace)}
 				problems = append(problems, fmt.Sprintf("the Temporal namespace %q does not exist: create it "+
-					"(temporal operator namespace create --namespace %s)", namespace, namespace))
+					"(%s)", namespace, workflows.SetupCommand(namespace)))
 			} else {
 				log.Warn("readyz: the namespace cannot be read", "namespace", namespace, "err", err)
 				body["namespace"] = "unknown"
@@ -432,9 +433,9 @@ func readyz(log *slog.Logger, st *store.Store, tc client.Client, namespace strin
 			problems = append(problems, fmt.Sprintf("the search attributes of namespace %q cannot be read (the process log says why)", namespace))
 		} else if len(missing) > 0 {
 			body["searchAttributes"] = "missing: " + strings.Join(missing, ", ")
-			body["register"] = workflows.SearchAttributeCommands(namespace)
+			body["register"] = []string{workflows.SetupCommand(namespace)}
 			problems = append(problems, fmt.Sprintf("namespace %q lacks the search attributes %s: a worker registers "+
-				"them at start, or run the commands in \"register\"", namespace, strings.Join(missing, ", ")))
+				"them at start, or run the command in \"register\"", namespace, strings.Join(missing, ", ")))
 		}
 		if ws := w.status(); ws != "" {
 			body["worker"] = ws

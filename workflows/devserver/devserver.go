@@ -205,7 +205,7 @@ func findModule(module string) (string, bool) {
 }
 
 // Start launches temporal-server on a configuration generated for o (and the UI when o.UIPort
-// is set). Call WaitReady before using it (it registers the namespace and Chorus's search
+// is set), first adding to o.DBFile the tables an older dev server's file lacks (UpgradeSchema). Call WaitReady before using it (it registers the namespace and Chorus's search
 // attributes) and Stop when done.
 func Start(o Options) (*Server, error) {
 	if o.LogLevel == "" {
@@ -226,6 +226,14 @@ func Start(o Options) (*Server, error) {
 		}
 		if err := PortFree(p); err != nil {
 			return nil, err
+		}
+	}
+	if o.DBFile != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := UpgradeSchema(ctx, o.DBFile)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("devserver: %w", err)
 		}
 	}
 	s := &Server{opts: o, logPath: o.LogPath, exited: make(chan error, 1)}
@@ -338,21 +346,18 @@ func (s *Server) ConfigDir() string { return s.configDir }
 func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	addr := s.Address()
-	for attempt := 1; ; {
-		conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-		if err == nil {
-			_ = conn.Close()
+	// A child that lost a race for one of its other ports (another process took it between
+	// allocatePorts and the bind) exits, sometimes after its gRPC port already accepted a
+	// connection: relaunch it on fresh ports, whichever step noticed.
+	var c client.Client
+	for attempt := 1; ; attempt++ {
+		var err error
+		if c, err = s.dialFrontend(ctx); err == nil {
 			break
-		}
-		err = s.waitStep(ctx, "listen on "+addr)
-		if err == nil {
-			continue
 		}
 		if !errors.Is(err, errExited) || attempt == 3 || !s.lostPortRace() {
 			return err
 		}
-		attempt++
 		if s.ports, err = allocatePorts(s.opts.Port, s.opts.HTTPPort, ports{}); err != nil {
 			return err
 		}
@@ -360,15 +365,6 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 		if err := s.launch(); err != nil {
 			return err
 		}
-	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: s.opts.Namespace,
-		Logger: tlog.NewStructuredLogger(discardLogger())})
-	for err != nil {
-		if err := s.waitStep(ctx, "answer on "+addr); err != nil {
-			return err
-		}
-		c, err = client.DialContext(ctx, client.Options{HostPort: addr, Namespace: s.opts.Namespace,
-			Logger: tlog.NewStructuredLogger(discardLogger())})
 	}
 	defer c.Close()
 	what := "register namespace " + s.opts.Namespace
@@ -427,6 +423,31 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// dialFrontend waits until the frontend accepts connections and a client can dial it.
+func (s *Server) dialFrontend(ctx context.Context) (client.Client, error) {
+	addr := s.Address()
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		if err := s.waitStep(ctx, "listen on "+addr); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: s.opts.Namespace,
+			Logger: tlog.NewStructuredLogger(discardLogger())})
+		if err == nil {
+			return c, nil
+		}
+		if err := s.waitStep(ctx, "answer on "+addr); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // waitStep waits a moment before the next attempt at what, failing when the server exits or
