@@ -236,6 +236,18 @@ func Start(o Options) (*Server, error) {
 			return nil, fmt.Errorf("devserver: %w", err)
 		}
 	}
+	// temporal-server runs in the config dir, so every path it is given must be absolute (a
+	// relative --data-dir such as `chorus dev`'s default .chorus would be resolved twice).
+	for _, p := range []*string{&o.ConfigDir, &o.DBFile} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("devserver: %w", err)
+		}
+		*p = abs
+	}
 	s := &Server{opts: o, logPath: o.LogPath, exited: make(chan error, 1)}
 	s.configDir = o.ConfigDir
 	if s.configDir == "" && o.DBFile != "" {

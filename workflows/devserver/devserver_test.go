@@ -270,3 +270,32 @@ func TestDevServerChoosesPortsAgainWhenOneIsTaken(t *testing.T) {
 		t.Fatalf("still on the taken HTTP port %d", taken)
 	}
 }
+
+// `chorus dev` passes its data dir as given, and its default (.chorus) is relative: the server,
+// which runs in that dir, still finds its configuration and database (it did not, and `make run`
+// on a fresh clone stopped at "could not read config file: .chorus/temporal-server.yaml").
+func TestDevServerStartsOnARelativeDataDir(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("starts temporal-server; skipped under -short")
+	}
+	bin := findOrSkip(t, ServerTool)
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir(".chorus", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(Options{Bin: bin, Port: port, DBFile: filepath.Join(".chorus", "temporal.db"), Namespace: "relative"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Stop(10 * time.Second) }()
+	if err := s.WaitReady(context.Background(), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(".chorus", "temporal.db")); err != nil {
+		t.Errorf("the database is not where it was asked for: %v", err)
+	}
+}
