@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
@@ -43,17 +42,9 @@ func requireTerminalSafe(t *testing.T, out string) {
 
 func TestAbuseCLIPrintsNoTerminalEscapes(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(dir, "chorus.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
-	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner", OwnerEmail: "owner@example.com",
-		AgentName: "Admin Agent"})
-	require.NoError(t, err)
+	dir, st, boot := bootstrappedDataDir(t)
 	owner := store.Caller{CompanyUUID: boot.Company.UUID, OwnerUUID: boot.Owner.UUID}
-	_, err = st.CreateProject(ctx, owner, store.NewProject{Name: evil})
+	_, err := st.CreateProject(ctx, owner, store.NewProject{Name: evil})
 	require.NoError(t, err)
 	_, key, err := st.CreateAgent(ctx, store.NewAgent{CompanyUUID: boot.Company.UUID, Name: evil, Roles: []string{perm.PMAgent},
 		OwnerUUID: &boot.Owner.UUID})

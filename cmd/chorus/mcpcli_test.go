@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,15 +49,7 @@ func TestPickField(t *testing.T) {
 // tool refused): the call succeeded and its write happened.
 func TestCallFieldOnAResultWithoutIt(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(dir, "chorus.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
-	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner", OwnerEmail: "owner@example.com",
-		AgentName: "Admin Agent"})
-	require.NoError(t, err)
+	dir, st, boot := bootstrappedDataDir(t)
 	ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, "test")
 	require.NoError(t, err)
 	ech := echo.New()

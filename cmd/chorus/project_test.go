@@ -48,15 +48,7 @@ func runChorus(t *testing.T, args ...string) string {
 // its very next request: its tools/list and its calls (docs/rules.md §6.1, §6.3).
 func TestOperatorsChangeAccessForTheNextRequest(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(dir, "chorus.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
-	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner", OwnerEmail: "owner@example.com",
-		AgentName: "Admin Agent"})
-	require.NoError(t, err)
+	dir, st, boot := bootstrappedDataDir(t)
 	ownerCaller := store.Caller{CompanyUUID: boot.Company.UUID, OwnerUUID: boot.Owner.UUID}
 	p, err := st.CreateProject(ctx, ownerCaller, store.NewProject{Name: "Vault", Visibility: "private"})
 	require.NoError(t, err)
@@ -182,4 +174,22 @@ func TestIdentityCommandsNeedAnExistingDatabase(t *testing.T) {
 		_, statErr := os.Stat(filepath.Join(dir, "chorus.db"))
 		require.ErrorIs(t, statErr, os.ErrNotExist, "chorus %v made a database", args)
 	}
+}
+
+// bootstrappedDataDir is a data dir (as --data-dir names it) holding a migrated SQLite database
+// with the company Acme, its owner and the agent "Admin Agent", as `chorus dev` first makes it;
+// the store is closed when the test ends.
+func bootstrappedDataDir(t *testing.T) (string, *store.Store, *store.BootstrapResult) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(dir, "chorus.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.Migrate(ctx)
+	require.NoError(t, err)
+	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner", OwnerEmail: "owner@example.com",
+		AgentName: "Admin Agent"})
+	require.NoError(t, err)
+	return dir, st, boot
 }
