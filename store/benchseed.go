@@ -16,7 +16,9 @@ import (
 // a project of its own that no command ever touches: every read tool answers from the database
 // alone, so it cannot tell the difference, while a command on such a task would find no
 // workflow, and `chorus ops check` reports the rows as having none. Never seed a project that
-// agents work in.
+// agents work in. The opscheck phase seeds with Open and then starts each task's workflow from
+// its rows (workflows.Client.StartFromState, the start `chorus ops repair` makes), after which
+// the tasks are like any other.
 type ReadSeed struct {
 	CompanyUUID   string
 	ProjectUUID   string
@@ -25,6 +27,9 @@ type ReadSeed struct {
 	// ChainLen: task i depends on task i-1 unless i starts a chain of this length, and also on
 	// task i-ChainLen and i-7*ChainLen when those exist; only earlier tasks, so no cycle.
 	ChainLen int
+	// Open: every task open, with no dependency (ChainLen is ignored), so any of them can be
+	// claimed.
+	Open bool
 }
 
 // SeedStatus is the status the seeding gives task i: four in ten done, one in ten closed, the
@@ -53,6 +58,10 @@ func (s *Store) SeedReadTasks(ctx context.Context, seed ReadSeed) ([]string, err
 		ids[i] = NewUUID()
 	}
 	base := Now().Add(-time.Duration(seed.Count) * time.Millisecond)
+	status := SeedStatus
+	if seed.Open {
+		status = func(int) string { return "open" }
+	}
 	for from := 0; from < seed.Count; from += chunk {
 		to := min(from+chunk, seed.Count)
 		tasks := make([]Task, 0, to-from)
@@ -61,11 +70,14 @@ func (s *Store) SeedReadTasks(ctx context.Context, seed ReadSeed) ([]string, err
 		for i := from; i < to; i++ {
 			at := base.Add(time.Duration(i) * time.Millisecond)
 			tasks = append(tasks, Task{UUID: ids[i], CompanyUUID: seed.CompanyUUID, ProjectUUID: seed.ProjectUUID,
-				Title: fmt.Sprintf("Seeded task %d", i), Status: SeedStatus(i), Priority: priorities[i%3],
+				Title: fmt.Sprintf("Seeded task %d", i), Status: status(i), Priority: priorities[i%3],
 				CreatedByType: "agent", CreatedByUUID: seed.CreatedByUUID, Version: 1, ChangeID: "bench-seed",
 				CreatedAt: at, UpdatedAt: at})
 			acs = append(acs, AcceptanceCriterion{UUID: NewUUID(), TaskUUID: ids[i], Description: "seeded criterion",
 				Required: true, DevStatus: "pending", Status: "pending", CreatedAt: at, UpdatedAt: at})
+			if seed.Open {
+				continue
+			}
 			if i%seed.ChainLen != 0 {
 				deps = append(deps, TaskDependency{TaskUUID: ids[i], DependsOnUUID: ids[i-1], CreatedAt: at})
 			}

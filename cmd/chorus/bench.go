@@ -120,8 +120,8 @@ Run only when named:
             --prune-interval; it samples the sizes of the requestId ledger and the change journal
             and says whether they stay flat (default: the hour the issue asks; a short one:
             --soak-duration 4m --soak-window 30s --prune-interval 10s --soak-sample 10s)
-  opscheck  --ops-entities tasks created through chorus_create_tasks (workflows started the
-            normal way; default 100000), then a full chorus ops check pass, an incremental pass,
+  opscheck  --ops-entities open tasks seeded into the database, each task's workflow started
+            from its rows as ops repair starts one (default 100000), then a full chorus ops check pass, an incremental pass,
             20 claims and another incremental pass (--ops-concurrency entities at once), with
             the 1,000,000 estimate
 
@@ -172,7 +172,7 @@ Then it prints a Markdown table per phase and writes every figure to --json.`,
 	f.DurationVar(&o.soakWindow, "soak-window", 5*time.Minute, "soak phase: the ledger's and journal's retention the started stack prunes with")
 	f.DurationVar(&o.soakSample, "soak-sample", 30*time.Second, "soak phase: how often the table sizes are sampled")
 	f.DurationVar(&o.pruneInterval, "prune-interval", 30*time.Second, "soak phase: how often the started stack prunes")
-	f.IntVar(&o.opsEntities, "ops-entities", 100000, "opscheck phase: tasks created through chorus_create_tasks, each with its workflow")
+	f.IntVar(&o.opsEntities, "ops-entities", 100000, "opscheck phase: open tasks seeded into the database, each with its workflow started from its rows")
 	f.IntVar(&o.opsConcurrency, "ops-concurrency", 8, "opscheck phase: entities chorus ops check compares at once")
 	f.BoolVar(&o.seedLive, "seed-live-database", false, "with --endpoint: let the reads phase write its seeded project (tasks without "+
 		"workflows, which chorus ops check then lists) into the measured Chorus's database")
