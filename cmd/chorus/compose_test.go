@@ -484,12 +484,10 @@ func TestComposeImagesHaveExplicitTags(t *testing.T) {
 	// schema version that server does not expect.
 	_, serverTag, _ := composeImageRef(lc.service(t, svcTemporal).Image)
 	require.Regexp(t, `^1\.32\.\d+$`, serverTag, "temporal: the temporalio/server image must be pinned to a 1.32.x release")
-	for _, job := range []string{svcTemporalSchema, svcTemporalNamespace} {
-		repo, tag, _ := composeImageRef(lc.service(t, job).Image)
-		require.Equal(t, "temporalio/admin-tools", repo, "service %s must use the temporalio/admin-tools image", job)
-		require.True(t, tag == serverTag || strings.HasPrefix(tag, serverTag+"-"),
-			"service %s uses admin-tools %s but the server is %s: the schema tools must match the server release", job, tag, serverTag)
-	}
+	repo, tag, _ := composeImageRef(lc.service(t, svcTemporalSchema).Image)
+	require.Equal(t, "temporalio/admin-tools", repo, "service %s must use the temporalio/admin-tools image", svcTemporalSchema)
+	require.True(t, tag == serverTag || strings.HasPrefix(tag, serverTag+"-"),
+		"service %s uses admin-tools %s but the server is %s: the schema tools must match the server release", svcTemporalSchema, tag, serverTag)
 	repo, uiTag, _ := composeImageRef(lc.service(t, svcTemporalUI).Image)
 	require.Equal(t, "temporalio/ui", repo, "temporal-ui must run the temporalio/ui image")
 	require.True(t, strings.HasPrefix(uiTag, "2."), "temporal-ui: want a 2.x temporalio/ui tag, got %q", uiTag)
@@ -500,13 +498,16 @@ func TestComposeImagesHaveExplicitTags(t *testing.T) {
 func TestComposeChorusServicesAgree(t *testing.T) {
 	lc := loadCompose(t)
 	api, worker, migrate := lc.service(t, svcChorusAPI), lc.service(t, svcChorusWorker), lc.service(t, svcChorusMigrate)
+	namespace := lc.service(t, svcTemporalNamespace)
 
 	require.Equal(t, "api", api.role(t, svcChorusAPI), "chorus-api must run `serve --role api`")
 	require.Equal(t, "worker", worker.role(t, svcChorusWorker), "chorus-worker must run `serve --role worker`")
 	require.Equal(t, []string{"migrate", "up"}, []string(migrate.Command), "chorus-migrate must run `chorus migrate up`")
+	require.Equal(t, []string{"temporal", "setup"}, []string(namespace.Command), "temporal-namespace must run `chorus temporal setup`")
 
-	// All three run the image built from the Dockerfile at the repository root.
-	for name, s := range map[string]*composeService{svcChorusAPI: api, svcChorusWorker: worker, svcChorusMigrate: migrate} {
+	// All four run the image built from the Dockerfile at the repository root.
+	for name, s := range map[string]*composeService{svcChorusAPI: api, svcChorusWorker: worker, svcChorusMigrate: migrate,
+		svcTemporalNamespace: namespace} {
 		require.NotNil(t, s.Build, "service %s must build the Chorus image (build: .)", name)
 		require.Equal(t, ".", path.Clean(s.Build.Context), "service %s builds from %q, not the repository root", name, s.Build.Context)
 		require.Equal(t, api.Image, s.Image, "service %s runs image %q but chorus-api runs %q", name, s.Image, api.Image)
@@ -671,10 +672,6 @@ func TestComposeTemporalWiring(t *testing.T) {
 	for _, want := range []string{"temporal-sql-tool", "setup-schema", "update-schema", "/etc/temporal/schema/postgresql/v12",
 		"temporal/versioned", "visibility/versioned", "DBNAME", "VISIBILITY_DBNAME"} {
 		require.Contains(t, schemaScript, want, "the temporal-schema script does not mention %q", want)
-	}
-	nsScript := composeReadFile(t, lc.service(t, svcTemporalNamespace).mountedScript(t, svcTemporalNamespace))
-	for _, want := range []string{"temporal operator namespace create", "TEMPORAL_NAMESPACE", "already"} {
-		require.Contains(t, nsScript, want, "the temporal-namespace script does not mention %q", want)
 	}
 }
 
