@@ -3,7 +3,7 @@
 # registers Chorus's custom search attributes in it (those already there are left alone). Run by
 # the temporal-namespace service of docker-compose.yml in the temporalio/admin-tools image (which
 # ships the `temporal` CLI). Elsewhere `chorus temporal setup` does the same without the CLI
-# (deploy/test-prod.sh, README "Production without Docker"). Chorus's workers also register any missing attribute when they
+# (deploy/test-prod.sh, docs/production.md "Production without Docker"). Chorus's workers also register any missing attribute when they
 # start (workflows.EnsureSearchAttributes); the names below must stay those of
 # workflows.SearchAttributeKeys (cmd/chorus/compose_test.go checks it).
 set -eu
