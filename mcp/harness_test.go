@@ -48,7 +48,12 @@ type env struct {
 	outage *storetest.Outage
 }
 
-func TestMain(m *testing.M) { os.Exit(wftest.Main(m)) }
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(noisyAgentEnv); spec != "" { // BenchmarkNoisyNeighbor's noisy agent
+		os.Exit(noisyAgentMain(spec))
+	}
+	os.Exit(wftest.Main(m))
+}
 
 // envOptions shape an env.
 type envOptions struct {
