@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,10 +34,19 @@ func TestIncrementalCheckComparesWhatMoved(t *testing.T) {
 		require.Empty(t, r.Findings)
 		require.Equal(t, 5, p.Entities)
 		require.Equal(t, 5, p.Compared)
+		require.Equal(t, []string{"read rows", "list running workflows", "compare", "recount unresolved dependencies",
+			"record check marks"}, stageNames(p))
 		r, p, err = x.CheckIncremental(ctx)
 		require.NoError(t, err)
 		require.Empty(t, r.Findings)
 		require.Zero(t, p.Compared, "nothing moved since the full pass")
+		require.Equal(t, []string{"read rows", "list running workflows", "find what moved", "compare",
+			"recount unresolved dependencies", "record check marks"}, stageNames(p))
+		var sum time.Duration
+		for _, st := range p.Stages {
+			sum += st.Duration
+		}
+		require.LessOrEqual(t, sum, p.Duration, "the stages are parts of the pass")
 
 		// A command moves a row: compared, in agreement.
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": a}, nil)
@@ -83,4 +93,13 @@ func TestIncrementalCheckComparesWhatMoved(t *testing.T) {
 		require.Zero(t, p.Compared, "repaired and found in agreement by the last pass")
 		_ = idea
 	})
+}
+
+// stageNames lists the names of a pass's stages, in order.
+func stageNames(p ops.Pass) []string {
+	var names []string
+	for _, st := range p.Stages {
+		names = append(names, st.Name)
+	}
+	return names
 }

@@ -182,6 +182,23 @@ type Pass struct {
 	// since a pass found them in agreement.
 	Compared int
 	Duration time.Duration
+	// Stages is how long each step of the pass took, in the order they ran: "read rows", "list
+	// running workflows" (with their check marks in an incremental pass), "find what moved"
+	// (incremental only), "compare", "recount unresolved dependencies", "record check marks".
+	Stages []Stage
+}
+
+// Stage is one step of a pass and how long it took.
+type Stage struct {
+	Name     string
+	Duration time.Duration
+}
+
+// stage records the step that ends now, begun at *since, and starts the next one.
+func (p *Pass) stage(name string, since *time.Time) {
+	now := time.Now()
+	p.Stages = append(p.Stages, Stage{Name: name, Duration: now.Sub(*since)})
+	*since = now
 }
 
 // CheckReport compares every idea, proposal and task row with its workflow, and every running
@@ -246,12 +263,14 @@ func (o *Ops) concurrency() int {
 // pass runs a whole check pass, full or incremental, and records its check marks.
 func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) {
 	started := time.Now()
+	step := started
 	p := Pass{Incremental: incremental}
 	var r Report
 	ids, err := o.Store.AllLifecycleUUIDs(ctx)
 	if err != nil {
 		return r, p, fmt.Errorf("read rows: %w", err)
 	}
+	p.stage("read rows", &step)
 	var rows []string // workflow ids, in the order findings are listed
 	for _, g := range []struct {
 		entity workflows.Entity
@@ -295,6 +314,7 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 	if err != nil {
 		return r, p, err
 	}
+	p.stage("list running workflows", &step)
 	targets := rows
 	if incremental {
 		changed, err := o.Store.UnmarkedRows(ctx)
@@ -316,6 +336,7 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 				targets = append(targets, id)
 			}
 		}
+		p.stage("find what moved", &step)
 	}
 	targets = append(targets, extra...)
 	p.Entities = len(rows) + len(extra)
@@ -342,14 +363,17 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 	if err != nil {
 		return r, p, err
 	}
+	p.stage("compare", &step)
 	counts, err := o.unresolvedCounts(ctx)
 	r.Findings = append(r.Findings, counts...)
 	if err != nil {
 		return r, p, err
 	}
+	p.stage("recount unresolved dependencies", &step)
 	if err := o.saveMarks(ctx, verdicts, r.Findings); err != nil {
 		return r, p, err
 	}
+	p.stage("record check marks", &step)
 	p.Duration = time.Since(started)
 	return r, p, nil
 }

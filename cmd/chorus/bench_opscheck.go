@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +119,11 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 		}
 		res.Rows = append(res.Rows, row{Name: name, Concurrency: o.opsConcurrency, summary: s,
 			Note: fmt.Sprintf("compared %d of %d entities; %d findings, %d busy", p.Compared, p.Entities, len(r.Findings), len(r.Busy))})
+		var stages []string
+		for _, st := range p.Stages {
+			stages = append(stages, fmt.Sprintf("%s %.1f s", st.Name, st.Duration.Seconds()))
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("The %s took: %s.", name, strings.Join(stages, ", ")))
 		return p, err == nil
 	}
 	full, okFull := pass("full pass", false)
