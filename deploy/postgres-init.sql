@@ -7,7 +7,7 @@
 --
 -- Used as is by docker-compose.yml: the postgres image runs it once, as POSTGRES_USER, when it
 -- initialises an empty data volume, and every database is then owned by that user. On a VM
--- (README "Production without Docker", and deploy/test-prod.sh) run it as a superuser with psql
+-- (docs/production.md "Production without Docker", and deploy/test-prod.sh) run it as a superuser with psql
 -- variables choosing the names and owners (roles that must already exist):
 --
 --   psql -v ON_ERROR_STOP=1 -v chorus_db=chorus -v chorus_owner=chorus \

@@ -3,7 +3,7 @@
 # Run by the temporal-schema service of docker-compose.yml in the temporalio/admin-tools image,
 # with the same environment as the temporal service (DB, POSTGRES_SEEDS, DB_PORT, POSTGRES_USER,
 # POSTGRES_PWD, DBNAME, VISIBILITY_DBNAME), so both agree on what they use; and, with the same
-# variables, by deploy/test-prod.sh and an operator following README "Production without Docker",
+# variables, by deploy/test-prod.sh and an operator following docs/production.md "Production without Docker",
 # with temporal-sql-tool on PATH and TEMPORAL_SCHEMA_ROOT pointing at the schema directory of the
 # go.temporal.io/server module (schema/postgresql/v12).
 #

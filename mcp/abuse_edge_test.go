@@ -23,7 +23,7 @@ import (
 	"github.com/chorus-dev/chorus/store/storetest"
 )
 
-// The abuse suite of the HTTP edge (issue 18; README "Security"): limits per key and per
+// The abuse suite of the HTTP edge (issue 18; docs/security.md): limits per key and per
 // company, Host and Origin checks against DNS rebinding, and the headers of every answer.
 
 // edgeProcess is another API process over the env's database with the given limits, edge

@@ -43,7 +43,7 @@ func principalFrom(ctx context.Context) (Principal, bool) {
 // and a WWW-Authenticate challenge; a database failure gets 500.
 func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		// Every response names its request (README "Logs"): the tool call's log line carries the
+		// Every response names its request (docs/operations.md "Logs"): the tool call's log line carries the
 		// same id as ref, so an operator finds the line from what the client saw.
 		ref := newRef()
 		c.Response().Header().Set(RequestIDHeader, ref)

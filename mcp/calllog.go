@@ -10,7 +10,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Every tool call logs one "tool call" line (README "Logs") that answers "what did this agent
+// Every tool call logs one "tool call" line (docs/operations.md "Logs") that answers "what did this agent
 // try, on what, and how did it end" afterwards:
 //
 //	ref        the request's id, sent to the client as the X-Request-Id header, as the _meta

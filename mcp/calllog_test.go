@@ -75,7 +75,7 @@ func (r *refRecorder) seen(ref string) bool {
 
 // A refused lifecycle command leaves a "tool call" line naming the request, the agent, the
 // entity, its workflow and the update, the outcome and the refusal's kind and text; the ref the
-// agent got back (X-Request-Id, and the error result's _meta) finds that line (README "Logs").
+// agent got back (X-Request-Id, and the error result's _meta) finds that line (docs/operations.md "Logs").
 func TestToolCallLogLine(t *testing.T) {
 	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
 		logs := &lockedBuffer{}

@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Who may reach the endpoint from where (README "Security", docs/rules.md §3.1): the MCP
+// Who may reach the endpoint from where (docs/security.md, docs/rules.md §3.1): the MCP
 // transport specification asks servers to validate Origin against DNS rebinding, and a server
 // bound to loopback to answer only loopback Host names. The go-sdk's own guard
 // (StreamableHTTPOptions.DisableLocalhostProtection) refuses any non-loopback Host on a loopback

@@ -197,7 +197,7 @@ func addRefusalTool(s *mcpsdk.Server) {
 // the same answer, so a key cannot probe what it lacks; a tool outside the connection's
 // toolsets, or blocked by read-only mode, gets a sentence that says why. Each refusal keeps its
 // answer and is logged and counted under its own kind, so an operator can tell why an agent
-// could not call a tool (README "Agents and keys").
+// could not call a tool (docs/agents.md "Agents and keys").
 func (e *Endpoint) refuseUnlisted(perms perm.Set, listed map[string]bool) mcpsdk.Middleware {
 	specs := map[string]toolSpec{}
 	for _, t := range e.tools {

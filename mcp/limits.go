@@ -18,7 +18,7 @@ import (
 )
 
 // Limits bound what one API key, and one company's keys together, may ask of one API process
-// (docs/rules.md §3.8, README "Security"): a token bucket (Rate requests a second on average, at
+// (docs/rules.md §3.8, docs/security.md): a token bucket (Rate requests a second on average, at
 // most Burst at once after a quiet spell) and a cap on requests in flight, past which requests
 // are refused; and, per key, how many mutating tool calls run at once, past which they wait
 // their turn. A zero field turns that limit off; the zero Limits limits nothing.

@@ -11,7 +11,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Metrics are the endpoint's Prometheus figures (README "Metrics"): every tool call by tool,
+// Metrics are the endpoint's Prometheus figures (docs/operations.md "Metrics"): every tool call by tool,
 // outcome and error kind with its latency, and every refusal by kind. A nil *Metrics records
 // nothing, so an endpoint built without one (most tests) works the same.
 type Metrics struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// What operators see of a workflow in the Temporal UI (README "The Temporal UI"): its memo and its
+// What operators see of a workflow in the Temporal UI (docs/operations.md "The Temporal UI"): its memo and its
 // custom search attributes, as DescribeWorkflowExecution reads them from the workflow's own record.
 
 // operatorView is a workflow's memo and custom search attributes, decoded; a key that is unset is

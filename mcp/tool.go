@@ -95,7 +95,7 @@ type Deps struct {
 	// Metrics records tool calls and refusals; nil records nothing.
 	Metrics *Metrics
 	// Tracer, when set, starts a span per tool call ("tool <name>"), the parent of the spans of
-	// the Temporal calls, workflow, activities and SQL statements the call makes (README
+	// the Temporal calls, workflow, activities and SQL statements the call makes (docs/operations.md
 	// "Tracing"); nil traces nothing.
 	Tracer oteltrace.Tracer
 

@@ -18,7 +18,7 @@ import (
 // that forgot its own.
 type toolset uint8
 
-// The toolsets, in the order chorus_checkin, the README and docs/tools.md list them.
+// The toolsets, in the order chorus_checkin, docs/clients.md and docs/tools.md list them.
 const (
 	tsCore toolset = iota + 1
 	tsIdeas

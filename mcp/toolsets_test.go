@@ -346,7 +346,7 @@ func TestReadOnlyNotificationsStayUnread(t *testing.T) {
 }
 
 // A refused call keeps its answer to the caller, and is logged with the tool, the agent and the
-// reason, and counted under a refusal kind of its own (README "Agents and keys").
+// reason, and counted under a refusal kind of its own (docs/agents.md "Agents and keys").
 func TestRefusalsAreLoggedAndCounted(t *testing.T) {
 	e := newEnv(t, "sqlite")
 	var logs bytes.Buffer

@@ -25,7 +25,7 @@ import (
 // and cannot replay its history. Its workflow task fails attempt after attempt: chorus ops
 // failed lists the run as stuck with the non-determinism, chorus ops replay names the
 // divergence against this binary's code, and the SDK's workflow task failure counter counts it
-// (README "Failed and stuck runs"). Temporal behaves the same whatever the database, so SQLite only.
+// (docs/operations.md "Failed and stuck runs"). Temporal behaves the same whatever the database, so SQLite only.
 func TestNonDeterministicChangeIsTriaged(t *testing.T) {
 	e := startEnv(t, "sqlite", envOptions{flows: true, noWorker: true, callTimeout: 3 * time.Second})
 	ctx := context.Background()

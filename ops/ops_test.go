@@ -128,7 +128,7 @@ func TestRepairable(t *testing.T) {
 }
 
 // A divergence lists its columns in the table's order, then version and change_id, as the
-// README's example shows.
+// example in docs/operations.md shows.
 func TestDivergedListsColumnsInOrder(t *testing.T) {
 	ob := observation{id: task, row: taskSide(3, "task/t1#3@run1", "in_progress", nil), run: running(),
 		wf: taskSide(2, "task/t1#2@run2", "assigned", nil)}

@@ -236,7 +236,7 @@ func (r Replay) Explain() string {
 	}
 	if strings.Contains(msg, "TMPRL1100") || strings.Contains(strings.ToLower(msg), "nondetermin") {
 		b.WriteString("This binary's workflow code issues other commands than the ones this run recorded: a change to " +
-			"workflow code was made without workflow.GetVersion (README \"Versioning\"). Either deploy workers whose code " +
+			"workflow code was made without workflow.GetVersion (docs/operations.md, \"Resets and versioning\"). Either deploy workers whose code " +
 			"replays this history (revert the change, or guard it with workflow.GetVersion), or terminate the run and " +
 			"let `chorus ops repair` start a new one from the rows.")
 	}

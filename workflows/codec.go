@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Payload encryption (README "Security"): with keys configured, every payload Chorus hands to
+// Payload encryption (docs/security.md): with keys configured, every payload Chorus hands to
 // Temporal (workflow and activity inputs and results, update arguments and outcomes, memos,
 // summaries and current details, failure messages) is sealed with AES-256-GCM before it leaves
 // the process, so a reader of Temporal's database, its UI or its API reads ciphertext. A codec

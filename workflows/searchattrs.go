@@ -115,8 +115,8 @@ func MissingSearchAttributes(ctx context.Context, c client.Client, namespace str
 }
 
 // SetupCommand is the command that creates namespace unless it exists and registers Chorus's
-// search attributes in it, for an operator whose workers may not (README "Readiness and search
-// attributes"): `chorus temporal setup`, which reaches Temporal as chorus serve does.
+// search attributes in it, for an operator whose workers may not (docs/production.md "Readiness
+// and search attributes"): `chorus temporal setup`, which reaches Temporal as chorus serve does.
 func SetupCommand(namespace string) string {
 	return "chorus temporal setup --namespace " + namespace
 }
@@ -136,7 +136,7 @@ func initialKeywords(e Entity, projectUUID, title, status, creator string) map[s
 // attributes are never encrypted, so such a workflow shows neither its title nor its assignee's
 // name there (both stay in its memo and history, which are). The workflow keeps it for good
 // (publishShown reads it from its own search attributes, which continue-as-new carries), so its
-// replays publish the same whatever the worker's settings are now. README "Security".
+// replays publish the same whatever the worker's settings are now. docs/security.md.
 const SealedTitle = "(sealed)"
 
 // SealKeywords replaces, in keywords (by name), the title by SealedTitle and the assignee's

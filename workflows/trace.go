@@ -6,7 +6,7 @@ import (
 )
 
 // Trace collects, for one tool call, which workflow its command went to and under which update
-// id, so the call's log line can name them (README "Logs"). The Client fills it when ctx carries
+// id, so the call's log line can name them (docs/operations.md "Logs"). The Client fills it when ctx carries
 // one (WithTrace); nothing else depends on it.
 type Trace struct {
 	mu         sync.Mutex

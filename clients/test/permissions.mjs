@@ -2,7 +2,7 @@
 // written down here from that document and not from the server's code, so that tools/list
 // is checked against the contract rather than against itself.
 //
-// Only the tools this server serves are listed (the README's tool table). The rules also name
+// Only the tools this server serves are listed (docs/tools.md). The rules also name
 // tools that are not served yet and are left out on purpose: none at present. When a tool is
 // added, add it here; the tools/list test fails until then, which is the point.
 

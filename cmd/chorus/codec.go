@@ -18,7 +18,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// The codec server (README "Security", "Payload encryption"): the Temporal UI and the temporal
+// The codec server (docs/security.md "Payload encryption"): the Temporal UI and the temporal
 // CLI send it the encrypted payloads they show, and it answers them decoded, for callers that
 // prove they may read them. It holds the payload keys; the UI and Temporal never do.
 

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The Grafana dashboard and the Prometheus alert rules in deploy/ (README "Metrics") name only
+// The Grafana dashboard and the Prometheus alert rules in deploy/ (docs/operations.md "Metrics") name only
 // metrics Chorus exports: requireReferencedExported checks them against a live scrape
 // (TestMetricsEndpoint), with metricNames reading the names out of each PromQL expression.
 

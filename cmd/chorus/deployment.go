@@ -10,7 +10,7 @@ import (
 )
 
 // workerDeployment names the Temporal Worker Deployment Version a worker process belongs to
-// (README "Rolling deploys"). Empty: the worker is unversioned, and every worker on the task
+// (docs/production.md "Rolling deploys"). Empty: the worker is unversioned, and every worker on the task
 // queue takes every task.
 type workerDeployment struct {
 	name    string // the deployment, e.g. chorus-worker (env CHORUS_WORKER_DEPLOYMENT)

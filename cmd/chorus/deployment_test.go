@@ -16,7 +16,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// A rolling deploy with Worker Deployment Versioning (README "Rolling deploys"): a task's
+// A rolling deploy with Worker Deployment Versioning (docs/production.md "Rolling deploys"): a task's
 // workflow started on build v1 moves to build v2 once v2 is the deployment's current version
 // (AutoUpgrade), the v1 workers stop, and the task's next commands succeed on v2, which
 // replays the history v1 wrote.

@@ -29,7 +29,7 @@ type devOptions struct {
 	pprofAddr    string
 	taskQueue    string
 	// temporal: TEMPORAL_ADDRESS (a server to use instead of launching one) and its security,
-	// and the payload keys; edge: Host and Origin allow-lists, limits, /metrics (README "Security").
+	// and the payload keys; edge: Host and Origin allow-lists, limits, /metrics (docs/security.md).
 	temporal temporalConfig
 	edge     edgeConfig
 }
@@ -63,7 +63,7 @@ Ctrl-C stops everything, the Temporal server included.`,
 	cmd.Flags().StringVar(&o.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
 	cmd.Flags().IntVar(&o.uiPort, "ui-port", envInt("CHORUS_UI_PORT", 8233), "port of the Temporal web UI, with --ui (env CHORUS_UI_PORT)")
 	cmd.Flags().BoolVar(&o.ui, "ui", envBool("CHORUS_UI"), "also run the Temporal web UI on 127.0.0.1:--ui-port (env CHORUS_UI=true); "+
-		"it has no login, so it is off unless asked (README \"Security\")")
+		"it has no login, so it is off unless asked (docs/security.md)")
 	o.temporal.flags(cmd, false, "")
 	o.edge.flags(cmd)
 	return cmd
@@ -142,7 +142,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		if old, err := devserver.PredatesServer(ctx, filepath.Join(g.dataDir, "temporal.db")); err == nil && old {
 			fmt.Fprintf(out, "chorus: %s was made by a Temporal server older than %s (the dev server of earlier "+
 				"Chorus releases); its workflows run on, but %s's new visibility columns are missing, so queries of "+
-				"them (the README's \"Stuck\" query) fail. README \"Upgrading Temporal\" says how to start a fresh one "+
+				"them (the \"Stuck\" query of docs/operations.md) fail. docs/upgrading.md says how to start a fresh one "+
 				"and keep Chorus's data.\n", filepath.Join(g.dataDir, "temporal.db"), devserver.Version, devserver.Version)
 		}
 		dopts := devserver.Options{Bin: bin, Port: o.temporalPort, DBFile: filepath.Join(g.dataDir, "temporal.db"),

@@ -13,7 +13,7 @@ import (
 	"github.com/chorus-dev/chorus/mcp"
 )
 
-// edgeConfig is what `chorus serve` and `chorus dev` admit over HTTP (README "Security"): the
+// edgeConfig is what `chorus serve` and `chorus dev` admit over HTTP (docs/security.md): the
 // Host names and Origins the server answers, the limits per API key and per company, and
 // where /metrics is served.
 type edgeConfig struct {

@@ -17,7 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// processMetrics is one process's Prometheus registry, served at GET /metrics (README
+// processMetrics is one process's Prometheus registry, served at GET /metrics (docs/operations.md
 // "Metrics"): the Go runtime and the process, the database pool (sql.DBStats), the Temporal
 // SDK's client and worker metrics (through the SDK's OpenTelemetry handler and OpenTelemetry's
 // Prometheus exporter), and Chorus's own (mcp.Metrics, and the workflows' projection conflicts

@@ -15,16 +15,16 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// The README's ready queries for operators ("Operators: the Temporal UI") are links that open
-// the UI's workflow list on each; each link carries the query printed beside it, and the
-// server (the version the dev stack runs) accepts every one.
-func TestReadmeOperatorQueriesRun(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// The ready queries of the operations guide (docs/operations.md, "The Temporal UI") are links
+// that open the UI's workflow list on each; each link carries the query printed beside it, and
+// the server (the version the dev stack runs) accepts every one.
+func TestOperationsGuideReadyQueriesRun(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
 	require.NoError(t, err)
-	readme := string(b)
+	guide := string(b)
 	link := regexp.MustCompile(`\[([^\]]+)\]\((http://127\.0\.0\.1:8233/namespaces/default/workflows\?query=[^)]+)\)[^\x60]*\x60([^\x60]+)\x60`)
 	found := map[string]string{}
-	for _, m := range link.FindAllStringSubmatch(readme, -1) {
+	for _, m := range link.FindAllStringSubmatch(guide, -1) {
 		u, err := url.Parse(m[2])
 		require.NoError(t, err)
 		q := u.Query().Get("query")
@@ -32,7 +32,7 @@ func TestReadmeOperatorQueriesRun(t *testing.T) {
 		found[m[1]] = q
 	}
 	for _, want := range []string{"Waiting for review", "Waiting for a person", "Stuck", "Failed"} {
-		require.Contains(t, found, want, "README lacks the ready query %q", want)
+		require.Contains(t, found, want, "docs/operations.md lacks the ready query %q", want)
 	}
 	tmp := startReadyTemporal(t)
 	for name, q := range found {
@@ -40,7 +40,7 @@ func TestReadmeOperatorQueriesRun(t *testing.T) {
 			Namespace: workflows.Namespace, Query: q})
 		require.NoError(t, err, "the server refuses the ready query %q: %s", name, q)
 	}
-	require.True(t, strings.Contains(readme, "docs/temporal-ui-workflows.png"), "the operator section shows the screenshot")
+	require.True(t, strings.Contains(guide, "](temporal-ui-workflows.png)"), "the Temporal UI section shows the screenshot")
 	_, err = os.Stat(filepath.Join("..", "..", "docs", "temporal-ui-workflows.png"))
 	require.NoError(t, err, "docs/temporal-ui-workflows.png is missing: make screenshot")
 }

@@ -36,7 +36,7 @@ differ. "chorus ops bind --replace" records a deliberate move to another Tempora
 
 "chorus ops failed" lists runs that failed, timed out, were terminated or are stuck on a failing
 workflow task; "chorus ops replay" replays a run's history against the workflow code built into
-this binary and says where it diverges. README "Failed and stuck runs" walks through all four.`,
+this binary and says where it diverges. docs/operations.md "Failed and stuck runs" walks through all four.`,
 	}
 	cmd.AddCommand(newOpsCheckCmd(g), newOpsRepairCmd(g), newOpsFailedCmd(g), newOpsReplayCmd(g), newOpsBindCmd(g))
 	return cmd

@@ -1,7 +1,7 @@
 package main
 
 // TestProductionTopology is `make test-prod` (deploy/test-prod.sh builds the binaries and runs
-// it): the production topology of README "Production without Docker", set up from the
+// it): the production topology of docs/production.md "Production without Docker", set up from the
 // repository's own files and the same ones docker-compose.yml mounts, then driven through MCP.
 //
 //   - PostgreSQL: two login roles (Chorus, Temporal) and deploy/postgres-init.sql for the three
@@ -204,8 +204,8 @@ func TestProductionTopology(t *testing.T) {
 	tp.logConnections()
 }
 
-// logConnections logs how many PostgreSQL connections each role holds (README, connection
-// budgets).
+// logConnections logs how many PostgreSQL connections each role holds (docs/production.md,
+// "Scaling each part").
 func (tp *prodTopology) logConnections() {
 	out, err := tp.output(nil, "psql", tp.pgAdmin, "-X", "-tA", "-c",
 		fmt.Sprintf("SELECT usename || ': ' || count(*) FROM pg_stat_activity WHERE usename IN ('%s', '%s') GROUP BY usename",
@@ -298,7 +298,7 @@ func (tp *prodTopology) dropDatabases() {
 	}
 }
 
-// createDatabases makes the two roles (README "Production without Docker", step 2) and runs
+// createDatabases makes the two roles (docs/production.md "Production without Docker", step 2) and runs
 // deploy/postgres-init.sql, which compose runs at the first start of its postgres service.
 func (tp *prodTopology) createDatabases() {
 	tp.psql("-c", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", prodChorusRole, tp.chorusPW),
@@ -562,7 +562,7 @@ func (tp *prodTopology) count(t *testing.T, q string, args ...any) int {
 const prodDoc = "This document explains the feature, the users it serves, and what success looks like, in enough words to pass validation."
 
 // ideaToDone is README "Drive one idea to done from a shell", through the api process, with
-// README "The Temporal UI"'s search-attribute queries checked on the way.
+// docs/operations.md "The Temporal UI": search-attribute queries checked on the way.
 func (tp *prodTopology) ideaToDone(t *testing.T) {
 	admin := tp.agent(t, tp.adminKey)
 	p := str(t, do(t, admin, "chorus_admin_create_project", map[string]any{"name": "Demo"}), "uuid")
@@ -600,7 +600,7 @@ func (tp *prodTopology) ideaToDone(t *testing.T) {
 			"criteria": []map[string]any{{"uuid": c, "devStatus": "passed", "devEvidence": "tested"}}})
 		require.Equal(t, "to_verify", str(t, do(t, dev, "chorus_submit_for_verify", map[string]any{"taskUuid": task}), "status"))
 		if i == 0 {
-			// README: waiting for review.
+			// docs/operations.md: waiting for review.
 			tp.workflowsMatching(t, `ChorusEntity = "task" AND ChorusStatus = "to_verify"`, workflows.TaskID(t1))
 		}
 		require.Equal(t, "passed", str(t, do(t, admin, "chorus_mark_acceptance_criteria", map[string]any{"taskUuid": task,
@@ -610,7 +610,7 @@ func (tp *prodTopology) ideaToDone(t *testing.T) {
 	do(t, admin, "chorus_create_report", map[string]any{"proposalUuid": pr, "title": "Dark mode shipped", "content": "Both tasks verified."})
 	require.Equal(t, "done", str(t, do(t, admin, "chorus_get_idea", map[string]any{"ideaUuid": idea}), "derivedStatus"))
 
-	// README "The Temporal UI": the search-attribute queries find exactly these workflows.
+	// docs/operations.md "The Temporal UI": the search-attribute queries find exactly these workflows.
 	tp.workflowsMatching(t, fmt.Sprintf(`ChorusProjectUuid = %q`, p),
 		workflows.IdeaID(idea), workflows.ProposalID(pr), workflows.TaskID(t1), workflows.TaskID(t2))
 	tp.workflowsMatching(t, fmt.Sprintf(`ChorusAssignee = %q`, devUUID), workflows.TaskID(t1), workflows.TaskID(t2))

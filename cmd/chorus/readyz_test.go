@@ -219,12 +219,13 @@ func TestReadyzChecksNamespaceAndSearchAttributes(t *testing.T) {
 	}
 }
 
-// The README gives the exact command that sets up the namespace and every search attribute
-// Chorus uses.
-func TestReadmeRegistersSearchAttributes(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// The production guide (docs/production.md, "Readiness and search attributes") gives the exact
+// command that sets up the namespace and every search attribute Chorus uses, the one /readyz
+// names.
+func TestProductionGuideRegistersSearchAttributes(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join("..", "..", "docs", "production.md"))
 	require.NoError(t, err)
-	require.Contains(t, string(readme), workflows.SetupCommand(workflows.Namespace))
+	require.Contains(t, string(guide), workflows.SetupCommand(workflows.Namespace))
 }
 
 // A worker that stops on a fatal error (here: its namespace was deleted under it) turns the

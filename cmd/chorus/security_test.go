@@ -48,7 +48,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows/devserver"
 )
 
-// The abuse suite's process edge (issue 18; README "Security"): what chorus serve and chorus dev
+// The abuse suite's process edge (issue 18; docs/security.md): what chorus serve and chorus dev
 // expose, and how they reach Temporal.
 
 // chorus serve and chorus dev listen on loopback unless told otherwise.
@@ -557,7 +557,7 @@ func TestPayloadEncryptionEndToEnd(t *testing.T) {
 	require.Equal(t, "true", hdr.Get("Access-Control-Allow-Credentials"))
 }
 
-// The --metrics-addr and --pprof-addr listeners keep the Host check of every other path (README "Security": the
+// The --metrics-addr and --pprof-addr listeners keep the Host check of every other path (docs/security.md: the
 // Host check covers /metrics on every process): a page that rebinds its own name to a loopback
 // metrics address reads nothing. On an address other machines reach, any Host is served, as on
 // the main address.

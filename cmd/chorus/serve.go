@@ -65,7 +65,7 @@ type serverConfig struct {
 	// OTEL_* environment (tracingFromEnv), where tracing is off unless asked for.
 	tracerProvider oteltrace.TracerProvider
 	// deployment, when its name and build id are set, makes the worker a version of a Temporal
-	// Worker Deployment (README "Rolling deploys").
+	// Worker Deployment (docs/production.md "Rolling deploys").
 	deployment workerDeployment
 }
 
@@ -87,7 +87,7 @@ TEMPORAL_NAMESPACE, with TLS, mTLS or an API key for Temporal as the temporal CL
 worker processes scale independently; any API instance serves any request.
 
 It listens on 127.0.0.1:8637 unless --addr says otherwise: put a TLS-terminating proxy in front
-of it (README "Security"), and name the proxy's host with --allowed-hosts. ` + tracingHelp + ` (README "Tracing").`,
+of it (docs/security.md), and name the proxy's host with --allowed-hosts. ` + tracingHelp + ` (docs/operations.md "Tracing").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch cfg.role {
@@ -133,7 +133,7 @@ of it (README "Security"), and name the proxy's host with --allowed-hosts. ` + t
 	cmd.Flags().StringVar(&cfg.taskQueue, "task-queue", envOr("CHORUS_TASK_QUEUE", workflows.TaskQueue), taskQueueFlagHelp)
 	cmd.Flags().StringVar(&cfg.deployment.name, "deployment-name", envOr("CHORUS_WORKER_DEPLOYMENT", ""),
 		"run the worker as a version of this Temporal Worker Deployment, for rolling deploys (with --build-id; "+
-			"env CHORUS_WORKER_DEPLOYMENT; README \"Rolling deploys\")")
+			"env CHORUS_WORKER_DEPLOYMENT; docs/production.md \"Rolling deploys\")")
 	cmd.Flags().StringVar(&cfg.deployment.buildID, "build-id", envOr("CHORUS_BUILD_ID", ""),
 		"this worker's version in --deployment-name, e.g. the image tag (env CHORUS_BUILD_ID)")
 	cfg.temporal.flags(cmd, false, "")
@@ -474,7 +474,7 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 // queueOrDefault is the task queue, workflows.TaskQueue when not set.
 func queueOrDefault(q string) string { return cmp.Or(q, workflows.TaskQueue) }
 
-// pruningFromEnv reads the pruning configuration (README "Retry window and retention"):
+// pruningFromEnv reads the pruning configuration (docs/production.md "Retry window and retention"):
 // CHORUS_REQUEST_RETENTION, CHORUS_JOURNAL_RETENTION (durations such as 168h or 7d; unset: the
 // defaults of store.DefaultRetention) and CHORUS_PRUNE_INTERVAL (unset: workflows.PruneInterval).
 func pruningFromEnv() (store.Retention, time.Duration, error) {

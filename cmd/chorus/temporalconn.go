@@ -21,7 +21,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// temporalConfig is how a chorus process reaches Temporal (README "Security"): the address and
+// temporalConfig is how a chorus process reaches Temporal (docs/security.md): the address and
 // namespace; TLS, mTLS or an API key; and the payload keys that encrypt what it hands Temporal.
 // The TLS and API-key settings read the same variables as the temporal CLI, so one environment
 // file serves both.

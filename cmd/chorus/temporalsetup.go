@@ -43,8 +43,8 @@ Chorus's search attributes it lacks, and waits until the frontend maps them all 
 refuses to start Chorus's workflows). Safe to run again: what exists is left alone. It fails if
 any step is not done within --wait.
 
-It connects as chorus serve does (TEMPORAL_TLS*, TEMPORAL_API_KEY; README "Security"), and needs
-Temporal's operator rights on the namespace. README "Production without Docker", step 5.`,
+It connects as chorus serve does (TEMPORAL_TLS*, TEMPORAL_API_KEY; docs/security.md), and needs
+Temporal's operator rights on the namespace. docs/production.md "Production without Docker", step 5.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if v := envOr("TEMPORAL_NAMESPACE_RETENTION", ""); v != "" && !cmd.Flags().Changed("retention") {

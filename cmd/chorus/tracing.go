@@ -22,7 +22,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// tracingHelp is the README's "Tracing" in one line, for --help texts.
+// tracingHelp is docs/operations.md "Tracing" in one line, for --help texts.
 const tracingHelp = "OpenTelemetry tracing is off unless OTEL_TRACES_EXPORTER=otlp or an OTLP endpoint " +
 	"(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set"
 

@@ -16,7 +16,7 @@ import (
 
 // A traced tool call is one trace: the tool's span, under it the Temporal client's update
 // call, the workflow's handling of the update, the activity that writes, and the SQL statements
-// that activity runs; each span's parent is in the same trace (README "Tracing").
+// that activity runs; each span's parent is in the same trace (docs/operations.md "Tracing").
 func TestTracedToolCallYieldsLinkedSpans(t *testing.T) {
 	tmp := startReadyTemporal(t)
 	ctx := context.Background()

@@ -35,7 +35,7 @@ type upgradeFixture struct {
 	Task string `json:"task"`
 }
 
-// README "Upgrading Temporal": a data dir made by the dev server of earlier Chorus releases
+// docs/upgrading.md "Upgrading Temporal": a data dir made by the dev server of earlier Chorus releases
 // (the Temporal CLI v1.5.1's `server start-dev`, server 1.29.1, started as they started it)
 // keeps working under temporal-server 1.32.1: a task claimed before the upgrade takes its next
 // command after it, a new task is created and claimed, and `chorus ops check` finds workflows

@@ -2,8 +2,8 @@
 // Chorus dev stack of its own with the Temporal UI (chorus dev --ui, on free ports in a
 // temporary directory), fills it through MCP with a small project (an idea whose tasks are done,
 // one waiting for answers, a proposal waiting for review, tasks open, held, in progress and
-// waiting for verification), sets the UI's workflow list to show Chorus's columns (the README's
-// "Operators: the Temporal UI") and captures that list with headless Chromium (Debian's
+// waiting for verification), sets the UI's workflow list to show Chorus's columns (docs/operations.md,
+// "The Temporal UI") and captures that list with headless Chromium (Debian's
 // `chromium` package; --chromium names another binary).
 //
 //	go -C tools/screenshot run . --repo ../.. --out docs/temporal-ui-workflows.png
@@ -29,7 +29,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// columns are the workflow list's columns the README tells operators to add, in the UI's own
+// columns are the workflow list's columns docs/operations.md tells operators to add, in the UI's own
 // localStorage format ("namespace-workflow-table-columns": per namespace, the columns in order).
 const columns = `{"default":[{"label":"Status"},{"label":"ChorusTitle"},{"label":"ChorusEntity"},{"label":"ChorusStatus"},` +
 	`{"label":"ChorusProgress"},{"label":"ChorusAssigneeName"},{"label":"Workflow ID"},{"label":"Start"}]}`

@@ -193,7 +193,7 @@ var baseDynamicConfig = []string{
 }
 
 // loopbackHosts are the Host header values of a loopback listener on port: the only ones the
-// dev server's HTTP API and UI answer (DNS-rebinding defence, README "Security").
+// dev server's HTTP API and UI answer (DNS-rebinding defence, docs/security.md).
 func loopbackHosts(port int) []string {
 	p := strconv.Itoa(port)
 	return []string{"127.0.0.1:" + p, "localhost:" + p, "[::1]:" + p}

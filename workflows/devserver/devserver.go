@@ -74,8 +74,8 @@ type Options struct {
 	DynamicConfig []string
 }
 
-// DynamicConfig is the dev server's dynamic configuration under Chorus (README, "Configuration";
-// docs/performance.md has the measurements):
+// DynamicConfig is the dev server's dynamic configuration under Chorus (docs/development.md,
+// "The dev server"; docs/performance.md has the measurements):
 //
 //   - history.transferProcessorMaxPollRPS: the dev server runs one history shard, and each
 //     shard's transfer queue, which hands every workflow start and every activity to matching,

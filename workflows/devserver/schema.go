@@ -16,8 +16,8 @@ import (
 // visibility schema adds. Temporal has no migrations for SQLite files, and SQLite cannot add that
 // generated, stored column to an existing table, so such a file keeps its older visibility
 // schema: its workflows run on (Start adds the persistence tables it lacks: UpgradeSchema), but
-// queries of 1.32's new visibility columns (TemporalReportedProblems, which the README's "Stuck"
-// query uses) fail on it (README "Upgrading Temporal"). A missing file does not predate anything.
+// queries of 1.32's new visibility columns (TemporalReportedProblems, which the "Stuck" ready
+// query of docs/operations.md uses) fail on it (docs/upgrading.md). A missing file does not predate anything.
 func PredatesServer(ctx context.Context, path string) (bool, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return false, nil

@@ -4,7 +4,7 @@
 // same port). The UI has no login and can read every workflow history and terminate, signal or
 // reset workflows, and its CSRF check is skipped when a request carries an Authorization
 // header; refusing other Host names is what keeps a web page that rebinds its own DNS name to
-// 127.0.0.1 (DNS rebinding) from driving it (README "Security").
+// 127.0.0.1 (DNS rebinding) from driving it (docs/security.md).
 //
 // The UI server takes no Host allow-list and builds its echo instance privately, so this
 // command assembles the same server from the ui-server packages (what server.NewServer does in
