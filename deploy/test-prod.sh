@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test-prod: the production topology, proven. Builds the binaries, then runs
-# TestProductionTopology (cmd/chorus/prod_test.go), which sets up, from this repository's files
+# TestProductionTopology (deploy/prod_test.go), which sets up, from this repository's files
 # (the ones docker-compose.yml mounts), PostgreSQL roles and databases (deploy/postgres-init.sql),
 # Temporal's schemas (deploy/temporal-setup-schema.sh), temporal-server
 # (deploy/temporal-server.yaml, deploy/temporal-dynamicconfig.yaml), the namespace and search
@@ -42,7 +42,7 @@ schema="$(go -C tools/server list -m -f '{{.Dir}}' go.temporal.io/server)/schema
 
 status=0
 CHORUS_PROD_BIN_DIR="$work/bin" CHORUS_PROD_WORK_DIR="$work" CHORUS_PROD_SCHEMA_ROOT="$schema" CHORUS_PROD_BENCH="$bench" \
-	go test -count=1 -timeout 30m -run '^TestProductionTopology$' -v ./cmd/chorus || status=$?
+	go test -count=1 -timeout 30m -run '^TestProductionTopology$' -v ./deploy || status=$?
 if [ "$status" = 0 ]; then
 	rm -rf "$work"
 else

@@ -13,7 +13,7 @@ import (
 )
 
 // Errors reach an agent as an isError tool result whose text says what failed, why, and what to
-// do next (STYLE "Errors"). There are four kinds an agent can act on; anything else is a bug or
+// do next (docs/rules.md §3.7). There are four kinds an agent can act on; anything else is a bug or
 // an outage, logged with a reference and shown as "internal error (ref <id>)".
 
 // userError is a refusal a handler words itself (a guard, a precondition, a conflict).

@@ -42,10 +42,10 @@ const (
 	destroys
 )
 
-// tool is one row of the tool table (STYLE "A tool is one table entry"): its name, the
-// permission bit that gates it (perm.Public for none), what it does to data, the description
-// the model reads, and the handler. Input and output shapes are the type parameters; their
-// JSON schemas are inferred (see schema.go).
+// tool is one row of the tool table (every tool is one entry, and docs/tools.md is generated
+// from the table): its name, the permission bit that gates it (perm.Public for none), what it
+// does to data, the description the model reads, and the handler. Input and output shapes are
+// the type parameters; their JSON schemas are inferred (see schema.go).
 type tool[In, Out any] struct {
 	Name  string
 	Title string

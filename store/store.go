@@ -107,6 +107,18 @@ func IsPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// DescribeURL names the database of dsn (a PostgreSQL URL or a SQLite path) for humans, without
+// its password: "PostgreSQL host:port/db?..." or "SQLite path".
+func DescribeURL(dsn string) string {
+	if IsPostgresURL(dsn) {
+		if i := strings.Index(dsn, "@"); i >= 0 {
+			return "PostgreSQL " + dsn[i+1:]
+		}
+		return "PostgreSQL"
+	}
+	return "SQLite " + dsn
+}
+
 // withSimpleProtocol makes pgx use the simple query protocol: bun sends fully interpolated SQL,
 // and preparing each distinct text would only fill pgx's statement cache (STACK-NOTES D.4).
 func withSimpleProtocol(dsn string) string {

@@ -12,7 +12,8 @@ import (
 // through Temporal, so the kinds travel as these stable type strings.
 type Kind string
 
-// The refusal kinds (STYLE "Errors: four kinds").
+// The refusal kinds. The first four are the refusals an agent can act on; mcp words each as one
+// sentence saying what failed, why and what to do (docs/rules.md §3.7).
 const (
 	KindInvalid   Kind = "chorus.InvalidInput" // bad input the schema could not catch
 	KindNotFound  Kind = "chorus.NotFound"     // the entity does not exist or is hidden

@@ -56,14 +56,14 @@ func TestRollingDeployMovesWorkflowsToTheNewBuild(t *testing.T) {
 
 	a, err := connectAgent(ctx, "http://"+apiAddr+"/api/mcp", boot.Key)
 	require.NoError(t, err)
-	defer a.s.Close()
+	defer a.Close()
 	var project struct{ UUID string }
-	require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": "rolling"}, &project))
+	require.NoError(t, a.Call(ctx, "chorus_admin_create_project", map[string]any{"name": "rolling"}, &project))
 	var created struct{ Tasks []struct{ UUID string } }
-	require.NoError(t, a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+	require.NoError(t, a.Call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
 		"tasks": []map[string]any{{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created))
 	task := created.Tasks[0].UUID
-	require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, nil))
+	require.NoError(t, a.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, nil))
 	require.Equal(t, "v1", buildOf(t, tmp, task))
 
 	_, _ = tmp.serve(t, st, serverConfig{role: roleWorker, temporal: temporalConfig{namespace: workflows.Namespace}, taskQueue: queue,
@@ -74,7 +74,7 @@ func TestRollingDeployMovesWorkflowsToTheNewBuild(t *testing.T) {
 	v1Done <- nil
 
 	var out struct{ Status string }
-	require.NoError(t, a.call(ctx, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, &out))
+	require.NoError(t, a.Call(ctx, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, &out))
 	require.Equal(t, "in_progress", out.Status)
 	require.Equal(t, "v2", buildOf(t, tmp, task), "the AutoUpgrade workflow moved to the current version")
 }

@@ -110,7 +110,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "chorus: database %s (%d migration(s) applied now)\n", describeDatabase(dsn), len(applied))
+	fmt.Fprintf(out, "chorus: database %s (%d migration(s) applied now)\n", store.DescribeURL(dsn), len(applied))
 
 	keyPath := filepath.Join(g.dataDir, "admin.key")
 	chosenKey := os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY")

@@ -8,12 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestImportDirection holds the one-way layers of STYLE.md: store imports no Chorus package;
-// activities only store; workflows only activities and store (types); mcp never activities;
-// only cmd/chorus wires everything.
+// TestImportDirection holds the one-way layers of docs/development.md "Layout": store imports no
+// Chorus package; activities only store; workflows only activities and store (types); mcp never
+// activities; mcpclient only mcp (its header names); bench, the harness of `chorus bench`,
+// reaches the Chorus it starts through bench.Wiring and imports no front end's wiring; only
+// cmd/chorus wires everything. A package of tests alone (deploy: the compose files and the
+// production topology) is held to the same rule through its tests' imports: it drives Chorus
+// from outside, as a client.
 func TestImportDirection(t *testing.T) {
 	const mod = "github.com/chorus-dev/chorus/"
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").Output()
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}} {{if .GoFiles}}{{join .Imports " "}}{{else}}{{join .TestImports " "}} {{join .XTestImports " "}}{{end}}`,
+		mod+"...").Output()
 	require.NoError(t, err)
 	allowed := map[string][]string{
 		"perm":                {},
@@ -24,8 +30,12 @@ func TestImportDirection(t *testing.T) {
 		"workflows/wftest":    {"workflows", "workflows/devserver"},
 		"workflows/devserver": {"workflows"},
 		"mcp":                 {"perm", "store", "workflows"},
+		"mcpclient":           {"mcp"},
 		"ops":                 {"store", "workflows"},
-		"cmd/chorus":          {"activities", "mcp", "ops", "perm", "store", "workflows", "workflows/devserver"},
+		"bench":               {"mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
+		"deploy":              {"mcpclient", "store", "workflows"},
+		"cmd/chorus": {"activities", "bench", "mcp", "mcpclient", "ops", "perm", "store", "workflows",
+			"workflows/devserver"},
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)

@@ -96,17 +96,6 @@ func (g *globals) databaseURL() string {
 	return filepath.Join(g.dataDir, "chorus.db")
 }
 
-// describeDatabase names the database for humans without printing a password.
-func describeDatabase(dsn string) string {
-	if store.IsPostgresURL(dsn) {
-		if i := strings.Index(dsn, "@"); i >= 0 {
-			return "PostgreSQL " + dsn[i+1:]
-		}
-		return "PostgreSQL"
-	}
-	return "SQLite " + dsn
-}
-
 // openStore opens the configured database. SQLite is migrated on the spot (it is the local,
 // single-user default); PostgreSQL must already be migrated with `chorus migrate up`.
 func (g *globals) openStore(ctx context.Context) (*store.Store, error) {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/mcpclient"
 )
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -101,13 +101,13 @@ that parses as JSON, like 2, true or ["a"], is used as such; anything else is a 
 			if err != nil {
 				return err
 			}
-			text := resultText(res)
+			text := mcpclient.ResultText(res)
 			if res.IsError {
 				fmt.Fprintln(cmd.ErrOrStderr(), text)
 				return exitError{code: 1}
 			}
 			if field != "" {
-				v, err := pickField(res.StructuredContent, field)
+				v, err := mcpclient.Field(res.StructuredContent, field)
 				if res.StructuredContent == nil {
 					err = fmt.Errorf("%s answered with text, not JSON, so --field %s does not apply", args[0], field)
 				}
@@ -177,39 +177,6 @@ func callArguments(in io.Reader, args []string) (map[string]any, error) {
 	return out, nil
 }
 
-// pickField follows a dotted path (object keys, array indexes) into a decoded JSON value.
-func pickField(v any, path string) (any, error) {
-	for _, part := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			next, ok := x[part]
-			if !ok {
-				return nil, fmt.Errorf("the result has no field %q (path %s)", part, path)
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, fmt.Errorf("%q is not an index of a %d-item array (path %s)", part, len(x), path)
-			}
-			v = x[i]
-		default:
-			return nil, fmt.Errorf("cannot take %q of a %T (path %s)", part, v, path)
-		}
-	}
-	return v, nil
-}
-
-func resultText(res *mcpsdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(*mcpsdk.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // connectMCP opens a client session to CHORUS_URL with CHORUS_API_KEY (or the saved admin key).
 func connectMCP(ctx context.Context, g *globals) (*mcpsdk.ClientSession, error) {
 	url := envOr("CHORUS_URL", "http://127.0.0.1:8637/api/mcp")
@@ -229,51 +196,15 @@ func connectMCP(ctx context.Context, g *globals) (*mcpsdk.ClientSession, error) 
 	if g.mcpReadOnly {
 		header.Set(mcp.ReadonlyHeader, "true")
 	}
-	httpc := &http.Client{Timeout: 2 * time.Minute, Transport: &authTransport{key: key, header: header, base: http.DefaultTransport}}
+	httpc := &http.Client{Timeout: 2 * time.Minute, Transport: &mcpclient.Transport{Key: key, Header: header, Base: http.DefaultTransport}}
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "chorus-cli", Version: version}, nil)
 	s, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: url, HTTPClient: httpc, MaxRetries: -1}, nil)
 	if err != nil {
-		var he *httpError
+		var he *mcpclient.HTTPError
 		if errors.As(err, &he) {
-			return nil, fmt.Errorf("%s refused the connection: %s", url, he.body)
+			return nil, fmt.Errorf("%s refused the connection: %s", url, he.Body)
 		}
 		return nil, fmt.Errorf("cannot reach Chorus at %s (is chorus dev running? set CHORUS_URL otherwise): %w", url, err)
 	}
 	return s, nil
-}
-
-// authTransport adds the bearer key and the selection headers, and turns a 401 (a bad key) or a
-// 400 (a bad selection) into a readable error.
-type authTransport struct {
-	key    string
-	header http.Header
-	base   http.RoundTripper
-}
-
-type httpError struct{ body string }
-
-func (e *httpError) Error() string { return e.body }
-
-func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.key)
-	for k, v := range t.header {
-		r.Header[k] = v
-	}
-	resp, err := t.base.RoundTrip(r)
-	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusBadRequest) {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		body := strings.TrimSpace(string(bytes.TrimSpace(b)))
-		var rpc struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(b, &rpc) == nil && rpc.Error.Message != "" {
-			body = rpc.Error.Message
-		}
-		return nil, &httpError{body: body}
-	}
-	return resp, err
 }

@@ -10,9 +10,11 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
 )
 
@@ -33,15 +35,10 @@ func TestCallArguments(t *testing.T) {
 	require.ErrorContains(t, err, "not a JSON object")
 }
 
-func TestPickField(t *testing.T) {
-	v := map[string]any{"uuid": "u", "materializedTasks": []any{map[string]any{"taskUuid": "t0"}}}
-	got, err := pickField(v, "materializedTasks.0.taskUuid")
-	require.NoError(t, err)
-	require.Equal(t, "t0", got)
-	_, err = pickField(v, "materializedTasks.3.taskUuid")
-	require.ErrorContains(t, err, "not an index")
-	_, err = pickField(v, "nope")
-	require.ErrorContains(t, err, `no field "nope"`)
+// connectAgent connects a test's agent to the MCP endpoint url with key (every toolset the key
+// permits).
+func connectAgent(ctx context.Context, url, key string) (*mcpclient.Agent, error) {
+	return mcpclient.Connect(ctx, url, key, &mcpsdk.Implementation{Name: "chorus-test", Version: version})
 }
 
 // Issue 19: `chorus mcp call --field` on a tool whose result has no such field (a tool that

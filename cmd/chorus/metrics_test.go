@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
 	"github.com/chorus-dev/chorus/workflows"
@@ -44,19 +45,19 @@ func TestMetricsEndpoint(t *testing.T) {
 
 			admin, err := connectAgent(ctx, stack.url, stack.adminKey)
 			require.NoError(t, err)
-			defer admin.s.Close()
+			defer admin.Close()
 			for range 3 {
-				require.NoError(t, admin.call(ctx, "chorus_checkin", nil, nil))
+				require.NoError(t, admin.Call(ctx, "chorus_checkin", nil, nil))
 			}
 			missing := store.NewUUID()
 			for range 2 {
-				var te *toolError
-				require.ErrorAs(t, admin.call(ctx, "chorus_get_task", map[string]any{"taskUuid": missing}, nil), &te)
+				var te *mcpclient.ToolError
+				require.ErrorAs(t, admin.Call(ctx, "chorus_get_task", map[string]any{"taskUuid": missing}, nil), &te)
 			}
 			var project struct{ UUID string }
-			require.NoError(t, admin.call(ctx, "chorus_admin_create_project", map[string]any{"name": "Metrics"}, &project))
+			require.NoError(t, admin.Call(ctx, "chorus_admin_create_project", map[string]any{"name": "Metrics"}, &project))
 			var created struct{ Tasks []struct{ UUID string } }
-			require.NoError(t, admin.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+			require.NoError(t, admin.Call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
 				"tasks": []map[string]any{{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created))
 			require.Len(t, created.Tasks, 1)
 
@@ -66,9 +67,9 @@ func TestMetricsEndpoint(t *testing.T) {
 			defer st.Close()
 			_, err = st.DB.NewUpdate().TableExpr("tasks").Set("version = version + 5").Where("uuid = ?", created.Tasks[0].UUID).Exec(ctx)
 			require.NoError(t, err)
-			var te *toolError
-			require.ErrorAs(t, admin.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil), &te)
-			require.Contains(t, te.text, "its stored record and its workflow disagree")
+			var te *mcpclient.ToolError
+			require.ErrorAs(t, admin.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil), &te)
+			require.Contains(t, te.Text, "its stored record and its workflow disagree")
 
 			// A request without a valid key.
 			resp, err := http.Post(stack.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))

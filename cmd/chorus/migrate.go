@@ -30,7 +30,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if len(names) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date\n", describeDatabase(g.databaseURL()))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date\n", store.DescribeURL(g.databaseURL()))
 			}
 			for _, n := range names {
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %s\n", n)

@@ -281,15 +281,15 @@ func TestTaskQueueSeparatesDeployments(t *testing.T) {
 				addr, _ := tmp.serverOn(t, st, roleAll, workflows.Namespace, queue)
 				a, err := connectAgent(ctx, "http://"+addr+"/api/mcp", boot.Key)
 				require.NoError(t, err)
-				defer a.s.Close()
+				defer a.Close()
 				var project struct{ UUID string }
-				require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": queue}, &project))
+				require.NoError(t, a.Call(ctx, "chorus_admin_create_project", map[string]any{"name": queue}, &project))
 				var created struct{ Tasks []struct{ UUID string } }
-				require.NoError(t, a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+				require.NoError(t, a.Call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
 					"tasks": []map[string]any{{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created))
 				require.Len(t, created.Tasks, 1)
 				var task struct{ Status string }
-				require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, &task))
+				require.NoError(t, a.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, &task))
 				require.Equal(t, "assigned", task.Status)
 				d, err := tmp.tc.DescribeWorkflowExecution(ctx, workflows.TaskID(created.Tasks[0].UUID), "")
 				require.NoError(t, err)

@@ -248,9 +248,9 @@ func TestDevNeverLogsKeys(t *testing.T) {
 	// Calls with the key, a refused key, and a refused tool, all logged at debug.
 	a, err := connectAgent(ctx, "http://"+addr+mcp.Path, key)
 	require.NoError(t, err)
-	require.NoError(t, a.call(ctx, "chorus_checkin", nil, nil))
-	require.Error(t, a.call(ctx, "chorus_get_task", map[string]any{"taskUuid": store.NewUUID()}, nil))
-	_ = a.s.Close()
+	require.NoError(t, a.Call(ctx, "chorus_checkin", nil, nil))
+	require.Error(t, a.Call(ctx, "chorus_get_task", map[string]any{"taskUuid": store.NewUUID()}, nil))
+	_ = a.Close()
 	_, err = connectAgent(ctx, "http://"+addr+mcp.Path, key+"x")
 	require.Error(t, err)
 	cancel()
@@ -444,13 +444,13 @@ func TestPayloadEncryptionEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	a, err := connectAgent(ctx, "http://"+addr+mcp.Path, boot.Key)
 	require.NoError(t, err)
-	defer a.s.Close()
+	defer a.Close()
 	const secret = "Project Nightingale launch plan"
 	var project, idea struct{ UUID string }
-	require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": "Apollo"}, &project))
-	require.NoError(t, a.call(ctx, "chorus_pm_create_idea", map[string]any{"projectUuid": project.UUID, "title": secret,
+	require.NoError(t, a.Call(ctx, "chorus_admin_create_project", map[string]any{"name": "Apollo"}, &project))
+	require.NoError(t, a.Call(ctx, "chorus_pm_create_idea", map[string]any{"projectUuid": project.UUID, "title": secret,
 		"content": "the confidential details"}, &idea))
-	require.NoError(t, a.call(ctx, "chorus_claim_idea", map[string]any{"ideaUuid": idea.UUID}, nil))
+	require.NoError(t, a.Call(ctx, "chorus_claim_idea", map[string]any{"ideaUuid": idea.UUID}, nil))
 
 	// The history, read without the keys.
 	plain, err := client.Dial(client.Options{HostPort: tmp.addr, Namespace: ns})

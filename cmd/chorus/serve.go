@@ -109,7 +109,7 @@ of it (docs/security.md), and name the proxy's host with --allowed-hosts. ` + tr
 				return err
 			}
 			defer st.Close()
-			log.Info("store ready", "database", describeDatabase(g.databaseURL()))
+			log.Info("store ready", "database", store.DescribeURL(g.databaseURL()))
 			if key := os.Getenv("CHORUS_BOOTSTRAP_ADMIN_KEY"); key != "" && cfg.role != roleWorker {
 				// Production first start (compose, scripts): the operator chose the admin key, so it
 				// is never printed. Later starts find the company and change nothing.

@@ -34,15 +34,15 @@ func TestTracedToolCallYieldsLinkedSpans(t *testing.T) {
 				tracerProvider: provider})
 			a, err := connectAgent(ctx, "http://"+addr+"/api/mcp", boot.Key)
 			require.NoError(t, err)
-			defer a.s.Close()
+			defer a.Close()
 			var project struct{ UUID string }
-			require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": "traced"}, &project))
+			require.NoError(t, a.Call(ctx, "chorus_admin_create_project", map[string]any{"name": "traced"}, &project))
 			var created struct{ Tasks []struct{ UUID string } }
-			require.NoError(t, a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+			require.NoError(t, a.Call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
 				"tasks": []map[string]any{{"title": "T", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created))
 			require.Len(t, created.Tasks, 1)
 			spans.Reset()
-			require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil))
+			require.NoError(t, a.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil))
 
 			got := spans.GetSpans()
 			var tool *tracetest.SpanStub

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/devserver"
@@ -67,15 +68,15 @@ func TestRecordOldDevServerData(t *testing.T) {
 
 	var fx upgradeFixture
 	fx.Key = boot.Key
-	withChorus(t, st, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), boot.Key, func(a *agent) {
+	withChorus(t, st, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), boot.Key, func(a *mcpclient.Agent) {
 		var project struct{ UUID string }
-		require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": "legacy"}, &project))
+		require.NoError(t, a.Call(ctx, "chorus_admin_create_project", map[string]any{"name": "legacy"}, &project))
 		var created struct{ Tasks []struct{ UUID string } }
-		require.NoError(t, a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+		require.NoError(t, a.Call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
 			"tasks": []map[string]any{{"title": "Made on 1.29", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}},
 			&created))
 		fx.Task = created.Tasks[0].UUID
-		require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": fx.Task}, nil))
+		require.NoError(t, a.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": fx.Task}, nil))
 	})
 	require.NoError(t, st.Close())
 	require.NoError(t, old.Process.Signal(syscall.SIGINT))

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
@@ -70,17 +71,17 @@ func TestOldDevServerDataUpgradesInPlace(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Stop(20 * time.Second) })
 	require.NoError(t, s.WaitReady(ctx, 2*time.Minute))
-	withChorus(t, st, s.Address(), fx.Key, func(a *agent) {
+	withChorus(t, st, s.Address(), fx.Key, func(a *mcpclient.Agent) {
 		var out struct{ Status string }
-		require.NoError(t, a.call(ctx, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, &out))
+		require.NoError(t, a.Call(ctx, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, &out))
 		require.Equal(t, "in_progress", out.Status, "the task claimed before the upgrade takes its next command")
 		var project struct{ UUID string }
-		require.NoError(t, a.call(ctx, "chorus_admin_create_project", map[string]any{"name": "after"}, &project))
+		require.NoError(t, a.Call(ctx, "chorus_admin_create_project", map[string]any{"name": "after"}, &project))
 		var created struct{ Tasks []struct{ UUID string } }
-		require.NoError(t, a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
+		require.NoError(t, a.Call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project.UUID,
 			"tasks": []map[string]any{{"title": "Made on 1.32", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}},
 			&created))
-		require.NoError(t, a.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil))
+		require.NoError(t, a.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, nil))
 
 		// ops check queries each workflow's state, so it runs while the worker does.
 		tc, err := client.Dial(client.Options{HostPort: s.Address(), Namespace: workflows.Namespace,
@@ -158,7 +159,7 @@ func waitTemporal(t *testing.T, addr string) {
 
 // withChorus runs a Chorus server (api and worker) against the Temporal at addr while f drives
 // it through MCP as the agent with key, and stops it afterwards.
-func withChorus(t *testing.T, st *store.Store, addr, key string, f func(*agent)) {
+func withChorus(t *testing.T, st *store.Store, addr, key string, f func(*mcpclient.Agent)) {
 	t.Helper()
 	port, err := devserver.FreePort()
 	require.NoError(t, err)
@@ -178,7 +179,7 @@ func withChorus(t *testing.T, st *store.Store, addr, key string, f func(*agent))
 	a, err := connectAgent(context.Background(), "http://"+cfg.addr+"/api/mcp", key)
 	require.NoError(t, err)
 	f(a)
-	_ = a.s.Close()
+	_ = a.Close()
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("chorus stopped with %v", err)

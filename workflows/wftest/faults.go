@@ -21,11 +21,11 @@ const InjectedFailureType = "wftest.InjectedAfterCommit"
 //
 //	f := wftest.NewActivityFaults()
 //	w := worker.New(c, queue, worker.Options{Interceptors: []interceptor.WorkerInterceptor{f}})
-//	f.FailAfterCommit(wftest.ActivityName(acts.PersistTask), 1)
+//	f.FailAfterCommit(wftest.ActivityName(acts.ApplyTaskChange), 1)
 //
 // Names are the registered activity names, as activity.GetInfo(ctx).ActivityType.Name reports
 // them; for activities registered as a struct's methods (workflows.Register does
-// RegisterActivity(a)) that is the method's name, e.g. "PersistTask": see ActivityName. It
+// RegisterActivity(a)) that is the method's name, e.g. "ApplyTaskChange": see ActivityName. It
 // applies to regular and local activities alike. Its methods are safe for concurrent use.
 type ActivityFaults struct {
 	interceptor.WorkerInterceptorBase
@@ -152,8 +152,8 @@ func (a *faultyActivity) ExecuteActivity(ctx context.Context, in *interceptor.Ex
 }
 
 // ActivityName is the name a worker registers the activity function fn under by default: the
-// function's name, or for a method value (acts.PersistTask, or a typed nil's
-// (*activities.Activities)(nil).PersistTask) the method's name, which is also the name
+// function's name, or for a method value (acts.ApplyTaskChange, or a typed nil's
+// (*activities.Activities)(nil).ApplyTaskChange) the method's name, which is also the name
 // RegisterActivity gives each method of a struct. It mirrors the SDK's own naming.
 func ActivityName(fn any) string {
 	full := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()

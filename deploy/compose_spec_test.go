@@ -1,4 +1,4 @@
-package main
+package deploy
 
 // docker-compose.yml read by the compose specification's own Go loader (compose-go, what
 // `docker compose` itself uses): the file must load as docker compose would load it, and every

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 	o := b.o
-	res := &phaseResult{Name: fmt.Sprintf("chorus ops check at %d tasks, %d entities compared at once", o.opsEntities, o.opsConcurrency)}
+	res := &phaseResult{Name: fmt.Sprintf("chorus ops check at %d tasks, %d entities compared at once", o.OpsEntities, o.OpsConcurrency)}
 	if b.t.st == nil {
 		res.Skipped = "needs the database of the stack (run without --endpoint)"
 		return res
@@ -42,20 +42,20 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 		return res
 	}
 	var project mcp.CreatedProject
-	if err := b.admin.call(ctx, "chorus_admin_create_project", map[string]any{"name": fmt.Sprintf("bench opscheck %s",
+	if err := b.admin.Call(ctx, "chorus_admin_create_project", map[string]any{"name": fmt.Sprintf("bench opscheck %s",
 		time.Now().UTC().Format(time.RFC3339))}, &project); err != nil {
 		res.Skipped = "create the opscheck project: " + err.Error()
 		return res
 	}
 	seedStart := time.Now()
 	ids, err := b.t.st.SeedReadTasks(ctx, store.ReadSeed{CompanyUUID: b.t.company.UUID, ProjectUUID: project.UUID,
-		CreatedByUUID: author, Count: o.opsEntities, Open: true})
+		CreatedByUUID: author, Count: o.OpsEntities, Open: true})
 	if err != nil {
 		res.Skipped = "seed the rows: " + err.Error()
 		return res
 	}
 	rowsTook := time.Since(seedStart)
-	flows := workflows.NewClient(tc, queueOrDefault(""), b.t.st)
+	flows := workflows.NewClient(tc, workflows.TaskQueue, b.t.st)
 	startStart := time.Now()
 	var (
 		mu      sync.Mutex
@@ -97,7 +97,7 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 		"not measured in the rows. A pass compares every lifecycle entity of the database: run this phase on its own.",
 		len(ids), rowsTook.Seconds(), startsTook.Seconds(), float64(len(ids))/startsTook.Seconds()))
 
-	x := &ops.Ops{Store: b.t.st, Flows: flows, Concurrency: o.opsConcurrency}
+	x := &ops.Ops{Store: b.t.st, Flows: flows, Concurrency: o.OpsConcurrency}
 	pass := func(name string, incremental bool) (ops.Pass, bool) {
 		var (
 			r   ops.Report
@@ -117,7 +117,7 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 		if err != nil {
 			s.Errors, s.Error = 1, err.Error()
 		}
-		res.Rows = append(res.Rows, row{Name: name, Concurrency: o.opsConcurrency, summary: s,
+		res.Rows = append(res.Rows, row{Name: name, Concurrency: o.OpsConcurrency, summary: s,
 			Note: fmt.Sprintf("compared %d of %d entities; %d findings, %d busy", p.Compared, p.Entities, len(r.Findings), len(r.Busy))})
 		var stages []string
 		for _, st := range p.Stages {
@@ -130,7 +130,7 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 	idle, okIdle := pass("incremental, nothing moved", true)
 	const moved = 20
 	for _, id := range ids[:min(moved, len(ids))] {
-		if err := b.admin.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": id}, nil); err != nil {
+		if err := b.admin.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": id}, nil); err != nil {
 			res.Notes = append(res.Notes, "a claim between the passes failed: "+err.Error())
 			break
 		}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -27,17 +27,17 @@ type soakSample struct {
 func (b *bencher) soakPhase(ctx context.Context) *phaseResult {
 	o := b.o
 	res := &phaseResult{Name: fmt.Sprintf("Soak: %d agents claim and release for %s; retention %s, pruning every %s",
-		o.soakAgents, o.soakDuration, o.soakWindow, o.pruneInterval)}
-	if b.t.st == nil || o.endpoint != "" {
+		o.SoakAgents, o.SoakDuration, o.SoakWindow, o.PruneInterval)}
+	if b.t.st == nil || o.Endpoint != "" {
 		res.Skipped = "needs the stack the bench starts (it sets the retention) and its database"
 		return res
 	}
-	devs, err := b.developers(ctx, o.soakAgents)
+	devs, err := b.developers(ctx, o.SoakAgents)
 	if err != nil {
 		res.Skipped = err.Error()
 		return res
 	}
-	ids, err := b.createTasks(ctx, b.admin, b.project, o.soakAgents, "soak")
+	ids, err := b.createTasks(ctx, b.admin, b.project, o.SoakAgents, "soak")
 	if err != nil {
 		res.Skipped = "creating the tasks failed: " + err.Error()
 		return res
@@ -45,7 +45,7 @@ func (b *bencher) soakPhase(ctx context.Context) *phaseResult {
 	claims, releases := &recorder{}, &recorder{}
 	var mu sync.Mutex
 	calls := 0
-	end := time.Now().Add(o.soakDuration)
+	end := time.Now().Add(o.SoakDuration)
 	sctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	var samples []soakSample
@@ -60,7 +60,7 @@ func (b *bencher) soakPhase(ctx context.Context) *phaseResult {
 		mu.Unlock()
 	}
 	go func() {
-		tick := time.NewTicker(o.soakSample)
+		tick := time.NewTicker(o.SoakSample)
 		defer tick.Stop()
 		sample()
 		for {
@@ -79,7 +79,7 @@ func (b *bencher) soakPhase(ctx context.Context) *phaseResult {
 				rec  *recorder
 			}{{"chorus_claim_task", claims}, {"chorus_release_task", releases}} {
 				err := c.rec.time(func() error {
-					return devs[i].call(ctx, c.tool, map[string]any{"taskUuid": ids[i], "requestId": store.NewUUID()}, nil)
+					return devs[i].Call(ctx, c.tool, map[string]any{"taskUuid": ids[i], "requestId": store.NewUUID()}, nil)
 				})
 				if err == nil {
 					mu.Lock()
@@ -92,7 +92,7 @@ func (b *bencher) soakPhase(ctx context.Context) *phaseResult {
 	sample()
 	res.Rows = append(res.Rows, row{Name: "chorus_claim_task", Concurrency: len(devs), summary: claims.summary(wall)},
 		row{Name: "chorus_release_task", Concurrency: len(devs), summary: releases.summary(wall)})
-	res.Notes = append(res.Notes, soakTable(samples), soakVerdict(samples, o.soakWindow+o.pruneInterval))
+	res.Notes = append(res.Notes, soakTable(samples), soakVerdict(samples, o.SoakWindow+o.PruneInterval))
 	b.soak = samples
 	return res
 }

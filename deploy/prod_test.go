@@ -1,4 +1,4 @@
-package main
+package deploy
 
 // TestProductionTopology is `make test-prod` (deploy/test-prod.sh builds the binaries and runs
 // it): the production topology of docs/production.md "Production without Docker", set up from the
@@ -35,11 +35,13 @@ import (
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
@@ -119,7 +121,7 @@ func TestProductionTopology(t *testing.T) {
 	if binDir == "" {
 		t.Skip("the production topology test runs with `make test-prod` (deploy/test-prod.sh), which builds its binaries")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs("..")
 	require.NoError(t, err)
 	tp := &prodTopology{t: t, root: root, bin: binDir, procs: map[string]*prodProc{}}
 	tp.work = os.Getenv("CHORUS_PROD_WORK_DIR")
@@ -469,10 +471,10 @@ func (tp *prodTopology) waitReady(port int) {
 
 // ---- helpers for the scenarios ----
 
-func (tp *prodTopology) agent(t *testing.T, key string) *agent {
-	a, err := connectAgent(context.Background(), tp.mcpURL(), key)
+func (tp *prodTopology) agent(t *testing.T, key string) *mcpclient.Agent {
+	a, err := mcpclient.Connect(context.Background(), tp.mcpURL(), key, &mcpsdk.Implementation{Name: "chorus-test-prod"})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.s.Close() })
+	t.Cleanup(func() { _ = a.Close() })
 	return a
 }
 
@@ -487,33 +489,33 @@ func (tp *prodTopology) newAgentKey(t *testing.T, name, preset string) string {
 }
 
 // do calls a tool and returns its structured result; a tool error fails the test.
-func do(t *testing.T, a *agent, tool string, args map[string]any) map[string]any {
+func do(t *testing.T, a *mcpclient.Agent, tool string, args map[string]any) map[string]any {
 	t.Helper()
 	var out map[string]any
-	require.NoError(t, a.call(context.Background(), tool, args, &out), "%s %v", tool, args)
+	require.NoError(t, a.Call(context.Background(), tool, args, &out), "%s %v", tool, args)
 	return out
 }
 
 func str(t *testing.T, v map[string]any, path string) string {
 	t.Helper()
-	f, err := pickField(v, path)
+	f, err := mcpclient.Field(v, path)
 	require.NoError(t, err)
 	return fmt.Sprint(f)
 }
 
 // eventually retries a call that may answer "Still in progress" until it gives its outcome.
-func eventually(t *testing.T, within time.Duration, a *agent, tool string, args map[string]any) map[string]any {
+func eventually(t *testing.T, within time.Duration, a *mcpclient.Agent, tool string, args map[string]any) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		var out map[string]any
-		err := a.call(context.Background(), tool, args, &out)
+		err := a.Call(context.Background(), tool, args, &out)
 		if err == nil {
 			return out
 		}
-		var te *toolError
-		retryable := !errors.As(err, &te) || strings.HasPrefix(te.text, "Still in progress") ||
-			strings.Contains(te.text, "try again")
+		var te *mcpclient.ToolError
+		retryable := !errors.As(err, &te) || strings.HasPrefix(te.Text, "Still in progress") ||
+			strings.Contains(te.Text, "try again")
 		require.True(t, retryable, "%s: %v", tool, err)
 		require.True(t, time.Now().Before(deadline), "%s did not complete within %s: %v", tool, within, err)
 		time.Sleep(500 * time.Millisecond)
@@ -677,7 +679,7 @@ func (tp *prodTopology) workerKilledDuringApproval(t *testing.T) {
 	approve := map[string]any{"proposalUuid": pr, "requestId": "approve-40"}
 	go func() {
 		var out map[string]any
-		_ = admin.call(ctx, "chorus_admin_approve_proposal", approve, &out) // answered below, by its retry
+		_ = admin.Call(ctx, "chorus_admin_approve_proposal", approve, &out) // answered below, by its retry
 	}()
 
 	// Find the worker running ApplyApproval (its identity starts with its pid) and kill it.
@@ -717,7 +719,7 @@ func (tp *prodTopology) workerKilledDuringApproval(t *testing.T) {
 	tp.waitReady(port)
 
 	out := eventually(t, 2*time.Minute, admin, "chorus_admin_approve_proposal", approve)
-	tasks, _ := pickField(out, "materializedTasks")
+	tasks, _ := mcpclient.Field(out, "materializedTasks")
 	require.Len(t, tasks, 40)
 	require.Equal(t, 40, tp.count(t, "tasks WHERE proposal_uuid = ?", pr), "exactly one set of tasks")
 	require.Equal(t, 1, tp.count(t, "documents WHERE proposal_uuid = ?", pr))
@@ -742,7 +744,7 @@ func (tp *prodTopology) temporalRestartDuringCalls(t *testing.T) {
 		specs = append(specs, map[string]any{"title": fmt.Sprintf("T%d", i), "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}})
 	}
 	created := do(t, admin, "chorus_create_tasks", map[string]any{"projectUuid": p, "tasks": specs})
-	list, _ := pickField(created, "tasks")
+	list, _ := mcpclient.Field(created, "tasks")
 	var tasks []string
 	for _, c := range list.([]any) {
 		tasks = append(tasks, fmt.Sprint(c.(map[string]any)["uuid"]))
@@ -761,7 +763,7 @@ func (tp *prodTopology) temporalRestartDuringCalls(t *testing.T) {
 				time.Sleep(300 * time.Millisecond) // some calls land while the server is down
 			}
 			var out map[string]any
-			err := dev.call(context.Background(), "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": fmt.Sprintf("claim-%d", i)}, &out)
+			err := dev.Call(context.Background(), "chorus_claim_task", map[string]any{"taskUuid": task, "requestId": fmt.Sprintf("claim-%d", i)}, &out)
 			mu.Lock()
 			if err != nil || (!up.IsZero() && time.Now().After(up)) {
 				spanned++

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 // Structural checks of the production Docker files at the repository root (docker-compose.yml,
 // Dockerfile, deploy/). No Docker engine runs where these tests run, so instead of starting the
@@ -26,7 +26,7 @@ import (
 )
 
 const (
-	composeRepoRoot = "../.."
+	composeRepoRoot = ".."
 	composeFile     = "docker-compose.yml"
 )
 

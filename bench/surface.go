@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ type benchSurface struct {
 	Toolsets []mcp.SurfaceRow `json:"toolsets"`
 }
 
-// printSurface prints the surface as two Markdown tables and returns it.
-func printSurface(out io.Writer) (*benchSurface, error) {
+// PrintSurface prints the surface as two Markdown tables and returns it.
+func PrintSurface(out io.Writer) (*benchSurface, error) {
 	presets, toolsets, err := mcp.SurfaceReport()
 	if err != nil {
 		return nil, err

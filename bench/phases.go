@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
 )
 
@@ -31,7 +32,7 @@ func (b *bencher) floorsPhase(ctx context.Context) *phaseResult {
 	f := &floorBench{tc: tc}
 	defer f.close(context.WithoutCancel(ctx))
 
-	n, c, per := b.o.floorOps, b.o.agents, b.o.floorPer
+	n, c, per := b.o.FloorOps, b.o.Agents, b.o.FloorPer
 	add := func(name string, conc int, r *recorder, wall time.Duration) {
 		s := r.summary(wall)
 		b.floors[name] = s
@@ -101,13 +102,13 @@ func (b *bencher) floorRate(rate float64, floors ...string) []comparison {
 func criterion(desc string) []map[string]any { return []map[string]any{{"description": desc}} }
 
 // createTasks creates n quick tasks in project through one call and returns their uuids.
-func (b *bencher) createTasks(ctx context.Context, a *agent, project string, n int, label string) ([]string, error) {
+func (b *bencher) createTasks(ctx context.Context, a *mcpclient.Agent, project string, n int, label string) ([]string, error) {
 	tasks := make([]map[string]any, n)
 	for i := range tasks {
 		tasks[i] = map[string]any{"title": fmt.Sprintf("%s %d", label, i+1), "acceptanceCriteriaItems": criterion("it works")}
 	}
 	var out mcp.CreatedTasks
-	if err := a.call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": tasks}, &out); err != nil {
+	if err := a.Call(ctx, "chorus_create_tasks", map[string]any{"projectUuid": project, "tasks": tasks}, &out); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(out.Tasks))
@@ -177,7 +178,7 @@ func (b *bencher) singlePhase(ctx context.Context) *phaseResult {
 		task := ids[0]
 		var view mcp.TaskView
 		if err := timed("chorus_claim_task", func() error {
-			return dev.call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, &view)
+			return dev.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, &view)
 		}); err != nil {
 			return err
 		}
@@ -186,7 +187,7 @@ func (b *bencher) singlePhase(ctx context.Context) *phaseResult {
 		}
 		steps := []struct {
 			tool string
-			a    *agent
+			a    *mcpclient.Agent
 			args map[string]any
 		}{
 			{"chorus_update_task", dev, map[string]any{"taskUuid": task, "status": "in_progress"}},
@@ -198,26 +199,26 @@ func (b *bencher) singlePhase(ctx context.Context) *phaseResult {
 			{"chorus_get_task", dev, map[string]any{"taskUuid": task}},
 		}
 		for _, s := range steps {
-			if err := timed(s.tool, func() error { return s.a.call(ctx, s.tool, s.args, nil) }); err != nil {
+			if err := timed(s.tool, func() error { return s.a.Call(ctx, s.tool, s.args, nil) }); err != nil {
 				return err
 			}
 		}
 		var idea mcp.CreatedIdea
 		if err := timed("chorus_pm_create_idea", func() error {
-			return b.admin.call(ctx, "chorus_pm_create_idea", map[string]any{"projectUuid": b.project,
+			return b.admin.Call(ctx, "chorus_pm_create_idea", map[string]any{"projectUuid": b.project,
 				"title": fmt.Sprintf("bench idea %d", i)}, &idea)
 		}); err != nil {
 			return err
 		}
 		return timed("chorus_claim_idea", func() error {
-			return b.admin.call(ctx, "chorus_claim_idea", map[string]any{"ideaUuid": idea.UUID}, nil)
+			return b.admin.Call(ctx, "chorus_claim_idea", map[string]any{"ideaUuid": idea.UUID}, nil)
 		})
 	}
 	if err := round(0, false); err != nil { // warm-up, not measured
 		res.Skipped = "the warm-up round failed: " + err.Error()
 		return res
 	}
-	for i := 1; i <= b.o.rounds; i++ {
+	for i := 1; i <= b.o.Rounds; i++ {
 		if err := round(i, true); err != nil && ctx.Err() != nil {
 			break
 		}
@@ -252,7 +253,7 @@ func ratePerCall(s summary) float64 {
 // ---- N agents ----
 
 func (b *bencher) agentsPhase(ctx context.Context) *phaseResult {
-	n, per := b.o.agents, b.o.tasksPer
+	n, per := b.o.Agents, b.o.TasksPer
 	res := &phaseResult{Name: fmt.Sprintf("%d agents at once, %d task(s) each: claim, in_progress, submit", n, per)}
 	devs, err := b.developers(ctx, n)
 	if err != nil {
@@ -280,7 +281,7 @@ func (b *bencher) agentsPhase(ctx context.Context) *phaseResult {
 					args["status"] = "in_progress"
 				}
 				start := time.Now()
-				err := devs[i].call(ctx, t, args, nil)
+				err := devs[i].Call(ctx, t, args, nil)
 				recs[t].observe(start, err)
 				all.observe(start, err)
 				if err != nil {
@@ -305,14 +306,14 @@ func (b *bencher) agentsPhase(ctx context.Context) *phaseResult {
 // ---- race ----
 
 func (b *bencher) racePhase(ctx context.Context) *phaseResult {
-	n := b.o.racers
+	n := b.o.Racers
 	res := &phaseResult{Name: fmt.Sprintf("%d agents claim the same task at once", n)}
 	devs, err := b.developers(ctx, n)
 	if err != nil {
 		res.Skipped = err.Error()
 		return res
 	}
-	ids, err := b.createMany(ctx, b.o.raceRounds, "race")
+	ids, err := b.createMany(ctx, b.o.RaceRounds, "race")
 	if err != nil {
 		res.Skipped = "creating the tasks failed: " + err.Error()
 		return res
@@ -336,8 +337,8 @@ func (b *bencher) racePhase(ctx context.Context) *phaseResult {
 				ready.Done()
 				<-gate
 				start := time.Now()
-				err := devs[i].call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
-				var te *toolError
+				err := devs[i].Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
+				var te *mcpclient.ToolError
 				switch {
 				case err == nil:
 					won.observe(start, nil)
@@ -348,7 +349,7 @@ func (b *bencher) racePhase(ctx context.Context) *phaseResult {
 					refused.observe(start, nil)
 					mu.Lock()
 					if refusal == "" {
-						refusal = te.text
+						refusal = te.Text
 					}
 					mu.Unlock()
 				default:
@@ -396,7 +397,7 @@ func (b *bencher) readsPhase(ctx context.Context, sizes []int) *phaseResult {
 	reader := b.admin
 	for _, size := range sizes {
 		var project mcp.CreatedProject
-		if err := b.admin.call(ctx, "chorus_admin_create_project", map[string]any{"name": fmt.Sprintf("bench reads %d %s", size,
+		if err := b.admin.Call(ctx, "chorus_admin_create_project", map[string]any{"name": fmt.Sprintf("bench reads %d %s", size,
 			time.Now().UTC().Format(time.RFC3339))}, &project); err != nil {
 			res.Notes = append(res.Notes, "create the read project: "+err.Error())
 			continue
@@ -435,10 +436,10 @@ func (b *bencher) readsPhase(ctx context.Context, sizes []int) *phaseResult {
 			}},
 		}
 		for _, c := range calls {
-			_ = reader.call(ctx, c.tool, c.args(), nil) // warm up
+			_ = reader.Call(ctx, c.tool, c.args(), nil) // warm up
 			r := &recorder{}
-			for range b.o.readCalls {
-				_ = r.time(func() error { return reader.call(ctx, c.tool, c.args(), nil) })
+			for range b.o.ReadCalls {
+				_ = r.time(func() error { return reader.Call(ctx, c.tool, c.args(), nil) })
 			}
 			s := r.summary(0)
 			s.Rate = ratePerCall(s)
@@ -468,11 +469,11 @@ func (b *bencher) seedAuthor(ctx context.Context) (string, error) {
 // ---- bulk ----
 
 func (b *bencher) bulkPhase(ctx context.Context) *phaseResult {
-	size := b.o.bulkSize
+	size := b.o.BulkSize
 	res := &phaseResult{Name: fmt.Sprintf("Bulk creation: chorus_create_tasks with %d tasks per call", size)}
 	_, _ = b.createTasks(ctx, b.admin, b.project, size, "bulk warm-up")
 	r := &recorder{}
-	for i := range b.o.bulkBatches {
+	for i := range b.o.BulkBatches {
 		_ = r.time(func() error {
 			_, err := b.createTasks(ctx, b.admin, b.project, size, fmt.Sprintf("bulk %d", i+1))
 			return err
