@@ -18,22 +18,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/client"
 
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/mcpclient"
-	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/devserver"
@@ -220,281 +213,6 @@ func (o *Options) validate() ([]string, error) {
 	return phases, nil
 }
 
-// benchTarget is the Chorus being measured.
-type benchTarget struct {
-	url             string
-	metricsURL      string // the Chorus process's /metrics ("" when unknown)
-	adminKey        string
-	temporalAddress string
-	namespace       string
-	database        string // how the app database is described, for the report
-	st              *store.Store
-	company         *store.Company
-	owner           *store.User // the company owner: the agents the bench creates act with its access
-	adminUUID       string
-	cleanup         []func()
-}
-
-func (t *benchTarget) close() {
-	for i := len(t.cleanup) - 1; i >= 0; i-- {
-		t.cleanup[i]()
-	}
-}
-
-// benchLogger keeps the started stack quiet unless something goes wrong.
-func benchLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// startBenchStack runs the whole stack as chorus dev does, on free ports in a temporary directory.
-func startBenchStack(ctx context.Context, o Options, w Wiring, progress io.Writer) (*benchTarget, error) {
-	t := &benchTarget{namespace: o.Namespace}
-	ok := false
-	defer func() {
-		if !ok {
-			t.close()
-		}
-	}()
-	dir, err := os.MkdirTemp("", "chorus-bench-")
-	if err != nil {
-		return nil, err
-	}
-	if o.Keep {
-		fmt.Fprintf(progress, "bench: keeping %s\n", dir)
-	} else {
-		t.cleanup = append(t.cleanup, func() { _ = os.RemoveAll(dir) })
-	}
-	dsn := o.DatabaseURL
-	if dsn == "" {
-		dsn = filepath.Join(dir, "chorus.db")
-	}
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	t.cleanup = append(t.cleanup, func() { _ = st.Close() })
-	if _, err := st.Migrate(ctx); err != nil {
-		return nil, err
-	}
-	t.st, t.database = st, store.DescribeURL(dsn)
-	if _, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Default Company", OwnerName: "Owner",
-		OwnerEmail: "owner@localhost", AgentName: "Admin Agent"}); err != nil {
-		return nil, fmt.Errorf("first-start setup: %w", err)
-	}
-	if err := t.loadCompany(ctx); err != nil {
-		return nil, err
-	}
-	admin, key, err := st.CreateAgent(ctx, store.NewAgent{CompanyUUID: t.company.UUID, Name: "bench admin",
-		Roles: []string{perm.AdminAgent}, OwnerUUID: &t.owner.UUID})
-	if err != nil {
-		return nil, err
-	}
-	t.adminKey, t.adminUUID = key, admin.UUID
-
-	bin, err := devserver.FindServer(ctx, progress)
-	if err != nil {
-		return nil, err
-	}
-	tport, err := devserver.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	devserver.DynamicConfig = append(devserver.DynamicConfig, o.DynamicConfig...)
-	dev, err := devserver.Start(devserver.Options{Bin: bin, Port: tport, DBFile: filepath.Join(dir, "temporal.db"),
-		LogPath: filepath.Join(dir, "temporal.log"), Namespace: o.Namespace})
-	if err != nil {
-		return nil, err
-	}
-	t.cleanup = append(t.cleanup, func() { _ = dev.Stop(20 * time.Second) })
-	if err := dev.WaitReady(ctx, 90*time.Second); err != nil {
-		return nil, err
-	}
-	t.temporalAddress = dev.Address()
-
-	hport, err := devserver.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(hport))
-	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		s := Server{Addr: addr, TemporalAddress: dev.Address(), Namespace: o.Namespace, TemporalWait: 30 * time.Second,
-			PprofAddr: o.PprofAddr}
-		if o.soaking {
-			s.Retention = store.Retention{Requests: o.SoakWindow, Journal: o.SoakWindow, ClaimAttempts: o.SoakWindow}
-			s.PruneInterval, s.Soak = o.PruneInterval, true
-		}
-		done <- w.Serve(srvCtx, benchLogger(), st, s, func() { close(ready) })
-	}()
-	t.cleanup = append(t.cleanup, func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		done <- err
-		return nil, fmt.Errorf("the Chorus server stopped at start: %w", err)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	t.url = "http://" + addr + mcp.Path
-	t.metricsURL = "http://" + addr + "/metrics"
-	fmt.Fprintf(progress, "bench: Chorus on %s (%s), Temporal dev server on %s\n", t.url, t.database, t.temporalAddress)
-	fmt.Fprintf(progress, "bench: dev server dynamic config %s\n", strings.Join(devserver.DynamicConfig, " "))
-	ok = true
-	return t, nil
-}
-
-// connectBenchTarget prepares to measure a running Chorus.
-func connectBenchTarget(ctx context.Context, o Options) (*benchTarget, error) {
-	t := &benchTarget{url: o.Endpoint, adminKey: o.Key, temporalAddress: o.TemporalAddress, namespace: o.Namespace, database: "(not opened)"}
-	if u, err := url.Parse(o.Endpoint); err == nil {
-		t.metricsURL = u.Scheme + "://" + u.Host + "/metrics" // the API process's: its worker, with role all
-	}
-	if o.DatabaseURL == "" {
-		return t, nil
-	}
-	st, err := store.Open(ctx, o.DatabaseURL)
-	if err != nil {
-		return nil, err
-	}
-	t.cleanup = append(t.cleanup, func() { _ = st.Close() })
-	t.st, t.database = st, store.DescribeURL(o.DatabaseURL)
-	if err := st.CheckMigrated(ctx); err != nil {
-		t.close()
-		return nil, err
-	}
-	if err := t.loadCompany(ctx); err != nil {
-		t.close()
-		return nil, err
-	}
-	return t, nil
-}
-
-func (t *benchTarget) loadCompany(ctx context.Context) error {
-	company, err := t.st.DefaultCompany(ctx)
-	if err != nil {
-		return fmt.Errorf("find the company: %w", err)
-	}
-	owner, err := t.st.CompanyOwner(ctx, company.UUID)
-	if err != nil {
-		return fmt.Errorf("find the company's owner: %w", err)
-	}
-	t.company, t.owner = company, owner
-	return nil
-}
-
-// newDevelopers creates n developer agents, each with its own key, through the store.
-func (t *benchTarget) newDevelopers(ctx context.Context, prefix string, n int) ([]string, error) {
-	if t.st == nil {
-		return nil, errors.New("needs the app database to create agents (pass --database-url)")
-	}
-	keys := make([]string, n)
-	for i := range keys {
-		_, key, err := t.st.CreateAgent(ctx, store.NewAgent{CompanyUUID: t.company.UUID, Name: fmt.Sprintf("%s %d", prefix, i+1),
-			Roles: []string{perm.DeveloperAgent}, OwnerUUID: &t.owner.UUID})
-		if err != nil {
-			return nil, err
-		}
-		keys[i] = key
-	}
-	return keys, nil
-}
-
-// connectAgent connects one simulated agent: its own key and MCP session.
-func connectAgent(ctx context.Context, url, key, version string) (*mcpclient.Agent, error) {
-	return mcpclient.Connect(ctx, url, key, &mcpsdk.Implementation{Name: "chorus-bench", Version: version})
-}
-
-func connectAgents(ctx context.Context, url, version string, keys []string) ([]*mcpclient.Agent, error) {
-	out := make([]*mcpclient.Agent, len(keys))
-	for i, k := range keys {
-		a, err := connectAgent(ctx, url, k, version)
-		if err != nil {
-			closeAgents(out)
-			return nil, err
-		}
-		out[i] = a
-	}
-	return out, nil
-}
-
-func closeAgents(as []*mcpclient.Agent) {
-	for _, a := range as {
-		if a != nil {
-			_ = a.Close()
-		}
-	}
-}
-
-// machine describes where the bench ran.
-type machine struct {
-	CPUs      int    `json:"cpus"`
-	CPUModel  string `json:"cpuModel,omitempty"`
-	GoVersion string `json:"goVersion"`
-	OS        string `json:"os"`
-	Arch      string `json:"arch"`
-	// LoadAvg is /proc/loadavg's 1, 5 and 15 minute figures when the run started and ended:
-	// other work on the machine shows in the figures.
-	LoadAvgStart string `json:"loadAvgStart,omitempty"`
-	LoadAvgEnd   string `json:"loadAvgEnd,omitempty"`
-}
-
-// loadAvg is the first three fields of /proc/loadavg, "" where there is none.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func thisMachine() machine {
-	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, LoadAvgStart: loadAvg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
-}
-
-// benchReport is the JSON file.
-type benchReport struct {
-	Started  time.Time          `json:"started"`
-	Seconds  float64            `json:"seconds"`
-	Machine  machine            `json:"machine"`
-	Target   map[string]any     `json:"target"`
-	Settings benchSettings      `json:"settings"`
-	Floors   map[string]summary `json:"floors"`
-	Phases   []*phaseResult     `json:"phases"`
-	Surface  *benchSurface      `json:"surface"`
-	// Soak is the soak phase's samples of the bounded tables' sizes.
-	Soak []soakSample `json:"soak,omitempty"`
-}
-
-type benchSettings struct {
-	Phases        []string `json:"phases"`
-	Agents        int      `json:"agents"`
-	TasksPerAgent int      `json:"tasksPerAgent"`
-	Rounds        int      `json:"rounds"`
-	Racers        int      `json:"racers"`
-	RaceRounds    int      `json:"raceRounds"`
-	ReadTasks     []int    `json:"readTasks"`
-	ReadCalls     int      `json:"readCalls"`
-	BulkBatches   int      `json:"bulkBatches"`
-	BulkSize      int      `json:"bulkSize"`
-	FloorOps      int      `json:"floorOps"`
-	FloorPer      int      `json:"floorPerClient"`
-	DynamicConfig []string `json:"dynamicConfig,omitempty"`
-}
-
 // Run checks o, then runs the phases it names against the Chorus it says (a stack of its own,
 // started through w, unless o.Endpoint is set), printing a Markdown table per phase to out and
 // writing every figure to o.JSONPath.
@@ -561,25 +279,7 @@ func run(ctx context.Context, o Options, phases []string, w Wiring, out io.Write
 			windows[n-1].to, windows[n-1].failedTo = time.Now(), failed
 		}
 		windows = append(windows, phaseWindow{from: time.Now(), to: time.Now().Add(time.Hour), failedFrom: failed})
-		var res *phaseResult
-		switch p {
-		case phaseFloors:
-			res = b.floorsPhase(ctx)
-		case phaseSingle:
-			res = b.singlePhase(ctx)
-		case phaseAgents:
-			res = b.agentsPhase(ctx)
-		case phaseRace:
-			res = b.racePhase(ctx)
-		case phaseReads:
-			res = b.readsPhase(ctx, reads)
-		case phaseBulk:
-			res = b.bulkPhase(ctx)
-		case phaseSoak:
-			res = b.soakPhase(ctx)
-		case phaseOpsCheck:
-			res = b.opsCheckPhase(ctx)
-		}
+		res := b.phase(ctx, p, reads)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -609,47 +309,27 @@ func run(ctx context.Context, o Options, phases []string, w Wiring, out io.Write
 	return nil
 }
 
-// reportWorkflowTaskFailures counts the workflow tasks that failed or timed out in each
-// phase's time (from its start to the next phase's start) and adds the count to the phase.
-func (b *bencher) reportWorkflowTaskFailures(ctx context.Context, started time.Time, windows []phaseWindow, out io.Writer) {
-	tc, err := b.temporal(ctx)
-	if err == nil {
-		var counts []wfTaskFailures
-		if counts, err = countWorkflowTaskFailures(ctx, tc, b.t.namespace, started, windows); err == nil {
-			fmt.Fprintf(out, "\n### Workflow-task failures\n\n| phase | failed | timed out | failed, as the worker counted |\n|---|---:|---:|---:|\n")
-			var firsts []string
-			for i, w := range windows {
-				c := counts[i]
-				w.res.WorkflowTaskFailures = &c
-				w.res.Notes = append(w.res.Notes, c.note())
-				worker := "not read"
-				if c.WorkerFailed >= 0 {
-					worker = fmt.Sprint(c.WorkerFailed)
-				}
-				fmt.Fprintf(out, "| %s | %d | %d | %s |\n", w.res.Name, c.Failed, c.TimedOut, worker)
-				if c.First != "" {
-					firsts = append(firsts, fmt.Sprintf("First in %q: %s", w.res.Name, c.First))
-				}
-			}
-			fmt.Fprintf(out, "\nFrom the histories of the %d workflow runs started since the bench began: a failed task is one "+
-				"the worker answered it could not process; a timed-out one waited longer than its timeout (ScheduleToStart: "+
-				"no worker took it from the sticky queue within 5 s; StartToClose: the worker took it but did not answer "+
-				"within 10 s). The last column is the Chorus worker's own count (temporal_workflow_task_execution_failed): "+
-				"it also sees the failures of a task retried after failing (a transient workflow task), which the history records only once.\n", runsRead(counts))
-			for _, f := range firsts {
-				fmt.Fprintf(out, "\n%s\n", f)
-			}
-			return
-		}
+// phase runs the phase named p (reads: the read projects' sizes).
+func (b *bencher) phase(ctx context.Context, p string, reads []int) *phaseResult {
+	switch p {
+	case phaseFloors:
+		return b.floorsPhase(ctx)
+	case phaseSingle:
+		return b.singlePhase(ctx)
+	case phaseAgents:
+		return b.agentsPhase(ctx)
+	case phaseRace:
+		return b.racePhase(ctx)
+	case phaseReads:
+		return b.readsPhase(ctx, reads)
+	case phaseBulk:
+		return b.bulkPhase(ctx)
+	case phaseSoak:
+		return b.soakPhase(ctx)
+	case phaseOpsCheck:
+		return b.opsCheckPhase(ctx)
 	}
-	fmt.Fprintf(out, "\nbench: workflow-task failures not counted: %v\n", err)
-}
-
-func runsRead(counts []wfTaskFailures) int {
-	if len(counts) == 0 {
-		return 0
-	}
-	return counts[0].Runs
+	return nil // validate admits no other name
 }
 
 // bencher holds what the phases share.

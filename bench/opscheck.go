@@ -33,69 +33,12 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 		return res
 	}
 
-	// Seed: the rows straight into the database, then each task's workflow started from its
-	// rows, the start chorus ops repair makes (creating 100,000 tasks through chorus_create_tasks
-	// takes hours on a small machine; what a pass compares is the same).
-	author, err := b.seedAuthor(ctx)
-	if err != nil {
-		res.Skipped = err.Error()
-		return res
-	}
-	var project mcp.CreatedProject
-	if err := b.admin.Call(ctx, "chorus_admin_create_project", map[string]any{"name": fmt.Sprintf("bench opscheck %s",
-		time.Now().UTC().Format(time.RFC3339))}, &project); err != nil {
-		res.Skipped = "create the opscheck project: " + err.Error()
-		return res
-	}
-	seedStart := time.Now()
-	ids, err := b.t.st.SeedReadTasks(ctx, store.ReadSeed{CompanyUUID: b.t.company.UUID, ProjectUUID: project.UUID,
-		CreatedByUUID: author, Count: o.OpsEntities, Open: true})
-	if err != nil {
-		res.Skipped = "seed the rows: " + err.Error()
-		return res
-	}
-	rowsTook := time.Since(seedStart)
 	flows := workflows.NewClient(tc, workflows.TaskQueue, b.t.st)
-	startStart := time.Now()
-	var (
-		mu      sync.Mutex
-		next    int
-		fail    error
-		started int
-	)
-	parallel(16, func(int) {
-		for {
-			mu.Lock()
-			if next >= len(ids) || fail != nil {
-				mu.Unlock()
-				return
-			}
-			id := ids[next]
-			next++
-			mu.Unlock()
-			err := b.startTaskFromRows(ctx, flows, id)
-			mu.Lock()
-			if err != nil && fail == nil {
-				fail = err
-			}
-			if err == nil {
-				started++
-			}
-			mu.Unlock()
-		}
-	})
-	if fail != nil {
-		res.Skipped = fmt.Sprintf("starting the workflows failed after %d of %d: %v", started, len(ids), fail)
+	ids, skipped := b.seedOpsCheck(ctx, flows, res)
+	if skipped != "" {
+		res.Skipped = skipped
 		return res
 	}
-	startsTook := time.Since(startStart)
-	if _, err := b.settle(ctx, ids[max(0, len(ids)-100):], 30*time.Minute); err != nil {
-		res.Notes = append(res.Notes, "Setup: the last workflows had not started: "+err.Error())
-	}
-	res.Notes = append(res.Notes, fmt.Sprintf("Setup: %d open tasks (one criterion each) seeded into the database in %.0f s, "+
-		"then each task's workflow started from its rows as chorus ops repair starts one, 16 at once, in %.0f s (%.0f a second); "+
-		"not measured in the rows. A pass compares every lifecycle entity of the database: run this phase on its own.",
-		len(ids), rowsTook.Seconds(), startsTook.Seconds(), float64(len(ids))/startsTook.Seconds()))
 
 	x := &ops.Ops{Store: b.t.st, Flows: flows, Concurrency: o.OpsConcurrency}
 	pass := func(name string, incremental bool) (ops.Pass, bool) {
@@ -146,6 +89,71 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 			time.Duration(float64(after.Duration)*scale).Round(time.Second)))
 	}
 	return res
+}
+
+// seedOpsCheck seeds the opscheck phase's open tasks: the rows straight into the database, then
+// each task's workflow started from its rows, the start chorus ops repair makes (creating
+// 100,000 tasks through chorus_create_tasks takes hours on a small machine; what a pass compares
+// is the same). It adds the setup's notes to res and returns the tasks' uuids, or why the phase
+// is skipped.
+func (b *bencher) seedOpsCheck(ctx context.Context, flows *workflows.Client, res *phaseResult) ([]string, string) {
+	o := b.o
+	author, err := b.seedAuthor(ctx)
+	if err != nil {
+		return nil, err.Error()
+	}
+	var project mcp.CreatedProject
+	if err := b.admin.Call(ctx, "chorus_admin_create_project", map[string]any{"name": fmt.Sprintf("bench opscheck %s",
+		time.Now().UTC().Format(time.RFC3339))}, &project); err != nil {
+		return nil, "create the opscheck project: " + err.Error()
+	}
+	seedStart := time.Now()
+	ids, err := b.t.st.SeedReadTasks(ctx, store.ReadSeed{CompanyUUID: b.t.company.UUID, ProjectUUID: project.UUID,
+		CreatedByUUID: author, Count: o.OpsEntities, Open: true})
+	if err != nil {
+		return nil, "seed the rows: " + err.Error()
+	}
+	rowsTook := time.Since(seedStart)
+	startStart := time.Now()
+	var (
+		mu      sync.Mutex
+		next    int
+		fail    error
+		started int
+	)
+	parallel(16, func(int) {
+		for {
+			mu.Lock()
+			if next >= len(ids) || fail != nil {
+				mu.Unlock()
+				return
+			}
+			id := ids[next]
+			next++
+			mu.Unlock()
+			err := b.startTaskFromRows(ctx, flows, id)
+			mu.Lock()
+			if err != nil && fail == nil {
+				fail = err
+			}
+			if err == nil {
+				started++
+			}
+			mu.Unlock()
+		}
+	})
+	if fail != nil {
+		return nil, fmt.Sprintf("starting the workflows failed after %d of %d: %v", started, len(ids), fail)
+	}
+	startsTook := time.Since(startStart)
+	if _, err := b.settle(ctx, ids[max(0, len(ids)-100):], 30*time.Minute); err != nil {
+		res.Notes = append(res.Notes, "Setup: the last workflows had not started: "+err.Error())
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("Setup: %d open tasks (one criterion each) seeded into the database in %.0f s, "+
+		"then each task's workflow started from its rows as chorus ops repair starts one, 16 at once, in %.0f s (%.0f a second); "+
+		"not measured in the rows. A pass compares every lifecycle entity of the database: run this phase on its own.",
+		len(ids), rowsTook.Seconds(), startsTook.Seconds(), float64(len(ids))/startsTook.Seconds()))
+	return ids, ""
 }
 
 // startTaskFromRows starts the workflow of a seeded task from its rows, as chorus ops repair

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -145,4 +146,47 @@ func countWorkflowTaskFailures(ctx context.Context, tc client.Client, namespace 
 			return out, nil
 		}
 	}
+}
+
+// reportWorkflowTaskFailures counts the workflow tasks that failed or timed out in each
+// phase's time (from its start to the next phase's start) and adds the count to the phase.
+func (b *bencher) reportWorkflowTaskFailures(ctx context.Context, started time.Time, windows []phaseWindow, out io.Writer) {
+	tc, err := b.temporal(ctx)
+	if err == nil {
+		var counts []wfTaskFailures
+		if counts, err = countWorkflowTaskFailures(ctx, tc, b.t.namespace, started, windows); err == nil {
+			fmt.Fprintf(out, "\n### Workflow-task failures\n\n| phase | failed | timed out | failed, as the worker counted |\n|---|---:|---:|---:|\n")
+			var firsts []string
+			for i, w := range windows {
+				c := counts[i]
+				w.res.WorkflowTaskFailures = &c
+				w.res.Notes = append(w.res.Notes, c.note())
+				worker := "not read"
+				if c.WorkerFailed >= 0 {
+					worker = fmt.Sprint(c.WorkerFailed)
+				}
+				fmt.Fprintf(out, "| %s | %d | %d | %s |\n", w.res.Name, c.Failed, c.TimedOut, worker)
+				if c.First != "" {
+					firsts = append(firsts, fmt.Sprintf("First in %q: %s", w.res.Name, c.First))
+				}
+			}
+			fmt.Fprintf(out, "\nFrom the histories of the %d workflow runs started since the bench began: a failed task is one "+
+				"the worker answered it could not process; a timed-out one waited longer than its timeout (ScheduleToStart: "+
+				"no worker took it from the sticky queue within 5 s; StartToClose: the worker took it but did not answer "+
+				"within 10 s). The last column is the Chorus worker's own count (temporal_workflow_task_execution_failed): "+
+				"it also sees the failures of a task retried after failing (a transient workflow task), which the history records only once.\n", runsRead(counts))
+			for _, f := range firsts {
+				fmt.Fprintf(out, "\n%s\n", f)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(out, "\nbench: workflow-task failures not counted: %v\n", err)
+}
+
+func runsRead(counts []wfTaskFailures) int {
+	if len(counts) == 0 {
+		return 0
+	}
+	return counts[0].Runs
 }
