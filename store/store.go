@@ -120,7 +120,8 @@ func DescribeURL(dsn string) string {
 }
 
 // withSimpleProtocol makes pgx use the simple query protocol: bun sends fully interpolated SQL,
-// and preparing each distinct text would only fill pgx's statement cache (STACK-NOTES D.4).
+// and preparing each distinct text would only fill pgx's statement cache (pgx reads
+// default_query_exec_mode from the URL).
 func withSimpleProtocol(dsn string) string {
 	if strings.Contains(dsn, "default_query_exec_mode=") {
 		return dsn
