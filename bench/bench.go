@@ -8,7 +8,7 @@
 //
 // Run takes the flags of `chorus bench` as Options; cmd/chorus binds them and fills in Wiring,
 // through which the bench starts a Chorus process for a stack of its own (with the Temporal dev
-// server, package workflows/devserver) and dials Temporal. It imports no front end's wiring.
+// server, package workflows/devserver) and dials Temporal: Wiring is all it takes from the command.
 package bench
 
 import (

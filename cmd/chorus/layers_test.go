@@ -11,8 +11,8 @@ import (
 // TestImportDirection holds the one-way layers of docs/development.md "Layout": store imports no
 // Chorus package; activities only store; workflows only activities and store (types); mcp never
 // activities; mcpclient only mcp (its header names); bench, the harness of `chorus bench`,
-// reaches the Chorus it starts through bench.Wiring and imports no front end's wiring; only
-// cmd/chorus wires everything. A package of tests alone (deploy: the compose files and the
+// never activities (it reaches the Chorus it starts through bench.Wiring); only cmd/chorus
+// wires everything. A package of tests alone (deploy: the compose files and the
 // production topology) is held to the same rule through its tests' imports: it drives Chorus
 // from outside, as a client.
 func TestImportDirection(t *testing.T) {
