@@ -179,10 +179,6 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	if err := devserver.WriteAddressFile(g.dataDir, cfg.temporal.address, cfg.temporal.namespace); err != nil {
 		return err
 	}
-
-	if err := recordDevAddress(g.dataDir, cfg.temporal.address); err != nil {
-		return fmt.Errorf("record the Temporal address in the data dir: %w", err)
-	}
 	// A key is printed once, to a terminal, when chorus dev made it: never one the operator chose
 	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
 	showKey := boot.Created && chosenKey == "" && isTerminal(out)
@@ -196,8 +192,12 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	return err
 }
 
-// isTerminal reports whether w is a terminal (a character device), not a file or a pipe.
+// isTerminal reports whether w is a terminal (a character device), not a file or a pipe; it looks
+// through terminalSafe's wrapper, which every command's output wears.
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*safeWriter); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -4,26 +4,24 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/chorus-dev/chorus/workflows/devserver"
 )
 
-// devAddressFile is where chorus dev records, in its data dir, the address of the Temporal it
-// runs with (its own dev server, or TEMPORAL_ADDRESS): one line, host:port. chorus ops reads it,
-// so that --data-dir alone points ops at that stack's Temporal.
-const devAddressFile = "<data-dir>/temporal.address"
+// devAddressFile is where chorus dev records, in its data dir, the Temporal it runs with (its own
+// dev server, or TEMPORAL_ADDRESS): devserver.WriteAddressFile, the address on the first line and
+// the namespace on the second. chorus ops reads the address, so that --data-dir alone points ops
+// at that stack's Temporal.
+const devAddressFile = "<data-dir>/" + devserver.AddressFile
 
-func devAddressPath(dataDir string) string { return filepath.Join(dataDir, "temporal.address") }
-
-// recordDevAddress writes addr to the data dir's temporal.address.
-func recordDevAddress(dataDir, addr string) error {
-	return os.WriteFile(devAddressPath(dataDir), []byte(addr+"\n"), 0o600)
-}
-
-// readDevAddress reads the address the dev stack of dataDir recorded, if any.
+// readDevAddress reads the address the dev stack of dataDir recorded, if any: the file's first
+// line (a data dir written before the namespace was recorded holds that line alone).
 func readDevAddress(dataDir string) (string, bool) {
-	b, err := os.ReadFile(devAddressPath(dataDir))
+	b, err := os.ReadFile(filepath.Join(dataDir, devserver.AddressFile))
 	if err != nil {
 		return "", false
 	}
-	addr := strings.TrimSpace(string(b))
+	addr, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	addr = strings.TrimSpace(addr)
 	return addr, addr != ""
 }

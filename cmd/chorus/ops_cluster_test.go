@@ -11,6 +11,7 @@ import (
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store/storetest"
 	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/workflows/devserver"
 )
 
 // A database belongs to the Temporal its first start reached: chorus ops check, repair, failed
@@ -38,7 +39,7 @@ func TestOpsRefusesAForeignCluster(t *testing.T) {
 			require.NoError(t, err)
 			require.NotNil(t, b)
 			require.NotEmpty(t, b.NamespaceID)
-			require.NoError(t, recordDevAddress(g.dataDir, own.addr))
+			require.NoError(t, devserver.WriteAddressFile(g.dataDir, own.addr, workflows.Namespace))
 
 			o := opsOptions{temporal: temporalConfig{namespace: workflows.Namespace}, taskQueue: workflows.TaskQueue}
 			x, closeAll, err := o.open(ctx, g)

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -280,6 +281,56 @@ func TestDevNeverLogsKeys(t *testing.T) {
 	banner.Reset()
 	printBanner(&banner, dataDir, addr, "", "admin.key", boot, true)
 	require.Contains(t, banner.String(), boot.Key, "to a terminal, once")
+}
+
+// Every command's output wears terminalSafe's wrapper (newRootCmd): chorus dev must still see a
+// terminal through it, or make run never shows the key it made (the README's first step). A
+// character device stands for the terminal here; a file and a buffer are not one.
+func TestTerminalIsSeenThroughTheSafeWrapper(t *testing.T) {
+	tty, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer tty.Close()
+	require.True(t, isTerminal(tty))
+	require.True(t, isTerminal(terminalSafe(tty)), "the wrapped terminal is not seen as one")
+	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	require.NoError(t, err)
+	defer file.Close()
+	require.False(t, isTerminal(terminalSafe(file)))
+	require.False(t, isTerminal(terminalSafe(&bytes.Buffer{})))
+
+	// Through the root command, as chorus dev gets its output.
+	root := newRootCmd()
+	root.SetOut(tty)
+	var seen bool
+	probe := &cobra.Command{Use: "probe", RunE: func(cmd *cobra.Command, _ []string) error {
+		seen = isTerminal(cmd.OutOrStdout())
+		return nil
+	}}
+	root.AddCommand(probe)
+	root.SetArgs([]string{"probe"})
+	require.NoError(t, root.Execute())
+	require.True(t, seen, "a command's output on a terminal is not seen as one")
+}
+
+// chorus dev records its Temporal in the data dir once, address and namespace
+// (devserver.WriteAddressFile), and chorus ops reads the address back; a data dir written by an
+// older chorus dev, with the address alone, still reads.
+func TestDevAddressFileIsReadBack(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, devserver.WriteAddressFile(dir, "127.0.0.1:7351", "chorus"))
+	addr, ok := readDevAddress(dir)
+	require.True(t, ok)
+	require.Equal(t, "127.0.0.1:7351", addr)
+	a, ns, err := devserver.ReadAddressFile(dir)
+	require.NoError(t, err)
+	require.Equal(t, [2]string{"127.0.0.1:7351", "chorus"}, [2]string{a, ns})
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, devserver.AddressFile), []byte("127.0.0.1:7233\n"), 0o600))
+	addr, ok = readDevAddress(dir)
+	require.True(t, ok)
+	require.Equal(t, "127.0.0.1:7233", addr)
+	_, ok = readDevAddress(t.TempDir())
+	require.False(t, ok)
 }
 
 // testPKI is a CA with a server certificate for localhost and a client certificate, in files.
