@@ -64,34 +64,28 @@ func (b *bencher) floorsPhase(ctx context.Context) *phaseResult {
 	return res
 }
 
-// floorVs compares a row's p50 with named floors' p50.
+// floorP50 compares a row's p50 with named floors' p50.
 func (b *bencher) floorP50(s summary, floors ...string) []comparison {
-	var out []comparison
-	for _, f := range floors {
-		if fl, ok := b.floors[f]; ok {
-			out = append(out, comparison{Floor: f + " p50", Ratio: ratio(s.P50Ms, fl.P50Ms)})
-		}
-	}
-	return out
+	return b.against(" p50", s.P50Ms, func(f summary) float64 { return f.P50Ms }, floors)
 }
 
 // floorP99 compares a row's p99 with named floors' p99.
 func (b *bencher) floorP99(s summary, floors ...string) []comparison {
-	var out []comparison
-	for _, f := range floors {
-		if fl, ok := b.floors[f]; ok {
-			out = append(out, comparison{Floor: f + " p99", Ratio: ratio(s.P99Ms, fl.P99Ms)})
-		}
-	}
-	return out
+	return b.against(" p99", s.P99Ms, func(f summary) float64 { return f.P99Ms }, floors)
 }
 
 // floorRate compares a row's throughput with named floors' throughput.
 func (b *bencher) floorRate(rate float64, floors ...string) []comparison {
+	return b.against(" /s", rate, func(f summary) float64 { return f.Rate }, floors)
+}
+
+// against compares v with the figure of each named floor that was measured, labelled with the
+// floor's name and suffix; floors not measured in this run are left out.
+func (b *bencher) against(suffix string, v float64, figure func(summary) float64, floors []string) []comparison {
 	var out []comparison
 	for _, f := range floors {
 		if fl, ok := b.floors[f]; ok {
-			out = append(out, comparison{Floor: f + " /s", Ratio: ratio(rate, fl.Rate)})
+			out = append(out, comparison{Floor: f + suffix, Ratio: ratio(v, figure(fl))})
 		}
 	}
 	return out
