@@ -61,7 +61,8 @@ func (b *bencher) opsCheckPhase(ctx context.Context) *phaseResult {
 			s.Errors, s.Error = 1, err.Error()
 		}
 		res.Rows = append(res.Rows, row{Name: name, Concurrency: o.OpsConcurrency, summary: s,
-			Note: fmt.Sprintf("compared %d of %d entities; %d findings, %d busy", p.Compared, p.Entities, len(r.Findings), len(r.Busy))})
+			Note: fmt.Sprintf("compared %d of %d entities (%d queried); %d findings, %d busy", p.Compared, p.Entities, p.Queried,
+				len(r.Findings), len(r.Busy))})
 		var stages []string
 		for _, st := range p.Stages {
 			stages = append(stages, fmt.Sprintf("%s %.1f s", st.Name, st.Duration.Seconds()))

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,60 @@ func stageNames(p ops.Pass) []string {
 		names = append(names, st.Name)
 	}
 	return names
+}
+
+// A full check pass compares each row with the digest its workflow keeps in its memo
+// (workflows.MemoDigest) and queries a workflow only where the two differ (ops.Pass.Queried):
+// after a lifecycle driven through the tools (an elaborated idea, its approved proposal with its
+// drafts, tasks with criteria) it queries none; a column or an owned row changed by hand, with
+// version and change id kept, still differs and is found by the query it then makes.
+func TestFullCheckQueriesOnlyWhereTheDigestDiffers(t *testing.T) {
+	forEachDialectWithFlows(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		admin := e.client(e.adminKey)
+		pm := e.pmWithIdeaAdmin("PM")
+		project := createProject(t, admin, "Apollo")
+		_, tasks := approvedIdea(t, pm, admin, project)
+		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": tasks[0]}, nil)
+		x := e.ops()
+
+		var r ops.Report
+		var p ops.Pass
+		requireEventually(t, func() bool {
+			var err error
+			r, p, err = x.CheckPass(ctx)
+			require.NoError(t, err)
+			return len(r.Findings) == 0 && len(r.Busy) == 0 && p.Queried == 0
+		}, "a full pass after the lifecycle queries no workflow")
+		require.Equal(t, 1+1+len(tasks), p.Compared, "the idea, the proposal and the tasks")
+
+		d, err := e.tc.DescribeWorkflowExecution(ctx, workflows.TaskID(tasks[0]), "")
+		require.NoError(t, err)
+		var version int64
+		require.NoError(t, workflows.DataConverter().FromPayload(
+			d.GetWorkflowExecutionInfo().GetMemo().GetFields()[workflows.MemoVersion], &version))
+		row, err := e.st.TaskRow(ctx, tasks[0])
+		require.NoError(t, err)
+		require.Equal(t, row.Version, version, "the memo shows the row version")
+
+		_, err = e.st.DB.NewUpdate().Table("tasks").Set("title = ?", "Edited by hand").Where("uuid = ?", tasks[1]).Exec(ctx)
+		require.NoError(t, err)
+		_, err = e.st.DB.NewUpdate().Table("acceptance_criteria").Set("status = ?", "passed").
+			Where("task_uuid = ?", tasks[2]).Exec(ctx)
+		require.NoError(t, err)
+		r, p, err = x.CheckPass(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, p.Queried, "only the two edited tasks")
+		columns := map[string][]string{}
+		for _, f := range r.Findings {
+			require.Equal(t, ops.Diverged, f.Kind)
+			for _, d := range f.Differences {
+				if c := strings.Fields(d.Column)[0]; !slices.Contains(columns[f.WorkflowID], c) {
+					columns[f.WorkflowID] = append(columns[f.WorkflowID], c)
+				}
+			}
+		}
+		require.Equal(t, map[string][]string{workflows.TaskID(tasks[1]): {"title"},
+			workflows.TaskID(tasks[2]): {"criterion"}}, columns)
+	})
 }

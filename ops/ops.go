@@ -21,6 +21,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -178,9 +179,13 @@ type Pass struct {
 	Incremental bool
 	// Entities is how many entities the pass considered: every row and every running workflow.
 	Entities int
-	// Compared is how many of them it observed (described and queried); the others had not moved
+	// Compared is how many of them it compared; in an incremental pass, the others had not moved
 	// since a pass found them in agreement.
 	Compared int
+	// Queried is how many of the compared it queried for their workflow's state: those whose
+	// workflow's memo did not hold their row's digest (workflows.MemoDigest), had work pending, or
+	// was not running, and those without a row. The others agreed at a glance (Ops.glance).
+	Queried  int
 	Duration time.Duration
 	// Stages is how long each step of the pass took, in the order they ran: "read rows", "list
 	// running workflows" (with their check marks in an incremental pass), "find what moved"
@@ -343,6 +348,7 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 	p.Compared = len(targets)
 
 	verdicts := make([]verdict, len(targets))
+	var queried atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.concurrency())
 	for i, id := range targets {
@@ -351,12 +357,19 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 			if err != nil {
 				return nil
 			}
-			v, err := o.inspect(gctx, entity, uuid)
+			v, agree, err := o.glance(gctx, entity, uuid)
+			if err != nil || agree {
+				verdicts[i] = v
+				return err
+			}
+			queried.Add(1)
+			v, err = o.inspect(gctx, entity, uuid)
 			verdicts[i] = v
 			return err
 		})
 	}
 	err = g.Wait()
+	p.Queried = int(queried.Load())
 	for _, v := range verdicts {
 		r.add(v)
 	}
@@ -455,34 +468,21 @@ func (o *Ops) eachRunningPage(ctx context.Context, f func([]runningWorkflow) err
 
 // ---- observing an entity ----
 
-// side is an entity as its rows, or its workflow's state, show it, rendered for comparison.
+// side is an entity as its rows, or its workflow's state, show it, rendered for comparison
+// (workflows.Checked: the columns the workflow owns, with version and change_id, and what the
+// entity owns besides its row).
 type side struct {
+	workflows.Checked
 	// exists: the row exists / the workflow holds a created entity that is not deleted.
-	exists bool
-	// values are the columns the workflow owns, with version and change_id, as text.
-	values map[string]string
-	// parts are what the entity owns besides its row: "criterion <uuid>" (status/dev_status) and
-	// "round <uuid>" (status), which hold text only the database has, and the proposal's
-	// "document drafts" and "task drafts" (uuids in order).
-	parts map[string]string
-	// columns and partNames are the keys of values and parts, in the order findings list them.
-	columns, partNames []string
-	version            int64
-	changeID           string
-	status             string
-}
-
-// part records one of what the entity owns besides its row.
-func (s *side) part(name, value string) {
-	if _, ok := s.parts[name]; !ok {
-		s.partNames = append(s.partNames, name)
-	}
-	s.parts[name] = value
+	exists   bool
+	version  int64
+	changeID string
+	status   string
 }
 
 func (s side) same(t side) bool {
 	return s.exists == t.exists && s.version == t.version && s.changeID == t.changeID &&
-		maps.Equal(s.values, t.values) && maps.Equal(s.parts, t.parts)
+		maps.Equal(s.Values, t.Values) && maps.Equal(s.Parts, t.Parts)
 }
 
 // lostable reports whether a part holds text only the database had.
@@ -498,6 +498,9 @@ type run struct {
 	pending []Activity
 	// pendingTask: a workflow task is scheduled or running (the workflow is taking in an event).
 	pendingTask bool
+	// digest is the Checked digest of its state that the run keeps in its memo
+	// (workflows.MemoDigest); "" when it keeps none.
+	digest string
 }
 
 // observation is one consistent look at an entity: its rows, read before and after its
@@ -601,7 +604,7 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 			if rounds, err = o.Store.Elaboration(ctx, uuid); err == nil {
 				s, err = render(&i, workflows.IdeaColumns, i.Version, i.ChangeID, i.Status)
 				for _, r := range rounds {
-					s.part("round "+r.UUID, r.Status)
+					s.Part("round "+r.UUID, r.Status)
 				}
 			}
 		}
@@ -616,8 +619,8 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 			for _, t := range p.TaskDrafts {
 				tasks = append(tasks, t.UUID)
 			}
-			s.part("document drafts", strings.Join(docs, ","))
-			s.part("task drafts", strings.Join(tasks, ","))
+			s.Part("document drafts", strings.Join(docs, ","))
+			s.Part("task drafts", strings.Join(tasks, ","))
 		}
 	default:
 		var t store.Task
@@ -629,7 +632,7 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 			if criteria, err = o.Store.Criteria(ctx, uuid); err == nil {
 				s, err = render(&t, workflows.TaskColumns, t.Version, t.ChangeID, t.Status)
 				for _, c := range criteria {
-					s.part("criterion "+c.UUID, c.Status+"/"+c.DevStatus)
+					s.Part("criterion "+c.UUID, c.Status+"/"+c.DevStatus)
 				}
 			}
 		}
@@ -643,12 +646,10 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 	return s, nil
 }
 
-// render is the side of a row or projection: its owned columns, version and change_id as text.
+// render is the side of a row: its owned columns, version and change_id as text.
 func render(model any, cols []string, version int64, changeID, status string) (side, error) {
-	cols = append(slices.Clone(cols), "version", "change_id")
-	values, err := store.ColumnValues(model, cols)
-	return side{exists: true, values: values, columns: cols, parts: map[string]string{}, version: version, changeID: changeID,
-		status: status}, err
+	c, err := workflows.NewChecked(model, cols)
+	return side{Checked: c, exists: true, version: version, changeID: changeID, status: status}, err
 }
 
 // describe reads what Temporal says of id's latest run; a workflow never started is found false.
@@ -664,6 +665,9 @@ func (o *Ops) describe(ctx context.Context, id string) (run, error) {
 	info := d.GetWorkflowExecutionInfo()
 	r := run{found: true, runID: info.GetExecution().GetRunId(), pendingTask: d.GetPendingWorkflowTask() != nil,
 		status: strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))}
+	if p, ok := info.GetMemo().GetFields()[workflows.MemoDigest]; ok {
+		_ = workflows.DataConverter().FromPayload(p, &r.digest) // unreadable: no digest, so it is queried
+	}
 	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return r, nil // a closed run's activities are not pending any more, whatever it lists
 	}
@@ -701,36 +705,24 @@ func (o *Ops) queryState(ctx context.Context, entity workflows.Entity, id string
 		if err != nil {
 			return side{}, nil, err
 		}
-		p := s.Projection()
-		sd, err := render(&p, workflows.IdeaColumns, s.Row.Version, s.Row.ChangeID, s.Status)
-		sd.exists = s.Created && !s.Deleted
-		for _, r := range s.Rounds {
-			sd.part("round "+r.UUID, r.Status)
-		}
-		return sd, s, err
+		c, err := s.Checked()
+		return side{Checked: c, exists: s.Created && !s.Deleted, version: s.Row.Version, changeID: s.Row.ChangeID,
+			status: s.Status}, s, err
 	case workflows.EntityProposal:
 		s, err := query[workflows.ProposalState](ctx, o, id)
 		if err != nil {
 			return side{}, nil, err
 		}
-		p := s.Projection()
-		sd, err := render(&p, workflows.ProposalColumns, s.Row.Version, s.Row.ChangeID, s.Status)
-		sd.exists = s.Created
-		sd.part("document drafts", strings.Join(s.Documents, ","))
-		sd.part("task drafts", strings.Join(s.Tasks, ","))
-		return sd, s, err
+		c, err := s.Checked()
+		return side{Checked: c, exists: s.Created, version: s.Row.Version, changeID: s.Row.ChangeID, status: s.Status}, s, err
 	default:
 		s, err := query[workflows.TaskState](ctx, o, id)
 		if err != nil {
 			return side{}, nil, err
 		}
-		p := s.Projection()
-		sd, err := render(&p, workflows.TaskColumns, s.Row.Version, s.Row.ChangeID, s.Status)
-		sd.exists = s.Created && !s.Deleted
-		for _, c := range s.Criteria {
-			sd.part("criterion "+c.UUID, c.Status+"/"+c.DevStatus)
-		}
-		return sd, s, err
+		c, err := s.Checked()
+		return side{Checked: c, exists: s.Created && !s.Deleted, version: s.Row.Version, changeID: s.Row.ChangeID,
+			status: s.Status}, s, err
 	}
 }
 
@@ -851,21 +843,21 @@ func compare(row, wf side) (diffs, lost []Difference) {
 	if !row.exists {
 		return nil, nil
 	}
-	for _, c := range wf.columns {
-		if row.values[c] != wf.values[c] {
-			diffs = append(diffs, Difference{Column: c, Row: row.values[c], Workflow: wf.values[c]})
+	for _, c := range wf.Columns {
+		if row.Values[c] != wf.Values[c] {
+			diffs = append(diffs, Difference{Column: c, Row: row.Values[c], Workflow: wf.Values[c]})
 		}
 	}
 	if !wf.exists {
 		return diffs, nil
 	}
-	for _, p := range wf.partNames {
-		r, ok := row.parts[p]
+	for _, p := range wf.PartNames {
+		r, ok := row.Parts[p]
 		switch {
 		case !ok && lostable(p):
-			lost = append(lost, Difference{Column: p, Row: "missing", Workflow: wf.parts[p]})
-		case r != wf.parts[p]:
-			diffs = append(diffs, Difference{Column: p, Row: r, Workflow: wf.parts[p]})
+			lost = append(lost, Difference{Column: p, Row: "missing", Workflow: wf.Parts[p]})
+		case r != wf.Parts[p]:
+			diffs = append(diffs, Difference{Column: p, Row: r, Workflow: wf.Parts[p]})
 		}
 	}
 	return diffs, lost
@@ -880,6 +872,28 @@ func lostFinding(id string, lost []Difference) Finding {
 	return Finding{WorkflowID: id, Kind: LostRows, Differences: lost,
 		Detail: fmt.Sprintf("%d %s rows are missing (the workflow holds them). Their text lived only in the database, so "+
 			"chorus ops repair cannot recreate them: restore them from a backup of the database", len(lost), what)}
+}
+
+// glance compares an entity's row with what describing its workflow shows: the digest of its
+// state the workflow keeps in its memo (workflows.MemoDigest), and its pending work. agree is true
+// when the run is running, nothing is pending, and the digest is the row's (workflows.Checked):
+// then the workflow's state is the row, as a query would show (the state changes only after its
+// row is written, and every change publishes the new digest), and v is that verdict. Otherwise
+// (no row, no digest, a different one, work pending, a run not running) it cannot tell, and
+// inspect decides. The error is a read or a describe that failed.
+func (o *Ops) glance(ctx context.Context, entity workflows.Entity, uuid string) (v verdict, agree bool, err error) {
+	ob := observation{id: workflows.WorkflowID(entity, uuid), entity: entity}
+	if ob.row, err = o.readRows(ctx, entity, uuid, &ob); err != nil || !ob.row.exists {
+		return v, false, err
+	}
+	if ob.run, err = o.describe(ctx, ob.id); err != nil {
+		return v, false, err
+	}
+	r := ob.run
+	if r.status != "running" || r.pendingTask || len(r.pending) > 0 || r.digest == "" || r.digest != ob.row.Digest() {
+		return v, false, nil
+	}
+	return verdict{id: ob.id, last: ob}, true, nil
 }
 
 // verdict is what inspecting one entity found.
@@ -1076,7 +1090,7 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	if !wf.same(ob.wf) {
 		return "", skipped("%s's state moved while it was being repaired", v.id)
 	}
-	if project := wf.values["project_uuid"]; project != "" {
+	if project := wf.Values["project_uuid"]; project != "" {
 		if exists, err := o.Store.LifecycleProjectExists(ctx, project); err != nil {
 			return "", err
 		} else if !exists {
@@ -1097,8 +1111,8 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 		p := s.Projection()
 		r.Table, r.Model, r.Columns = "proposals", &p, workflows.ProposalColumns
 		r.Drafts = &store.DraftLists{Documents: s.Documents, Tasks: s.Tasks}
-		lostDrafts = missingDrafts(ob.row.parts["document drafts"], s.Documents) +
-			missingDrafts(ob.row.parts["task drafts"], s.Tasks)
+		lostDrafts = missingDrafts(ob.row.Parts["document drafts"], s.Documents) +
+			missingDrafts(ob.row.Parts["task drafts"], s.Tasks)
 	case workflows.TaskState:
 		p := s.Projection()
 		r.Table, r.Model, r.Columns = "tasks", &p, workflows.TaskColumns
@@ -1106,8 +1120,8 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 			r.Criteria = append(r.Criteria, store.CriterionMarks{UUID: c.UUID, Status: c.Status, DevStatus: c.DevStatus})
 		}
 	}
-	for p := range wf.parts {
-		if _, ok := ob.row.parts[p]; !ok && lostable(p) {
+	for p := range wf.Parts {
+		if _, ok := ob.row.Parts[p]; !ok && lostable(p) {
 			lost++
 		}
 	}
@@ -1278,7 +1292,7 @@ func missingDrafts(row string, held []string) int {
 // signal of the move never arrived): the row is the truth here, since the move committed and
 // rewriting the row would undo it for this entity alone.
 func (o *Ops) adoptMove(ctx context.Context, ob observation, mover string) (string, error) {
-	sig := workflows.EntityMoved{ProjectUUID: ob.row.values["project_uuid"], Version: ob.row.version, ChangeID: ob.row.changeID,
+	sig := workflows.EntityMoved{ProjectUUID: ob.row.Values["project_uuid"], Version: ob.row.version, ChangeID: ob.row.changeID,
 		Status: ob.row.status}
 	name, err := o.Store.ProjectName(ctx, sig.ProjectUUID)
 	if err != nil {

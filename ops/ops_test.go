@@ -14,11 +14,12 @@ import (
 
 // A task's row and workflow state at a version, as observe renders them.
 func taskSide(version int64, changeID, status string, criteria map[string]string) side {
-	s := side{exists: true, version: version, changeID: changeID, status: status, columns: []string{"status", "version", "change_id"},
-		values: map[string]string{"status": status, "version": strconv.FormatInt(version, 10), "change_id": changeID},
-		parts:  map[string]string{}}
+	s := side{exists: true, version: version, changeID: changeID, status: status, Checked: workflows.Checked{
+		Columns: []string{"status", "version", "change_id"},
+		Values:  map[string]string{"status": status, "version": strconv.FormatInt(version, 10), "change_id": changeID},
+		Parts:   map[string]string{}}}
 	for _, id := range slices.Sorted(maps.Keys(criteria)) {
-		s.part("criterion "+id, criteria[id])
+		s.Part("criterion "+id, criteria[id])
 	}
 	return s
 }

@@ -254,6 +254,8 @@ func (w *ideaWorkflow) current() IdeaState { return w.state }
 type ideaWorkflow struct {
 	state IdeaState
 	mu    *commandLock
+	// memo is the mark of the memo this run last published (publishShown).
+	memo memoMark
 	// abandoned: the create update failed, so this run holds no idea and ends.
 	abandoned bool
 	// refreshes receives SignalRefreshProgress; refreshing: a refresh is under way.
@@ -430,10 +432,14 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 			assigneeName = assignee
 		}
 	}
-	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
-		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityIdea), StatusKey.GetName(): status,
-		AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, ProgressKey.GetName(): s.Progress,
-		TitleKey.GetName(): keywordValue(s.Title), AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
+	checked, err := s.Checked()
+	holds := s.Created && !s.Deleted && err == nil
+	memo := withDigest(publishedMemo(s.Title, s.ProjectName), holds, checked, err, s.Row.Version)
+	publishShown(ctx, shown{memo: memo, mark: newMemoMark(s.Title, s.ProjectName, s.Row.Version, holds), last: &w.memo,
+		keywords: map[string]string{
+			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityIdea), StatusKey.GetName(): status,
+			AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, ProgressKey.GetName(): s.Progress,
+			TitleKey.GetName(): keywordValue(s.Title), AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
 	if s.Assignee != nil {
 		name := s.Assignee.Name

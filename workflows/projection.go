@@ -65,21 +65,28 @@ func ProposalStateFromRow(p store.Proposal) ProposalState {
 func (c *Client) StartFromState(ctx context.Context, state any) (string, error) {
 	var id, typ string
 	var run any
-	var opts = func(e Entity, summary, title, project, projectName, status, creator string) client.StartWorkflowOptions {
-		return client.StartWorkflowOptions{StaticSummary: summary + title, Memo: entityMemo(title, projectName),
+	// The memo holds the state's digest from the start, so the run's first publish need not add it.
+	var opts = func(e Entity, summary, title, project, projectName, status, creator string, version int64,
+		checked Checked, err error) client.StartWorkflowOptions {
+		return client.StartWorkflowOptions{StaticSummary: summary + title,
+			Memo:                  startMemo(withDigest(entityMemo(title, projectName), true, checked, err, version)),
 			TypedSearchAttributes: initialAttributes(e, project, title, status, creator, c.SealText)}
 	}
 	var o client.StartWorkflowOptions
 	switch s := state.(type) {
 	case IdeaState:
 		id, typ, run = IdeaID(s.UUID), IdeaWorkflowName, IdeaRun{State: &s}
-		o = opts(EntityIdea, "Idea: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID)
+		checked, err := s.Checked()
+		o = opts(EntityIdea, "Idea: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version, checked, err)
 	case ProposalState:
 		id, typ, run = ProposalID(s.UUID), ProposalWorkflowName, ProposalRun{State: &s}
-		o = opts(EntityProposal, "Proposal: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID)
+		checked, err := s.Checked()
+		o = opts(EntityProposal, "Proposal: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version,
+			checked, err)
 	case TaskState:
 		id, typ, run = TaskID(s.UUID), TaskWorkflowName, TaskRun{State: &s}
-		o = opts(EntityTask, "Task: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID)
+		checked, err := s.Checked()
+		o = opts(EntityTask, "Task: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version, checked, err)
 	default:
 		return "", fmt.Errorf("no workflow starts from a %T", state)
 	}

@@ -178,6 +178,8 @@ func (w *proposalWorkflow) current() ProposalState { return w.state }
 type proposalWorkflow struct {
 	state ProposalState
 	mu    *commandLock
+	// memo is the mark of the memo this run last published (publishShown).
+	memo memoMark
 	// abandoned: the create update failed, so this run holds no proposal and ends.
 	abandoned bool
 }
@@ -314,9 +316,13 @@ func (w *proposalWorkflow) publish(ctx workflow.Context) {
 	s := w.state
 	// A proposal has no assignee: ChorusAssignee (which named its creator before ChorusCreator) is
 	// unset.
-	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
-		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityProposal), StatusKey.GetName(): s.Status,
-		CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title)},
+	checked, err := s.Checked()
+	holds := s.Created && err == nil
+	memo := withDigest(publishedMemo(s.Title, s.ProjectName), holds, checked, err, s.Row.Version)
+	publishShown(ctx, shown{memo: memo, mark: newMemoMark(s.Title, s.ProjectName, s.Row.Version, holds), last: &w.memo,
+		keywords: map[string]string{
+			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityProposal), StatusKey.GetName(): s.Status,
+			CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title)},
 		unset: []temporal.SearchAttributeKeyKeyword{AssigneeKey}})
 	details := fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
 		s.Title, s.Status, len(s.Documents), len(s.Tasks), s.Approvals)
@@ -855,7 +861,7 @@ func taskStart(st TaskState) activities.WorkflowStart {
 	//workflowcheck:ignore (a struct marshals the same way every time)
 	input, _ := json.Marshal(TaskRun{State: &st})
 	return activities.WorkflowStart{ID: TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
-		Memo:     entityMemo(st.Title, st.ProjectName),
+		Memo:     taskStartMemo(st),
 		Keywords: initialKeywords(EntityTask, st.ProjectUUID, st.Title, st.Status, st.CreatedBy.UUID)}
 }
 

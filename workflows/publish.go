@@ -20,14 +20,42 @@ type shown struct {
 	keywords map[string]string
 	unset    []temporal.SearchAttributeKeyKeyword
 	memo     map[string]any // publishedMemo: a nil value removes the key
+	// mark is what memo shows, and last is where the run keeps the mark of its last memo
+	// (runs that took publishDigestChange).
+	mark memoMark
+	last *memoMark
+}
+
+// memoMark is what an entity workflow's memo shows: the title, the project's name, and the row
+// version whose digest it holds (holds false: no digest). A run decides whether to upsert its
+// memo by comparing marks, never by reading the memo's payloads back: with payload encryption
+// they are sealed, and a run replayed with other keys than it ran with would decide otherwise.
+type memoMark struct {
+	set            bool // the run has a mark (its first publish sets it)
+	title, project string
+	version        int64
+	holds          bool
+}
+
+// newMemoMark is the mark of the memo of an entity titled title, in project projectName, at row
+// version, holding its digest when holds.
+func newMemoMark(title, projectName string, version int64, holds bool) memoMark {
+	return memoMark{set: true, title: title, project: projectName, version: version, holds: holds}
 }
 
 // publishShown upserts what changed of s: the search attributes whose value differs from the
 // workflow's current ones (a set attribute missing from the workflow, e.g. ChorusTitle on a
 // workflow started before it existed, counts as changed), and the memo when one of its entries
-// differs. Runs recorded before publishChangesOnly upsert everything, as they did.
+// differs (memoMark). Runs recorded before publishChangesOnly upsert everything, as they did;
+// runs recorded before publishDigestChange leave the memo's digest and version out and compare
+// the memo's entries (memoShown).
 func publishShown(ctx workflow.Context, s shown) {
 	changesOnly := workflow.GetVersion(ctx, publishChangesOnly, workflow.DefaultVersion, 1) >= 1
+	digests := workflow.GetVersion(ctx, publishDigestChange, workflow.DefaultVersion, 1) >= 1
+	if !digests {
+		delete(s.memo, MemoDigest) // a run recorded before the memo kept them
+		delete(s.memo, MemoVersion)
+	}
 	current := workflow.GetTypedSearchAttributes(ctx)
 	if have, ok := current.GetKeyword(TitleKey); ok && have == SealedTitle {
 		SealKeywords(s.keywords)
@@ -52,13 +80,29 @@ func publishShown(ctx workflow.Context, s shown) {
 	if len(updates) > 0 {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, updates...)
 	}
-	if !changesOnly || !memoShown(ctx, s.memo) {
+	switch {
+	case digests:
+		if !s.last.set {
+			// The run's first publish: a memo holding a digest was started with this state's
+			// (StartFromState, a task's first state, continue-as-new, a reset to this point).
+			_, holds := workflow.GetInfo(ctx).Memo.GetFields()[MemoDigest]
+			if holds == s.mark.holds {
+				*s.last = s.mark
+				return
+			}
+		}
+		if *s.last != s.mark {
+			_ = workflow.UpsertMemo(ctx, s.memo)
+			*s.last = s.mark
+		}
+	case !changesOnly || !memoShown(ctx, s.memo):
 		_ = workflow.UpsertMemo(ctx, s.memo)
 	}
 }
 
 // memoShown says whether the workflow's memo already holds every entry of memo (a nil entry:
-// holds no such key). A memo it cannot read counts as different.
+// holds no such key). A memo it cannot read counts as different. Runs recorded before
+// publishDigestChange decide with it; later ones with memoMark, which reads no payload.
 func memoShown(ctx workflow.Context, memo map[string]any) bool {
 	fields := workflow.GetInfo(ctx).Memo.GetFields()
 	keys := make([]string, 0, len(memo))

@@ -16,17 +16,24 @@ import (
 // upserted is one UpsertTypedSearchAttributes call: the Keyword attributes it sets, by name.
 type upserted map[string]string
 
-// A task's commands each upsert only the search attributes they change, and the memo only when
-// the title or project changes (publishChangesOnly): before, each commit upserted all of them
-// and the memo, two events per command whatever changed. The first publish of a run sets what
-// the workflow's start did not (ChorusTitle, ChorusAssigneeName).
+// A task's commands each upsert only the search attributes they change (publishChangesOnly):
+// before, each commit upserted all of them, whatever changed. The first publish of a run sets what
+// the workflow's start did not (ChorusTitle, ChorusAssigneeName). The memo changes with every
+// commit, since it keeps the state's digest and row version for ops check (publishDigestChange):
+// one upsert a command, none at the start, whose memo already holds them.
 func TestTaskWorkflowPublishesOnlyWhatChanged(t *testing.T) {
 	sets, memos := claimAndStart(t, false)
 	require.Equal(t, []upserted{
 		{StatusKey.GetName(): "assigned", AssigneeKey.GetName(): "dev", AssigneeNameKey.GetName(): "Dev One"},
 		{StatusKey.GetName(): "in_progress"},
 	}, sets, "each command upserts the attributes it changed, nothing else")
-	require.Zero(t, memos, "neither command changed the title or the project, so the memo stays")
+	require.Len(t, memos, 2, "one memo upsert a command")
+	for i, m := range memos {
+		require.Equal(t, int64(i+2), m[MemoVersion], "the row version after command %d", i+1)
+		require.Len(t, m[MemoDigest], 16)
+		require.Equal(t, "Write the docs", m["title"])
+	}
+	require.NotEqual(t, memos[0][MemoDigest], memos[1][MemoDigest], "each change has its own digest")
 }
 
 // A task started sealed (payload encryption on: its ChorusTitle is SealedTitle) never publishes
@@ -40,8 +47,8 @@ func TestSealedTaskKeepsTextOutOfSearchAttributes(t *testing.T) {
 }
 
 // claimAndStart runs a task workflow through a claim and a move to in_progress and returns its
-// search-attribute upserts and how many times it upserted the memo.
-func claimAndStart(t *testing.T, sealed bool) ([]upserted, int) {
+// search-attribute upserts and its memo upserts.
+func claimAndStart(t *testing.T, sealed bool) ([]upserted, []map[string]any) {
 	t.Helper()
 	env, s := newEnv(t)
 	var a *activities.Activities
@@ -59,15 +66,17 @@ func claimAndStart(t *testing.T, sealed bool) ([]upserted, int) {
 		}
 		sets = append(sets, u)
 	}).Return(nil)
-	memos := 0
-	env.OnUpsertMemo(mock.Anything).Run(func(mock.Arguments) { memos++ }).Return(nil)
+	var memos []map[string]any
+	env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
+		memos = append(memos, args.Get(0).(map[string]any))
+	}).Return(nil)
 	env.SetTypedSearchAttributesOnStart(initialAttributes(EntityTask, "p", "Write the docs", "open", "pm-1", sealed))
-	env.SetMemoOnStart(entityMemo("Write the docs", "Demo"))
 
 	dev := Actor{Type: "agent", UUID: "dev", Name: "Dev One", CompanyUUID: "co"}
 	st := TaskState{Created: true, UUID: "t", CompanyUUID: "co", ProjectUUID: "p", ProjectName: "Demo",
 		Title: "Write the docs", Status: "open", Priority: "medium", CreatedBy: Party{Type: "agent", UUID: "pm-1"},
 		Row: RowMark{Version: 1, ChangeID: "task-batch/b#1@r"}}
+	env.SetMemoOnStart(taskStartMemo(st))
 	claim := s.send(time.Second, UpdateClaimTask, TaskCommand{Actor: dev})
 	start := s.send(2*time.Second, UpdateUpdateTask, UpdateTaskInput{Actor: dev, Status: ptr("in_progress")})
 	env.RegisterDelayedCallback(env.CancelWorkflow, 3*time.Second)

@@ -309,6 +309,8 @@ func (w *taskWorkflow) current() TaskState { return w.state }
 type taskWorkflow struct {
 	state TaskState
 	mu    *commandLock
+	// memo is the mark of the memo this run last published (publishShown).
+	memo memoMark
 	// stopping: the run is about to continue as new, so no lease expiry may start; expiring: one
 	// is under way (see watchLease).
 	stopping, expiring bool
@@ -522,10 +524,14 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 	if s.Assignee != nil {
 		assigneeName = s.assigneeText()
 	}
-	publishShown(ctx, shown{memo: publishedMemo(s.Title, s.ProjectName), keywords: map[string]string{
-		ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityTask), StatusKey.GetName(): status,
-		AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title),
-		AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
+	checked, err := s.Checked()
+	holds := s.Created && !s.Deleted && err == nil
+	memo := withDigest(publishedMemo(s.Title, s.ProjectName), holds, checked, err, s.Row.Version)
+	publishShown(ctx, shown{memo: memo, mark: newMemoMark(s.Title, s.ProjectName, s.Row.Version, holds), last: &w.memo,
+		keywords: map[string]string{
+			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityTask), StatusKey.GetName(): status,
+			AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title),
+			AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
 	if s.Assignee != nil {
 		details += ", assigned to " + s.assigneeText()

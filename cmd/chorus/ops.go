@@ -200,13 +200,14 @@ func runCheck(ctx context.Context, g *globals, o opsOptions, only string, out, e
 	return reportCheck(r, o.asJSON, out, errOut)
 }
 
-// passLine says what a pass compared and how long it took.
+// passLine says what a pass compared, how many workflows it had to query, and how long it took.
 func passLine(p ops.Pass) string {
+	what := fmt.Sprintf("compared all %d entities", p.Compared)
 	if p.Incremental {
-		return fmt.Sprintf("compared %d of %d entities, those that moved since the last pass, in %s", p.Compared, p.Entities,
-			p.Duration.Round(time.Millisecond))
+		what = fmt.Sprintf("compared %d of %d entities, those that moved since the last pass,", p.Compared, p.Entities)
 	}
-	return fmt.Sprintf("compared all %d entities in %s", p.Compared, p.Duration.Round(time.Millisecond))
+	return fmt.Sprintf("%s in %s; %d workflows were queried for their state, the others' memo showed their row's digest",
+		what, p.Duration.Round(time.Millisecond), p.Queried)
 }
 
 // reportCheck prints a check's report (as text, or as a JSON list of findings with busy
