@@ -206,7 +206,7 @@ func passLine(p ops.Pass) string {
 	if p.Incremental {
 		what = fmt.Sprintf("compared %d of %d entities, those that moved since the last pass,", p.Compared, p.Entities)
 	}
-	return fmt.Sprintf("%s in %s; %d workflows were queried for their state, the others' memo showed their row's digest",
+	return fmt.Sprintf("%s in %s (%d by querying their workflow's state, the rest by the digest in its memo)",
 		what, p.Duration.Round(time.Millisecond), p.Queried)
 }
 
