@@ -101,7 +101,12 @@ func (o *opsOptions) dial(ctx context.Context, g *globals, st *store.Store) (*op
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency}
+	conv, err := o.temporal.converters()
+	if err != nil {
+		tc.Close()
+		return nil, nil, err
+	}
+	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency, Converters: &conv}
 	x.Flows.SealText = o.temporal.sealsPayloads()
 	if st != nil {
 		x.Flows.Rows = st
