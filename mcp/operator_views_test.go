@@ -91,7 +91,11 @@ func TestOperatorViewsNameProjectAndCreator(t *testing.T) {
 				_, hasAssignee := v.attrs[workflows.AssigneeKey.GetName()]
 				return err == nil && v.attrs[workflows.CreatorKey.GetName()] == wt.creator && hasAssignee == (wt.assignee != nil)
 			}, "%s shows its creator, and an assignee unless it is a proposal", id)
-			require.Equal(t, map[string]any{"title": wt.title, "project": "Apollo"}, v.memo, id)
+			require.Equal(t, wt.title, v.memo["title"], id)
+			require.Equal(t, "Apollo", v.memo["project"], id)
+			require.Len(t, v.memo[workflows.MemoDigest], 16, "%s keeps the digest ops check compares", id)
+			require.Positive(t, v.memo[workflows.MemoVersion], "%s keeps its row version", id)
+			require.Len(t, v.memo, 4, id)
 			require.Equal(t, w.a, v.attrs[workflows.ProjectUUIDKey.GetName()], id)
 			if wt.assignee != nil {
 				require.Equal(t, *wt.assignee, v.attrs[workflows.AssigneeKey.GetName()], id)
@@ -110,7 +114,9 @@ func TestOperatorViewsNameProjectAndCreator(t *testing.T) {
 			if id == workflows.TaskID(quick.Tasks[0].UUID) {
 				project = "Apollo" // not part of the idea's cascade
 			}
-			require.Equal(t, map[string]any{"title": wt.title, "project": project}, v.memo, id)
+			require.Equal(t, wt.title, v.memo["title"], id)
+			require.Equal(t, project, v.memo["project"], id)
+			require.Len(t, v.memo[workflows.MemoDigest], 16, id)
 			require.Equal(t, wt.creator, v.attrs[workflows.CreatorKey.GetName()], "%s: a move keeps the creator", id)
 		}
 	})
