@@ -117,7 +117,50 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 		return r, p, fmt.Errorf("read rows: %w", err)
 	}
 	p.stage("read rows", &step)
-	var rows []string // workflow ids, in the order findings are listed
+	rows := rowWorkflowIDs(ids)
+	listed, err := o.listRunning(ctx, rows, incremental)
+	if err != nil {
+		return r, p, err
+	}
+	p.stage("list running workflows", &step)
+	targets := rows
+	if incremental {
+		if targets, err = o.movedRows(ctx, rows, listed); err != nil {
+			return r, p, err
+		}
+		p.stage("find what moved", &step)
+	}
+	targets = append(targets, listed.extra...)
+	p.Entities = len(rows) + len(listed.extra)
+	p.Compared = len(targets)
+
+	verdicts, queried, err := o.compareAll(ctx, targets)
+	p.Queried = queried
+	for _, v := range verdicts {
+		r.add(v)
+	}
+	if err != nil {
+		return r, p, err
+	}
+	p.stage("compare", &step)
+	counts, err := o.unresolvedCounts(ctx)
+	r.Findings = append(r.Findings, counts...)
+	if err != nil {
+		return r, p, err
+	}
+	p.stage("recount unresolved dependencies", &step)
+	if err := o.saveMarks(ctx, verdicts, r.Findings); err != nil {
+		return r, p, err
+	}
+	p.stage("record check marks", &step)
+	p.Duration = time.Since(started)
+	return r, p, nil
+}
+
+// rowWorkflowIDs is the workflow id of every row, ideas then proposals then tasks: the order
+// findings are listed in.
+func rowWorkflowIDs(ids store.LifecycleUUIDs) []string {
+	var rows []string
 	for _, g := range []struct {
 		entity workflows.Entity
 		uuids  []string
@@ -126,21 +169,35 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 			rows = append(rows, workflows.WorkflowID(g.entity, uuid))
 		}
 	}
+	return rows
+}
+
+// listedRuns is what visibility's list of running workflows says against the rows.
+type listedRuns struct {
+	// running holds every running entity workflow's id.
+	running map[string]bool
+	// extra are the running workflows without a row: compared in any pass.
+	extra []string
+	// moved are the rows whose running workflow's run is not the one their check mark names
+	// (incremental passes only).
+	moved []string
+}
+
+// listRunning lists the running entity workflows (visibility), and, in an incremental pass, reads
+// their check marks to find those whose run moved.
+func (o *Ops) listRunning(ctx context.Context, rows []string, incremental bool) (listedRuns, error) {
 	hasRow := make(map[string]bool, len(rows))
 	for _, id := range rows {
 		hasRow[id] = true
 	}
-	// Running workflows, from visibility: those without a row are compared in any pass; in an
-	// incremental one, so are those whose run is not the one their mark names.
-	running := map[string]bool{}
-	var extra, moved []string
-	err = o.eachRunningPage(ctx, func(page []runningWorkflow) error {
+	l := listedRuns{running: map[string]bool{}}
+	err := o.eachRunningPage(ctx, func(page []runningWorkflow) error {
 		var ids []string
 		for _, w := range page {
-			running[w.id] = true
+			l.running[w.id] = true
 			ids = append(ids, w.id)
 			if !hasRow[w.id] {
-				extra = append(extra, w.id)
+				l.extra = append(l.extra, w.id)
 			}
 		}
 		if !incremental {
@@ -152,42 +209,45 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 		}
 		for _, w := range page {
 			if hasRow[w.id] && marked[w.id] != w.runID {
-				moved = append(moved, w.id)
+				l.moved = append(l.moved, w.id)
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return r, p, err
-	}
-	p.stage("list running workflows", &step)
-	targets := rows
-	if incremental {
-		changed, err := o.Store.UnmarkedRows(ctx)
-		if err != nil {
-			return r, p, fmt.Errorf("read check marks: %w", err)
-		}
-		suspect := map[string]bool{}
-		for _, id := range append(changed, moved...) {
-			suspect[id] = true
-		}
-		for _, id := range rows {
-			if !running[id] {
-				suspect[id] = true // a missing or closed workflow, or one between two runs
-			}
-		}
-		targets = nil
-		for _, id := range rows {
-			if suspect[id] {
-				targets = append(targets, id)
-			}
-		}
-		p.stage("find what moved", &step)
-	}
-	targets = append(targets, extra...)
-	p.Entities = len(rows) + len(extra)
-	p.Compared = len(targets)
+	return l, err
+}
 
+// movedRows is what an incremental pass compares of the rows, in their order: those whose version
+// or change id differ from their check mark or have none, those whose run moved, and those whose
+// workflow is not running.
+func (o *Ops) movedRows(ctx context.Context, rows []string, listed listedRuns) ([]string, error) {
+	changed, err := o.Store.UnmarkedRows(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read check marks: %w", err)
+	}
+	suspect := map[string]bool{}
+	for _, id := range append(changed, listed.moved...) {
+		suspect[id] = true
+	}
+	for _, id := range rows {
+		if !listed.running[id] {
+			suspect[id] = true // a missing or closed workflow, or one between two runs
+		}
+	}
+	var targets []string
+	for _, id := range rows {
+		if suspect[id] {
+			targets = append(targets, id)
+		}
+	}
+	return targets, nil
+}
+
+// compareAll compares each of targets (workflow ids), up to o.Concurrency at once: at a glance
+// (glance), and by inspecting it when the glance cannot tell. It returns a verdict per target, in
+// their order, and how many it queried; the error is the first that failed, with the verdicts
+// found until then.
+func (o *Ops) compareAll(ctx context.Context, targets []string) ([]verdict, int, error) {
 	verdicts := make([]verdict, len(targets))
 	var queried atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -209,27 +269,8 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 			return err
 		})
 	}
-	err = g.Wait()
-	p.Queried = int(queried.Load())
-	for _, v := range verdicts {
-		r.add(v)
-	}
-	if err != nil {
-		return r, p, err
-	}
-	p.stage("compare", &step)
-	counts, err := o.unresolvedCounts(ctx)
-	r.Findings = append(r.Findings, counts...)
-	if err != nil {
-		return r, p, err
-	}
-	p.stage("recount unresolved dependencies", &step)
-	if err := o.saveMarks(ctx, verdicts, r.Findings); err != nil {
-		return r, p, err
-	}
-	p.stage("record check marks", &step)
-	p.Duration = time.Since(started)
-	return r, p, nil
+	err := g.Wait()
+	return verdicts, int(queried.Load()), err
 }
 
 // saveMarks records the check marks of a pass: a mark per entity found in agreement with its row

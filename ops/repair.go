@@ -78,6 +78,10 @@ func (o *Ops) recount(ctx context.Context, uuid string) (string, error) {
 	return "recounted the task's unresolved dependencies from its dependencies", nil
 }
 
+// rewriteRow resolves a Diverged or MissingRow finding (Repair): it checks the entity again and
+// decides what the finding calls for (nothing, a skip, adopting a move or revoke, restarting the
+// workflow from rows ahead of it, ending a run whose entity its own change deleted), and
+// otherwise writes the row from the workflow (writeFromWorkflow).
 func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {
 	v, err := o.inspect(ctx, entity, uuid)
 	if err != nil {
@@ -135,6 +139,15 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 	} else if deletedBy != "" {
 		return o.endDeleted(ctx, ob, deletedBy)
 	}
+	return o.writeFromWorkflow(ctx, v, entity, uuid)
+}
+
+// writeFromWorkflow writes v's entity's row from its workflow's state, after re-verifying right
+// before writing that the run is the one observed, with nothing in flight and the same state, and
+// that the state's project is in this database. The write is guarded by the row as observed
+// (store.RowGuard): a row that moved meanwhile is skipped, nothing written.
+func (o *Ops) writeFromWorkflow(ctx context.Context, v verdict, entity workflows.Entity, uuid string) (string, error) {
+	ob := v.last
 	// Re-verify right before writing: the same run, nothing in flight, the same state.
 	again, err := o.describe(ctx, v.id)
 	if err != nil {
@@ -157,9 +170,33 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 			return "", foreignWorkflow(v.id, entity, project)
 		}
 	}
+	r, lostDrafts := rowRepair(ob, entity, uuid, state)
+	lost := 0
+	for p := range wf.Parts {
+		if _, ok := ob.row.Parts[p]; !ok && lostable(p) {
+			lost++
+		}
+	}
+	if err := o.Store.RepairRow(ctx, r); errors.Is(err, store.ErrRowMoved) {
+		return "", skipped("%s's row changed since it was checked; nothing was written", v.id)
+	} else if store.IsConstraintViolation(err) {
+		return "", fmt.Errorf("%w: the database refused %s's row as its workflow holds it (%v): a row it refers to (its "+
+			"project, parent idea or proposal) is not in this database. If the workflow is not this deployment's, terminate it "+
+			"(temporal workflow terminate -w %s --reason ...); if rows were deleted by hand, restore them from a backup. "+
+			"Running repair again changes nothing", ErrCannotRepair, v.id, err, v.id)
+	} else if err != nil {
+		return "", err
+	}
+	return repairedMessage(entity, ob, wf.version, r, lost, lostDrafts), nil
+}
+
+// rowRepair is the store.RowRepair that writes state (the workflow's, as queried) over ob's row,
+// guarded by the row as observed, and how many of the drafts the workflow holds the row lacks
+// (proposals only).
+func rowRepair(ob observation, entity workflows.Entity, uuid string, state any) (store.RowRepair, int) {
 	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID},
 		Undo: rollbackActivity(entity, uuid, state, ob.row.version)}
-	var lost, lostDrafts int
+	var lostDrafts int
 	switch s := state.(type) {
 	case workflows.IdeaState:
 		p := s.Projection()
@@ -180,34 +217,26 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 			r.Criteria = append(r.Criteria, store.CriterionMarks{UUID: c.UUID, Status: c.Status, DevStatus: c.DevStatus})
 		}
 	}
-	for p := range wf.Parts {
-		if _, ok := ob.row.Parts[p]; !ok && lostable(p) {
-			lost++
-		}
-	}
-	if err := o.Store.RepairRow(ctx, r); errors.Is(err, store.ErrRowMoved) {
-		return "", skipped("%s's row changed since it was checked; nothing was written", v.id)
-	} else if store.IsConstraintViolation(err) {
-		return "", fmt.Errorf("%w: the database refused %s's row as its workflow holds it (%v): a row it refers to (its "+
-			"project, parent idea or proposal) is not in this database. If the workflow is not this deployment's, terminate it "+
-			"(temporal workflow terminate -w %s --reason ...); if rows were deleted by hand, restore them from a backup. "+
-			"Running repair again changes nothing", ErrCannotRepair, v.id, err, v.id)
-	} else if err != nil {
-		return "", err
-	}
+	return r, lostDrafts
+}
+
+// repairedMessage says what writing r did: the row rewritten or re-inserted from its workflow (at
+// version), what could not be recreated (lost owned rows, lostDrafts drafts, the columns the
+// workflow does not hold) and the changes it rolled back.
+func repairedMessage(entity workflows.Entity, ob observation, version int64, r store.RowRepair, lost, lostDrafts int) string {
 	owned := "acceptance criteria"
 	if entity == workflows.EntityIdea {
 		owned = "elaboration rounds"
 	}
-	msg := fmt.Sprintf("rewrote the %s row from its workflow (version %d)", entity, wf.version)
+	msg := fmt.Sprintf("rewrote the %s row from its workflow (version %d)", entity, version)
 	switch {
 	case r.Guard.Missing && lost > 0:
 		msg = fmt.Sprintf("re-inserted the %s row from its workflow (version %d). What lived only in the database cannot be "+
 			"recreated; restore it from a backup: the columns the workflow does not hold (its description or content, among "+
-			"others) and the %d %s rows that went with the row", entity, wf.version, lost, owned)
+			"others) and the %d %s rows that went with the row", entity, version, lost, owned)
 	case r.Guard.Missing:
 		msg = fmt.Sprintf("re-inserted the %s row from its workflow (version %d). The columns the workflow does not hold "+
-			"(its description or content, among others) are empty: restore them from a backup", entity, wf.version)
+			"(its description or content, among others) are empty: restore them from a backup", entity, version)
 	case lost > 0:
 		msg += fmt.Sprintf(". %d %s rows are gone and cannot be recreated (their text lived only in the database): restore "+
 			"them from a backup", lost, owned)
@@ -222,7 +251,7 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 			"rolled back, a retry of their calls with the same requestId is told so, and a rolled_back activity on the %s "+
 			"records it", n, ob.row.version, entity)
 	}
-	return msg, nil
+	return msg
 }
 
 // foreignWorkflow is the error of a repair whose workflow holds an entity of a project this
