@@ -93,7 +93,8 @@ type Ops struct {
 	Store *store.Store
 	Flows *workflows.Client
 	// Converters are those of Flows' Temporal client (payload keys): ReplayHistory replays with
-	// them. Nil: payloads in the clear.
+	// them, and a pass opens the digest in each workflow's memo with them. Nil: payloads in the
+	// clear (a sealed digest cannot be read, so every workflow is queried).
 	Converters *workflows.Converters
 
 	// Attempts is how many times an entity is observed before it is called busy (default 6).

@@ -26,6 +26,7 @@ type Checked struct {
 // version and change_id. The error names a column model does not have.
 func NewChecked(model any, cols []string) (Checked, error) {
 	cols = append(slices.Clone(cols), "version", "change_id")
+	//workflowcheck:ignore (reflection over a struct's fields and fixed formats: one answer)
 	values, err := store.ColumnValues(model, cols)
 	return Checked{Columns: cols, Values: values, Parts: map[string]string{}}, err
 }
