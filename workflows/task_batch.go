@@ -50,8 +50,9 @@ type CreateTasksInput struct {
 // (CheckCriteria) and a title that is not blank (CheckTitle). It is pure: the MCP tool calls it
 // before it starts the batch, and CreateTasksWorkflow again before it writes, so a batch that
 // breaks it creates nothing. Its refusals are *Error: a shared label and a blank title are
-// KindInvalid; a task without criteria is KindConflict, the kind chorus_create_tasks has always
-// answered it with (a refusal that keeps the requestId bound to its arguments, docs/rules.md §8.5).
+// KindInvalid; a task without criteria is KindConflict, because chorus_create_tasks has always
+// answered it as a refusal of the call rather than as invalid input: its requestId stays bound
+// to its arguments (docs/rules.md §8.5), and that is kept so no agent sees a change.
 func ValidateTaskBatch(tasks []NewTaskSpec) error {
 	labels := map[string]bool{}
 	for _, t := range tasks {
