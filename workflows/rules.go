@@ -32,11 +32,15 @@ func CheckTitle(where, field string, title *string) error {
 	return Refuse(KindInvalid, "%s: %s must not be blank", where, field)
 }
 
-// CheckCriteria is the criteria rule (docs/rules.md §5.2): a task, or a task draft, has
-// acceptance criteria when one item survives NormalizeCriteria. It refuses as invalid input
-// with "<where>: Acceptance criteria are required: ...", or without a prefix when where is "".
+// HasCriteria reports whether items make acceptance criteria (docs/rules.md §5.2, "has
+// criteria"): one item survives NormalizeCriteria.
+func HasCriteria(items []store.CriterionDraft) bool { return len(NormalizeCriteria(items)) > 0 }
+
+// CheckCriteria is the criteria rule: a task, or a task draft, must have acceptance criteria
+// (HasCriteria). It refuses as invalid input with "<where>: Acceptance criteria are required:
+// ...", or without a prefix when where is "". Proposal validation's W3 warns on the same test.
 func CheckCriteria(where string, items []store.CriterionDraft) error {
-	if len(NormalizeCriteria(items)) > 0 {
+	if HasCriteria(items) {
 		return nil
 	}
 	if where == "" {
