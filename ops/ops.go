@@ -28,6 +28,7 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chorus-dev/chorus/store"
@@ -120,7 +121,8 @@ type Ops struct {
 	Store *store.Store
 	Flows *workflows.Client
 	// Converters are those of Flows' Temporal client (payload keys): ReplayHistory replays with
-	// them. Nil: payloads in the clear.
+	// them, and a pass opens the digest in each workflow's memo with them. Nil: payloads in the
+	// clear (a sealed digest cannot be read, so every workflow is queried).
 	Converters *workflows.Converters
 
 	// Attempts is how many times an entity is observed before it is called busy (default 6).
@@ -652,6 +654,14 @@ func render(model any, cols []string, version int64, changeID, status string) (s
 	return side{Checked: c, exists: true, version: version, changeID: changeID, status: status}, err
 }
 
+// dataConverter opens payloads as Flows' Temporal client does (Converters).
+func (o *Ops) dataConverter() converter.DataConverter {
+	if o.Converters != nil && o.Converters.Data != nil {
+		return o.Converters.Data
+	}
+	return workflows.DataConverter()
+}
+
 // describe reads what Temporal says of id's latest run; a workflow never started is found false.
 func (o *Ops) describe(ctx context.Context, id string) (run, error) {
 	d, err := o.Flows.Temporal.DescribeWorkflowExecution(ctx, id, "")
@@ -666,7 +676,7 @@ func (o *Ops) describe(ctx context.Context, id string) (run, error) {
 	r := run{found: true, runID: info.GetExecution().GetRunId(), pendingTask: d.GetPendingWorkflowTask() != nil,
 		status: strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))}
 	if p, ok := info.GetMemo().GetFields()[workflows.MemoDigest]; ok {
-		_ = workflows.DataConverter().FromPayload(p, &r.digest) // unreadable: no digest, so it is queried
+		_ = o.dataConverter().FromPayload(p, &r.digest) // unreadable: no digest, so it is queried
 	}
 	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return r, nil // a closed run's activities are not pending any more, whatever it lists

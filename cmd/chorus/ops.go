@@ -101,7 +101,12 @@ func (o *opsOptions) dial(ctx context.Context, g *globals, st *store.Store) (*op
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency}
+	conv, err := o.temporal.converters()
+	if err != nil {
+		tc.Close()
+		return nil, nil, err
+	}
+	x := &ops.Ops{Store: st, Flows: workflows.NewClient(tc, o.taskQueue, nil), Concurrency: o.concurrency, Converters: &conv}
 	x.Flows.SealText = o.temporal.sealsPayloads()
 	if st != nil {
 		x.Flows.Rows = st
@@ -206,7 +211,7 @@ func passLine(p ops.Pass) string {
 	if p.Incremental {
 		what = fmt.Sprintf("compared %d of %d entities, those that moved since the last pass,", p.Compared, p.Entities)
 	}
-	return fmt.Sprintf("%s in %s; %d workflows were queried for their state, the others' memo showed their row's digest",
+	return fmt.Sprintf("%s in %s (%d by querying their workflow's state, the rest by the digest in its memo)",
 		what, p.Duration.Round(time.Millisecond), p.Queried)
 }
 

@@ -489,7 +489,8 @@ func TestPayloadEncryptionEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	addr, _ := freeAddr(t, "127.0.0.1")
 	tcfg := temporalConfig{address: tmp.addr, namespace: ns}
-	serveTest(t, st, serverConfig{role: roleAll, addr: addr, temporal: tcfg, taskQueue: "sealed-" + store.NewUUID()[:8]},
+	queue := "sealed-" + store.NewUUID()[:8]
+	serveTest(t, st, serverConfig{role: roleAll, addr: addr, temporal: tcfg, taskQueue: queue},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	ctx := context.Background()
@@ -548,6 +549,27 @@ func TestPayloadEncryptionEndToEnd(t *testing.T) {
 	r, err = (&ops.Ops{}).ReplayHistory(ctx, path, "")
 	require.NoError(t, err)
 	require.Error(t, r.Divergence, "without the keys the history cannot be read")
+
+	// ops check opens the sealed digest in the workflow's memo with the keys, and so compares the
+	// idea at a glance; without them it cannot, and queries the workflow instead.
+	d, err := plain.DescribeWorkflowExecution(ctx, wid, "")
+	require.NoError(t, err)
+	require.Equal(t, workflows.MetadataEncodingEncrypted,
+		string(d.GetWorkflowExecutionInfo().GetMemo().GetFields()[workflows.MemoDigest].GetMetadata()["encoding"]))
+	sealedClient, err := dialTemporal(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), tcfg, 10*time.Second)
+	require.NoError(t, err)
+	defer sealedClient.Close()
+	for _, c := range []struct {
+		conv    *workflows.Converters
+		queried int
+	}{{&withKeys, 0}, {nil, 1}} {
+		x := &ops.Ops{Store: st, Flows: workflows.NewClient(sealedClient, queue, st), Converters: c.conv}
+		report, pass, err := x.CheckPass(ctx)
+		require.NoError(t, err)
+		require.Empty(t, report.Findings)
+		require.Equal(t, 1, pass.Compared)
+		require.Equal(t, c.queried, pass.Queried, "converters given: %v", c.conv != nil)
+	}
 
 	// The codec server: nothing without a token, the text with one (header or sign-in cookie),
 	// CORS for the UI's origin only.
