@@ -304,7 +304,7 @@ func TestRefusalDoesNotPinTheRequestID(t *testing.T) {
 	t0, t1 := created.Tasks[0].UUID, created.Tasks[1].UUID
 	ok(t, dev1, "chorus_claim_task", map[string]any{"taskUuid": t1}, nil)
 	args := map[string]any{"taskUuid": t1, "status": "in_progress", "requestId": "r-1"}
-	require.Contains(t, fails(t, dev1, "chorus_update_task", args), "1 dependencies not resolved")
+	require.Contains(t, fails(t, dev1, "chorus_update_task", args), "1 dependency not resolved")
 
 	ok(t, dev2, "chorus_claim_task", map[string]any{"taskUuid": t0}, nil)
 	work(t, dev2, t0)

@@ -92,7 +92,7 @@ func TestIdeaToDone(t *testing.T) {
 		require.Len(t, v.Hints, 2, "blocked by Schema, awaited by UI")
 		require.Contains(t, v.Hints[0], `"Schema" (open)`)
 		msg := fails(t, dev2, "chorus_update_task", map[string]any{"taskUuid": api, "status": "in_progress"})
-		require.True(t, strings.HasPrefix(msg, "Cannot move to in_progress: 1 dependencies not resolved.\n\nBlockers:\n1. \"Schema\" (status: open, assignee: none"), msg)
+		require.True(t, strings.HasPrefix(msg, "Cannot move to in_progress: 1 dependency not resolved.\n\nBlockers:\n1. \"Schema\" (status: open, assignee: none"), msg)
 		require.Contains(t, msg, "Tip: Use chorus_get_unblocked_tasks")
 		ok(t, dev1, "chorus_claim_task", map[string]any{"taskUuid": schema}, &v)
 		ok(t, dev1, "chorus_claim_task", map[string]any{"taskUuid": ui}, &v)

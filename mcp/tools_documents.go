@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Document tools (docs/rules.md §4.7, §5.8). Documents are records: plain
@@ -92,8 +93,8 @@ var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
 	Name: "chorus_pm_create_document", Title: "Create a document", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
 	Desc: "Create a document in a project, optionally of a proposal (reports: chorus_create_report).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateDocumentIn) (DocumentView, error) {
-		if strings.TrimSpace(in.Title) == "" {
-			return DocumentView{}, invalid("title must not be blank")
+		if err := workflows.CheckTitle("", "title", &in.Title); err != nil {
+			return DocumentView{}, err
 		}
 		pv, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
 		if err != nil {
@@ -134,8 +135,8 @@ var pmUpdateDocument = tool[UpdateDocumentIn, DocumentView]{
 	Name: "chorus_pm_update_document", Title: "Update a document", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
 	Desc: "Change a document's title or content; its version goes up by one.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentIn) (DocumentView, error) {
-		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-			return DocumentView{}, invalid("title must not be blank")
+		if err := workflows.CheckTitle("", "title", in.Title); err != nil {
+			return DocumentView{}, err
 		}
 		_, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessEditor)
 		if err != nil {

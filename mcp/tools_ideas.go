@@ -186,8 +186,8 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 	Name: "chorus_pm_create_idea", Title: "Create an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Create an open idea in a project, optionally under a parent or as a theme grouping child ideas.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateIdeaIn) (CreatedIdea, error) {
-		if strings.TrimSpace(in.Title) == "" {
-			return CreatedIdea{}, invalid("title must not be blank")
+		if err := workflows.CheckTitle("", "title", &in.Title); err != nil {
+			return CreatedIdea{}, err
 		}
 		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
 		if err != nil {

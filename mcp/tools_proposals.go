@@ -285,8 +285,8 @@ var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 	Desc: "Create an empty draft proposal from ideas you hold, or from documents. note names other proposals " +
 		"using an input idea.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProposalIn) (CreatedProposal, error) {
-		if strings.TrimSpace(in.Title) == "" {
-			return CreatedProposal{}, invalid("title must not be blank")
+		if err := workflows.CheckTitle("", "title", &in.Title); err != nil {
+			return CreatedProposal{}, err
 		}
 		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
 		if err != nil {

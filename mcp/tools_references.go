@@ -148,8 +148,8 @@ var addReference = tool[AddReferenceIn, ReferenceView]{
 		if msg != "" {
 			return ReferenceView{}, refuseAs("invalid_input", "%s%s", prefix, msg)
 		}
-		if strings.TrimSpace(in.Title) == "" {
-			return ReferenceView{}, invalid("title must not be blank")
+		if err := workflows.CheckTitle("", "title", &in.Title); err != nil {
+			return ReferenceView{}, err
 		}
 		now := store.Now()
 		id := call.newID("reference")
@@ -256,11 +256,11 @@ var updateReference = tool[UpdateReferenceIn, ReferenceView]{
 			}
 			e.URL = &u
 		}
+		if err := workflows.CheckTitle("", "title", in.Title); err != nil {
+			return ReferenceView{}, err
+		}
 		if in.Title != nil {
 			t := strings.TrimSpace(*in.Title)
-			if t == "" {
-				return ReferenceView{}, invalid("title must not be blank")
-			}
 			e.Title = &t
 		}
 		r, err := d.Store.UpdateReference(ctx, string(in.UUID), e)

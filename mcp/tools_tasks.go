@@ -153,7 +153,7 @@ func taskHints(v TaskView, mine bool) []string {
 	var hints []string
 	var open []string
 	for _, dep := range v.DependsOn {
-		if dep.Status != "done" && dep.Status != "closed" {
+		if !workflows.TaskStatus(dep.Status).Resolved() {
 			open = append(open, fmt.Sprintf("%q (%s)", dep.Title, dep.Status))
 		}
 	}
@@ -168,7 +168,7 @@ func taskHints(v TaskView, mine bool) []string {
 	}
 	var waiting []string
 	for _, dep := range v.DependedBy {
-		if dep.Status != "done" && dep.Status != "closed" {
+		if !workflows.TaskStatus(dep.Status).Resolved() {
 			waiting = append(waiting, fmt.Sprintf("%q", dep.Title))
 		}
 	}
@@ -534,26 +534,13 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 		}
 		batch := workflows.CreateTasksInput{Actor: actor(call.Who), BatchUUID: call.newID("create-tasks"), ProjectUUID: string(in.ProjectUUID),
 			ProjectName: project.Name, ProposalUUID: (*string)(in.ProposalUUID)}
-		drafts := map[string]bool{}
 		for _, t := range in.Tasks {
-			if t.DraftUUID != nil {
-				if drafts[*t.DraftUUID] {
-					return CreatedTasks{}, invalid("tasks: draftUuid %q is used by two tasks; give each task its own", *t.DraftUUID)
-				}
-				drafts[*t.DraftUUID] = true
-			}
-		}
-		for _, t := range in.Tasks {
-			cs := criteria(t.AcceptanceCriteriaItems)
-			if len(workflows.NormalizeCriteria(cs)) == 0 {
-				return CreatedTasks{}, refuse("Task %q: %s", t.Title, criteriaRequiredText)
-			}
-			if strings.TrimSpace(t.Title) == "" {
-				return CreatedTasks{}, invalid("tasks[].title must not be blank")
-			}
 			batch.Tasks = append(batch.Tasks, workflows.NewTaskSpec{Title: t.Title, Description: t.Description, Priority: t.Priority,
-				StoryPoints: t.StoryPoints, Criteria: cs, DraftUUID: t.DraftUUID, DependsOnDraftUUIDs: t.DependsOnDraftUUIDs,
-				DependsOnTaskUUIDs: uuidStrings(t.DependsOnTaskUUIDs)})
+				StoryPoints: t.StoryPoints, Criteria: criteria(t.AcceptanceCriteriaItems), DraftUUID: t.DraftUUID,
+				DependsOnDraftUUIDs: t.DependsOnDraftUUIDs, DependsOnTaskUUIDs: uuidStrings(t.DependsOnTaskUUIDs)})
+		}
+		if err := workflows.ValidateTaskBatch(batch.Tasks); err != nil {
+			return CreatedTasks{}, err
 		}
 		res, err := d.Flows.CreateTasks(ctx, batch)
 		if err != nil {
@@ -621,8 +608,6 @@ func distinct(us []UUID) []UUID {
 	return out
 }
 
-const criteriaRequiredText = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"
-
 // UpdateTaskIn is chorus_update_task's input.
 type UpdateTaskIn struct {
 	TaskUUID                UUID          `json:"taskUuid"`
@@ -654,8 +639,8 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 		if err != nil {
 			return TaskView{}, err
 		}
-		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-			return TaskView{}, invalid("title must not be blank")
+		if err := workflows.CheckTitle("", "title", in.Title); err != nil {
+			return TaskView{}, err
 		}
 		if in.Title == nil && in.Description == nil && in.Priority == nil && in.StoryPoints == nil &&
 			in.AcceptanceCriteriaItems == nil && in.AddDependsOn == nil && in.RemoveDependsOn == nil && in.Status == nil {

@@ -65,7 +65,7 @@ func (s *Store) ApplyTaskChange(ctx context.Context, c TaskChange) (TaskOutcome,
 		out = TaskOutcome{}
 		// A change that can move a count of unresolved dependencies (store/unresolved.go) holds
 		// the project's lock from its start, before the task's row, like every such write.
-		resolves := slices.Contains(c.Columns, "status") && resolvedStatus(c.Set.Status)
+		resolves := slices.Contains(c.Columns, "status") && ResolvedStatus(c.Set.Status)
 		if c.Delete || resolves || len(c.AddDeps) > 0 || len(c.RemoveDeps) > 0 {
 			if err := lockProject(ctx, tx, c.ProjectUUID); err != nil {
 				return err

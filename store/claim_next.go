@@ -44,7 +44,7 @@ func (s *Store) ClaimCandidates(ctx context.Context, projectUUIDs, proposalUUIDs
 	q := s.DB.NewSelect().Model(&rows).Where("task.project_uuid IN (?)", bun.List(projectUUIDs)).
 		Where("task.status = 'open'").Where("task.assignee_uuid IS NULL").
 		Where("NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.uuid = d.depends_on_uuid " +
-			"WHERE d.task_uuid = task.uuid AND dt.status NOT IN ('done', 'closed'))")
+			"WHERE d.task_uuid = task.uuid AND dt.status NOT IN " + resolvedSQL + ")")
 	if len(proposalUUIDs) > 0 {
 		q = q.Where("task.proposal_uuid IN (?)", bun.List(proposalUUIDs))
 	}

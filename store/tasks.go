@@ -329,7 +329,7 @@ func (s *Store) Blockers(ctx context.Context, taskUUID string) ([]TaskLink, erro
 	if err != nil {
 		return nil, err
 	}
-	deps = slices.DeleteFunc(deps, func(l TaskLink) bool { return l.Status == "done" || l.Status == "closed" })
+	deps = slices.DeleteFunc(deps, func(l TaskLink) bool { return ResolvedStatus(l.Status) })
 	ids := make([]string, len(deps))
 	for i, d := range deps {
 		ids[i] = d.UUID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/uptrace/bun"
 )
@@ -42,8 +43,24 @@ import (
 // may wait for a dependent's row held by such a write; that write waits for nothing the first
 // one holds (it takes no project lock and locks no other task), so the two cannot deadlock.
 
-// resolvedStatus reports whether a dependency on a task in this status is resolved (docs/rules.md §5.3).
-func resolvedStatus(status string) bool { return status == "done" || status == "closed" }
+// ResolvedTaskStatuses are the statuses of a task that no longer blocks the tasks depending on
+// it (docs/rules.md §5.3: done and closed; to_verify still blocks). It is the one statement of
+// "resolved": workflows.TaskStatus.Resolved, ResolvedStatus and the SQL below (resolvedSQL)
+// are derived from it.
+var ResolvedTaskStatuses = []string{"done", "closed"}
+
+// ResolvedStatus reports whether a dependency on a task in this status is resolved.
+func ResolvedStatus(status string) bool { return slices.Contains(ResolvedTaskStatuses, status) }
+
+// resolvedSQL is ResolvedTaskStatuses as an SQL list of literals, "('done', 'closed')", for the
+// conditions that find unresolved dependencies ("dt.status NOT IN "+resolvedSQL).
+var resolvedSQL = func() string {
+	quoted := make([]string, len(ResolvedTaskStatuses))
+	for i, s := range ResolvedTaskStatuses {
+		quoted[i] = "'" + s + "'"
+	}
+	return "(" + strings.Join(quoted, ", ") + ")"
+}()
 
 // recountWhere sets unresolved_deps of the tasks `which` selects (a condition on "t") to what
 // their edges say, writing only the rows whose count changes, and returns how many it changed.
@@ -88,9 +105,9 @@ func recountDependents(ctx context.Context, db bun.IDB, uuid string) error {
 // database the planner hashes the edges once instead of counting them task by task (a correlated
 // count per task over a freshly loaded table, planned on stale statistics, ran for minutes at
 // 100,000 tasks on PostgreSQL).
-const countedSQL = "SELECT t.uuid, t.project_uuid, t.unresolved_deps AS kept, count(dt.uuid) AS counted FROM tasks AS t " +
+var countedSQL = "SELECT t.uuid, t.project_uuid, t.unresolved_deps AS kept, count(dt.uuid) AS counted FROM tasks AS t " +
 	"LEFT JOIN task_dependencies AS d ON d.task_uuid = t.uuid " +
-	"LEFT JOIN tasks AS dt ON dt.uuid = d.depends_on_uuid AND dt.status NOT IN ('done', 'closed') " +
+	"LEFT JOIN tasks AS dt ON dt.uuid = d.depends_on_uuid AND dt.status NOT IN " + resolvedSQL + " " +
 	"WHERE %s GROUP BY t.uuid, t.project_uuid, t.unresolved_deps, t.created_at"
 
 // UnresolvedDrift is a task whose kept count of unresolved dependencies differs from a recount.

@@ -464,10 +464,7 @@ func (s IdeaState) checkCreate(in CreateIdeaInput) error {
 	if s.Created {
 		return nil // a retried create returns the idea
 	}
-	if strings.TrimSpace(in.Title) == "" {
-		return Refuse(KindInvalid, "Input validation error: title must not be blank")
-	}
-	return nil
+	return CheckTitle("", "title", &in.Title)
 }
 
 func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaResult, error) {
@@ -654,8 +651,8 @@ func (s IdeaState) checkEdit(in EditIdeaInput) error {
 	if in.Title == nil && in.Content == nil && !in.SetParent && in.IsContainer == nil {
 		return Refuse(KindInvalid, "Provide at least one of title, content, parentUuid, detachParent, or isContainer to edit.")
 	}
-	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-		return Refuse(KindInvalid, "Failed to edit Idea: title must not be blank")
+	if err := CheckTitle("Failed to edit Idea", "title", in.Title); err != nil {
+		return err
 	}
 	if in.SetParent && in.ParentUUID != nil && *in.ParentUUID == s.UUID {
 		return Refuse(KindInvalid, "Failed to edit Idea: An idea cannot be its own parent")

@@ -338,10 +338,7 @@ func (s ProposalState) checkCreate(in CreateProposalInput) error {
 	if s.Created {
 		return nil
 	}
-	if strings.TrimSpace(in.Title) == "" {
-		return Refuse(KindInvalid, "Input validation error: title must not be blank")
-	}
-	return nil
+	return CheckTitle("", "title", &in.Title)
 }
 
 func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) (ProposalResult, error) {
@@ -407,10 +404,7 @@ func (s ProposalState) checkDocumentDraft(verb string, existing bool, in Documen
 			return Refuse(KindConflict, "Failed to add document draft: a proposal holds at most %d document drafts", maxDocumentDrafts)
 		}
 	}
-	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-		return Refuse(KindInvalid, "Failed to %s document draft: title must not be blank", verb)
-	}
-	return nil
+	return CheckTitle("Failed to "+verb+" document draft", "title", in.Title)
 }
 
 func (w *proposalWorkflow) draftResult(uuid, title string) ProposalResult {
@@ -454,17 +448,19 @@ func (w *proposalWorkflow) updateDocumentDraft(ctx workflow.Context, in Document
 	return w.draftResult(in.DraftUUID, title), nil
 }
 
-const criteriaRequired = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"
-
 func (s ProposalState) checkAddTaskDraft(in TaskDraftInput) error {
 	if err := s.inDraft("add", "task"); err != nil {
 		return err
 	}
-	if in.Title == nil || strings.TrimSpace(*in.Title) == "" {
-		return Refuse(KindInvalid, "Failed to add task draft: title must not be blank")
+	title := "" // required: an absent title is a blank one
+	if in.Title != nil {
+		title = *in.Title
 	}
-	if len(NormalizeCriteria(in.Criteria)) == 0 {
-		return Refuse(KindInvalid, "Failed to add task draft: "+criteriaRequired)
+	if err := CheckTitle("Failed to add task draft", "title", &title); err != nil {
+		return err
+	}
+	if err := CheckCriteria("Failed to add task draft", in.Criteria); err != nil {
+		return err
 	}
 	if len(s.Tasks) >= maxTaskDrafts {
 		return Refuse(KindConflict, "Failed to add task draft: a proposal holds at most %d task drafts", maxTaskDrafts)
@@ -491,11 +487,13 @@ func (s ProposalState) checkUpdateTaskDraft(in TaskDraftInput) error {
 	if !slices.Contains(s.Tasks, in.DraftUUID) {
 		return Refuse(KindNotFound, "Failed to update task draft: Task draft not found")
 	}
-	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-		return Refuse(KindInvalid, "Failed to update task draft: title must not be blank")
+	if err := CheckTitle("Failed to update task draft", "title", in.Title); err != nil {
+		return err
 	}
-	if in.SetCriteria && len(NormalizeCriteria(in.Criteria)) == 0 {
-		return Refuse(KindInvalid, "Failed to update task draft: "+criteriaRequired)
+	if in.SetCriteria {
+		if err := CheckCriteria("Failed to update task draft", in.Criteria); err != nil {
+			return err
+		}
 	}
 	return nil
 }

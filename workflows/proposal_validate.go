@@ -93,7 +93,7 @@ func ValidateProposal(p store.Proposal, inputs []store.IdeaFacts) Validation {
 		}
 	}
 	for _, t := range tasks {
-		if len(NormalizeCriteria(t.AcceptanceCriteriaItems)) == 0 {
+		if !HasCriteria(t.AcceptanceCriteriaItems) {
 			add("W3", "warning", fmt.Sprintf("Task draft %q is missing acceptance criteria", t.Title), nil)
 		}
 	}

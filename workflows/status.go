@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/chorus-dev/chorus/store"
 )
 
 // This file is the pure state machines of docs/rules.md §2.1, §2.3 and §2.4: statuses as small types and a
@@ -177,5 +179,6 @@ func (s TaskStatus) CanMove(to TaskStatus) bool { return slices.Contains(taskMov
 // Moves lists the statuses s may move to.
 func (s TaskStatus) Moves() []TaskStatus { return slices.Clone(taskMoves[s]) }
 
-// Resolved reports whether a dependency in status s no longer blocks (docs/rules.md §5.3).
-func (s TaskStatus) Resolved() bool { return s == TaskDone || s == TaskClosed }
+// Resolved reports whether a dependency in status s no longer blocks (docs/rules.md §5.3). The
+// statuses are store.ResolvedTaskStatuses, which the store's SQL uses too.
+func (s TaskStatus) Resolved() bool { return store.ResolvedStatus(string(s)) }

@@ -19,22 +19,21 @@ const TaskWorkflowName = "TaskWorkflow"
 
 // Update names of TaskWorkflow, one per tool (docs/rules.md §4.9, §2.4).
 const (
-	UpdateClaimTask          = "chorus_claim_task"
-	UpdateClaimNextTask      = "chorus_claim_next_task"
-	UpdateReleaseTask        = "chorus_release_task"
-	UpdateAssignTask         = "chorus_pm_assign_task"
-	UpdateUpdateTask         = "chorus_update_task"
-	UpdateReportWork         = "chorus_report_work"
-	UpdateSelfCheck          = "chorus_report_criteria_self_check"
-	UpdateSubmitForVerify    = "chorus_submit_for_verify"
-	UpdateMarkCriteria       = "chorus_mark_acceptance_criteria"
-	UpdateVerifyTask         = "chorus_admin_verify_task"
-	UpdateReopenTask         = "chorus_admin_reopen_task"
-	UpdateCloseTask          = "chorus_admin_close_task"
-	UpdateDeleteTask         = "chorus_admin_delete_task"
-	SignalProposalRevoked    = "proposal_revoked"
-	SignalTaskFinished       = "task_finished"
-	criteriaRequiredForTasks = "Acceptance criteria are required: provide at least one acceptanceCriteriaItems entry with a non-blank description"
+	UpdateClaimTask       = "chorus_claim_task"
+	UpdateClaimNextTask   = "chorus_claim_next_task"
+	UpdateReleaseTask     = "chorus_release_task"
+	UpdateAssignTask      = "chorus_pm_assign_task"
+	UpdateUpdateTask      = "chorus_update_task"
+	UpdateReportWork      = "chorus_report_work"
+	UpdateSelfCheck       = "chorus_report_criteria_self_check"
+	UpdateSubmitForVerify = "chorus_submit_for_verify"
+	UpdateMarkCriteria    = "chorus_mark_acceptance_criteria"
+	UpdateVerifyTask      = "chorus_admin_verify_task"
+	UpdateReopenTask      = "chorus_admin_reopen_task"
+	UpdateCloseTask       = "chorus_admin_close_task"
+	UpdateDeleteTask      = "chorus_admin_delete_task"
+	SignalProposalRevoked = "proposal_revoked"
+	SignalTaskFinished    = "task_finished"
 )
 
 // ProposalRevoked is the payload of SignalProposalRevoked: the revoke cascade has closed the
@@ -706,7 +705,11 @@ func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) 
 
 // BlockedError is the refusal of a move to in_progress while dependencies are open (docs/rules.md §5.3).
 func BlockedError(blockers []store.TaskLink) *Error {
-	msg := fmt.Sprintf("Cannot move to in_progress: %d dependencies not resolved.\n\nBlockers:", len(blockers))
+	counted := "dependencies"
+	if len(blockers) == 1 {
+		counted = "dependency"
+	}
+	msg := fmt.Sprintf("Cannot move to in_progress: %d %s not resolved.\n\nBlockers:", len(blockers), counted)
 	for i, x := range blockers {
 		assignee := "none"
 		if x.AssigneeUUID != nil {
@@ -760,8 +763,13 @@ func (s TaskState) checkUpdate(in UpdateTaskInput) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
-	if in.SetCriteria && len(NormalizeCriteria(in.Criteria)) == 0 {
-		return Refuse(KindInvalid, criteriaRequiredForTasks)
+	if err := CheckTitle("", "title", in.Title); err != nil {
+		return err
+	}
+	if in.SetCriteria {
+		if err := CheckCriteria("", in.Criteria); err != nil {
+			return err
+		}
 	}
 	if in.Status != nil {
 		to := TaskStatus(*in.Status)

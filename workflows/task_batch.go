@@ -34,7 +34,8 @@ type NewTaskSpec struct {
 }
 
 // CreateTasksInput is one chorus_create_tasks call. The caller has checked the project, the
-// proposal, the existing tasks named as dependencies, and that every task has a criterion.
+// proposal and the existing tasks named as dependencies (they need the database); the rules on
+// the tasks themselves are ValidateTaskBatch's, which the workflow applies before it writes.
 type CreateTasksInput struct {
 	Actor        Actor
 	BatchUUID    string
@@ -42,6 +43,35 @@ type CreateTasksInput struct {
 	ProjectName  string // for the memos; "" in older histories
 	ProposalUUID *string
 	Tasks        []NewTaskSpec
+}
+
+// ValidateTaskBatch is the rule of chorus_create_tasks on its tasks (docs/rules.md §4.9), in
+// this order: no two tasks share a draftUuid label; then, task by task, each has a criterion
+// (CheckCriteria) and a title that is not blank (CheckTitle). It is pure: the MCP tool calls it
+// before it starts the batch, and CreateTasksWorkflow again before it writes, so a batch that
+// breaks it creates nothing. Its refusals are *Error: a shared label and a blank title are
+// KindInvalid; a task without criteria is KindConflict, because chorus_create_tasks has always
+// answered it as a refusal of the call rather than as invalid input: its requestId stays bound
+// to its arguments (docs/rules.md §8.5), and that is kept so no agent sees a change.
+func ValidateTaskBatch(tasks []NewTaskSpec) error {
+	labels := map[string]bool{}
+	for _, t := range tasks {
+		if t.DraftUUID != nil {
+			if labels[*t.DraftUUID] {
+				return Refuse(KindInvalid, "%s: tasks: draftUuid %q is used by two tasks; give each task its own", inputInvalid, *t.DraftUUID)
+			}
+			labels[*t.DraftUUID] = true
+		}
+	}
+	for _, t := range tasks {
+		if err := CheckCriteria(fmt.Sprintf("Task %q", t.Title), t.Criteria); err != nil {
+			return Refuse(KindConflict, "%s", err.Error())
+		}
+		if err := CheckTitle("", "tasks[].title", &t.Title); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CreateTasksResult lists the created tasks in input order and the dependency warnings.
@@ -67,6 +97,11 @@ const batchIDsChange = "create-tasks-ids-from-batch"
 // which the reuse policy lets a retry start again) finds the batch applied and creates nothing
 // twice (docs/write-path.md, "One write protocol").
 func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasksResult, error) {
+	// A pure check before any command: a batch that breaks the rule fails the run having written
+	// nothing, and every history of a batch that keeps it replays unchanged.
+	if err := ValidateTaskBatch(in.Tasks); err != nil {
+		return CreateTasksResult{}, ToApplicationError(err)
+	}
 	now := stamp(ctx)
 	wr := runWrite(ctx, RowMark{}, now)
 	if workflow.GetVersion(ctx, batchIDsChange, workflow.DefaultVersion, 1) == 1 {

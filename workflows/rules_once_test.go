@@ -1,0 +1,150 @@
+package workflows
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A rule is stated once (issue 21, item 2): each refusal text of the rules below is written in
+// one function (or constant) of the whole module's production code, and the front ends call
+// that function instead of restating it. This test reads the source (no Temporal, no database).
+
+// producedBy maps a fragment of a refusal text to the one place ("file:function") whose string
+// literals may hold it.
+var producedBy = map[string][]string{
+	// The criteria rule (docs/rules.md §5.2), for task drafts, chorus_update_task and
+	// chorus_create_tasks.
+	"Acceptance criteria are required": {"workflows/rules.go:criteriaRequired"},
+	// The blank-title rule, for ideas, proposals, drafts, tasks, documents and references.
+	"%s must not be blank": {"workflows/rules.go:CheckTitle"},
+	// Only the inline references' per-item error, which is a line of referenceErrors and not a
+	// refusal (the entity is created), says "title must not be blank" in its own words.
+	"title must not be blank": {"mcp/tools_references.go:addInlineReferences"},
+	// chorus_create_tasks' rule on its draftUuid labels.
+	"is used by two tasks": {"workflows/task_batch.go:ValidateTaskBatch"},
+	// The dependency gate of a move to in_progress (docs/rules.md §5.3).
+	"Cannot move to in_progress": {"workflows/task.go:BlockedError"},
+	// "Resolved" in SQL is store.resolvedSQL, derived from store.ResolvedTaskStatuses; the one
+	// literal list left is "unfinished" (my assignments), not the dependency rule.
+	"NOT IN ('done', 'closed')": {"store/assignments.go:Store.MyAssignments"},
+}
+
+// callers lists functions that must call the shared rule rather than restate it.
+var callers = []struct{ place, callee string }{
+	{"mcp/tools_tasks.go:createTasks", "workflows.ValidateTaskBatch"},
+	{"workflows/task_batch.go:CreateTasksWorkflow", "ValidateTaskBatch"},
+	{"mcp/tools_tasks.go:updateTask", "workflows.CheckTitle"},
+	{"workflows/task.go:TaskState.checkUpdate", "CheckTitle"},
+	{"workflows/task.go:TaskState.checkUpdate", "CheckCriteria"},
+	{"workflows/proposal.go:ProposalState.checkAddTaskDraft", "CheckCriteria"},
+	{"workflows/proposal.go:ProposalState.checkUpdateTaskDraft", "CheckCriteria"},
+}
+
+func TestEachRefusalIsWrittenOnce(t *testing.T) {
+	found := map[string][]string{}
+	calls := map[string][]string{}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, decl := range f.Decls {
+			place := filepath.ToSlash(rel) + ":" + declName(decl)
+			ast.Inspect(decl, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.BasicLit:
+					if n.Kind != token.STRING {
+						return true
+					}
+					s, err := strconv.Unquote(n.Value)
+					if err != nil {
+						return true
+					}
+					for fragment := range producedBy {
+						if strings.Contains(s, fragment) && !slices.Contains(found[fragment], place) {
+							found[fragment] = append(found[fragment], place)
+						}
+					}
+				case *ast.CallExpr:
+					calls[place] = append(calls[place], exprName(n.Fun))
+				}
+				return true
+			})
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for fragment, want := range producedBy {
+		assert.ElementsMatch(t, want, found[fragment], "the places that write %q", fragment)
+	}
+	for _, c := range callers {
+		assert.Contains(t, calls[c.place], c.callee, "%s must call %s", c.place, c.callee)
+	}
+}
+
+// declName names a top-level declaration: a function ("Type.method" for a method) or the names
+// of a const, var or type declaration.
+func declName(decl ast.Decl) string {
+	switch d := decl.(type) {
+	case *ast.FuncDecl:
+		if d.Recv != nil && len(d.Recv.List) == 1 {
+			return exprName(d.Recv.List[0].Type) + "." + d.Name.Name
+		}
+		return d.Name.Name
+	case *ast.GenDecl:
+		var names []string
+		for _, spec := range d.Specs {
+			switch s := spec.(type) {
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					names = append(names, n.Name)
+				}
+			case *ast.TypeSpec:
+				names = append(names, s.Name.Name)
+			}
+		}
+		return strings.Join(names, ",")
+	}
+	return "?"
+}
+
+// exprName spells a called or receiver expression: "f", "pkg.F", "T" for *T.
+func exprName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return exprName(e.X) + "." + e.Sel.Name
+	case *ast.StarExpr:
+		return exprName(e.X)
+	case *ast.IndexExpr:
+		return exprName(e.X)
+	}
+	return "?"
+}
