@@ -9,22 +9,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
 
-// Principal is the authenticated caller of one request: the agent, its owner's identity for
-// project access, and its effective permissions, recomputed from the agent row on every request
-// (docs/rules.md §6.1: permission changes apply on the next request).
-type Principal struct {
-	Caller  store.Caller
-	Perms   perm.Set
-	KeyUUID string
-	// ReadOnlyKey: the key may call only tools that change nothing (docs/rules.md §3.3).
-	ReadOnlyKey bool
-	Agent       store.Agent
-	Owner       *store.User
-}
+// Principal is the authenticated caller of a request (app.Principal).
+type Principal = app.Principal
 
 type principalKey struct{}
 

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
@@ -69,15 +69,10 @@ type tool[In, Out any] struct {
 
 // Call is what a handler knows about the request beyond its arguments.
 type Call struct {
-	Who Principal
-	// RequestID is the caller's optional idempotency key (docs/rules.md §8.5), "" when absent. Lifecycle
-	// tools use it as the Temporal update id.
-	RequestID string
-	// Generation is the requestId's generation (see runOnce); 0 without a requestId.
-	Generation int
-	// Retry: an earlier call with this requestId and generation started and its outcome is not
-	// recorded, so its command may have been applied already (see workflows.Call).
-	Retry  bool
+	// Request is who calls, with the requestId (docs/rules.md §8.5) and its generation (see
+	// runOnce); its Retry says an earlier call with this requestId and generation started and
+	// its outcome is not recorded.
+	app.Request
 	Header http.Header
 	// Conn is what the connection selected (toolsets, read-only mode): a tool with a
 	// ReadOnlyForm changes nothing when Conn.ReadOnly is set.
@@ -279,7 +274,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		return nil, invalid("the arguments take %d bytes as JSON, and one call may carry at most %d (512 KiB); "+
 			"split the work into smaller calls (fewer tasks or criteria per call, shorter content)", len(args), maxCallBytes)
 	}
-	call := &Call{Who: who, Conn: conn}
+	call := &Call{Request: app.Request{Who: who}, Conn: conn}
 	if req.Extra != nil {
 		call.Header = req.Extra.Header
 	}
@@ -524,9 +519,4 @@ func refused(err error) bool {
 // newID is the uuid of an entity a call creates: derived from the agent, the requestId and its
 // generation when the call has a requestId, so a retry finds what the first attempt made;
 // fresh otherwise (docs/write-path.md, "Exactly once").
-func (c *Call) newID(kind string) string {
-	if c.RequestID == "" {
-		return store.NewUUID()
-	}
-	return workflows.DerivedUUID(kind, c.Who.Caller.AgentUUID, c.RequestID, strconv.Itoa(c.Generation))
-}
+func (c *Call) newID(kind string) string { return c.NewID(kind) }

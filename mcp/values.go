@@ -42,12 +42,7 @@ func init() {
 }
 
 // actor is the caller as workflows know it.
-func actor(p Principal) workflows.Actor {
-	return workflows.Actor{Type: "agent", UUID: p.Caller.AgentUUID, Name: p.Caller.AgentName,
-		CompanyUUID: p.Caller.CompanyUUID, OwnerUUID: p.Caller.OwnerUUID}
-}
+func actor(p Principal) workflows.Actor { return p.Actor() }
 
 // flowCall carries the requestId of a tool call, and its generation, to the workflow client.
-func flowCall(c *Call) workflows.Call {
-	return workflows.Call{RequestID: c.RequestID, Generation: c.Generation, Retry: c.Retry}
-}
+func flowCall(c *Call) workflows.Call { return c.Flow() }

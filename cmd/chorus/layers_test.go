@@ -29,12 +29,13 @@ func TestImportDirection(t *testing.T) {
 		"workflows":           {"activities", "store"},
 		"workflows/wftest":    {"workflows", "workflows/devserver"},
 		"workflows/devserver": {"workflows"},
-		"mcp":                 {"perm", "store", "workflows"},
+		"app":                 {"perm", "store", "workflows"},
+		"mcp":                 {"app", "perm", "store", "workflows"},
 		"mcpclient":           {"mcp"},
 		"ops":                 {"store", "workflows"},
-		"bench":               {"mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
+		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
 		"deploy":              {"mcpclient", "store", "workflows"},
-		"cmd/chorus": {"activities", "bench", "mcp", "mcpclient", "ops", "perm", "store", "workflows",
+		"cmd/chorus": {"activities", "app", "bench", "mcp", "mcpclient", "ops", "perm", "store", "workflows",
 			"workflows/devserver"},
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -1,0 +1,65 @@
+package app
+
+import (
+	"log/slog"
+	"strconv"
+
+	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/workflows"
+)
+
+// App is what the use cases run on: the store for reads and records, the lifecycle client for
+// workflow commands, and the logger. The zero value is unusable; every field must be set.
+type App struct {
+	Store *store.Store
+	Flows *workflows.Client
+	Log   *slog.Logger
+}
+
+// Principal is an authenticated caller: the agent an API key belongs to, with the key's
+// permissions (docs/rules.md §3.2, §6).
+type Principal struct {
+	Caller  store.Caller
+	Perms   perm.Set
+	KeyUUID string
+	// ReadOnlyKey: the key may call only tools that change nothing (docs/rules.md §3.3).
+	ReadOnlyKey bool
+	Agent       store.Agent
+	Owner       *store.User
+}
+
+// Actor is the principal as workflow commands record it.
+func (p Principal) Actor() workflows.Actor {
+	return workflows.Actor{Type: "agent", UUID: p.Caller.AgentUUID, Name: p.Caller.AgentName,
+		CompanyUUID: p.Caller.CompanyUUID, OwnerUUID: p.Caller.OwnerUUID}
+}
+
+// Request is one call of a use case: who calls, and the caller's optional idempotency key
+// (docs/rules.md §8.5).
+type Request struct {
+	Who Principal
+	// RequestID is the caller's idempotency key, "" when absent. Lifecycle commands use it as
+	// the Temporal update id.
+	RequestID string
+	// Generation is the requestId's generation; 0 without a requestId.
+	Generation int
+	// Retry: an earlier call with this requestId and generation started and its outcome is not
+	// recorded, so its command may have been applied already (see workflows.Call).
+	Retry bool
+}
+
+// NewID is the uuid of an entity of the given kind this request creates: random without a
+// requestId, and derived from the caller, requestId and generation with one, so a retried call
+// names the same entity (docs/rules.md §8.5).
+func (r Request) NewID(kind string) string {
+	if r.RequestID == "" {
+		return store.NewUUID()
+	}
+	return workflows.DerivedUUID(kind, r.Who.Caller.AgentUUID, r.RequestID, strconv.Itoa(r.Generation))
+}
+
+// Flow is the request's idempotency key as the workflow client takes it.
+func (r Request) Flow() workflows.Call {
+	return workflows.Call{RequestID: r.RequestID, Generation: r.Generation, Retry: r.Retry}
+}
