@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
@@ -47,10 +48,13 @@ func agentMessage(err error) (string, bool) {
 		wfe *workflows.Error
 		rf  *store.Refusal
 		gw  *store.ErrGroupHasWork
+		ar  *app.Refusal
 	)
 	switch {
 	case errors.As(err, &in):
 		return in.Error(), true
+	case errors.As(err, &ar):
+		return ar.Msg, true
 	case errors.As(err, &ue):
 		return ue.msg, true
 	case errors.As(err, &nf):

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
 )
@@ -120,10 +121,13 @@ func classify(err error) (outcome, kind string) {
 		wfe *workflows.Error
 		rf  *store.Refusal
 		gw  *store.ErrGroupHasWork
+		ar  *app.Refusal
 	)
 	switch {
 	case err == nil:
 		return outcomeOK, ""
+	case errors.As(err, &ar):
+		return outcomeRefused, string(ar.Kind)
 	case errors.As(err, &in):
 		return outcomeRefused, "invalid_input"
 	case errors.As(err, &ue):

@@ -22,6 +22,7 @@ func TestImportDirection(t *testing.T) {
 		mod+"...").Output()
 	require.NoError(t, err)
 	allowed := map[string][]string{
+		"vocab":               {},
 		"perm":                {},
 		"store":               {},
 		"store/storetest":     {"store"},
@@ -29,8 +30,8 @@ func TestImportDirection(t *testing.T) {
 		"workflows":           {"activities", "store"},
 		"workflows/wftest":    {"workflows", "workflows/devserver"},
 		"workflows/devserver": {"workflows"},
-		"app":                 {"perm", "store", "workflows"},
-		"mcp":                 {"app", "perm", "store", "workflows"},
+		"app":                 {"perm", "store", "vocab", "workflows"},
+		"mcp":                 {"app", "perm", "store", "vocab", "workflows"},
 		"mcpclient":           {"mcp"},
 		"ops":                 {"store", "workflows"},
 		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
