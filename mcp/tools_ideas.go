@@ -80,7 +80,7 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 		}
 		out := make([]IdeaListRow, len(rows))
 		for i, r := range rows {
-			out[i] = IdeaListRow{UUID: r.UUID, Title: clip(r.Title), Status: r.Status, IsContainer: r.IsContainer,
+			out[i] = IdeaListRow{UUID: r.UUID, Title: clip(r.Title), Status: string(r.Status), IsContainer: r.IsContainer,
 				ParentUUID: r.ParentUUID, ChildCount: r.ChildCount, ReportCount: r.ReportCount, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		}
 		wrap := func(r []IdeaListRow) any {
@@ -131,7 +131,7 @@ var getAvailableIdeas = tool[ProjectIn, AvailableIdeas]{
 		}
 		rows := make([]AvailableIdeaRow, len(ideas))
 		for i, x := range ideas {
-			rows[i] = AvailableIdeaRow{UUID: x.UUID, Title: clip(x.Title), Status: x.Status, ParentUUID: x.ParentUUID, CreatedAt: x.CreatedAt}
+			rows[i] = AvailableIdeaRow{UUID: x.UUID, Title: clip(x.Title), Status: string(x.Status), ParentUUID: x.ParentUUID, CreatedAt: x.CreatedAt}
 		}
 		wrap := func(r []AvailableIdeaRow) any {
 			return AvailableIdeas{Ideas: r, Meta: Meta{Returned: len(r), Page: 1, PageSize: 100, Total: len(r)}}

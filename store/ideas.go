@@ -171,7 +171,7 @@ func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*Id
 		}
 	}
 	for _, c := range children[i.UUID] {
-		d.Children = append(d.Children, IdeaChild{UUID: c.UUID, Title: c.Title, Status: c.Status, DerivedStatus: derived[c.UUID].Status})
+		d.Children = append(d.Children, IdeaChild{UUID: c.UUID, Title: c.Title, Status: string(c.Status), DerivedStatus: derived[c.UUID].Status})
 	}
 	queue := []string{i.UUID}
 	for len(queue) > 0 {

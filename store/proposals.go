@@ -208,7 +208,7 @@ func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string,
 			return mapErr(err, "Proposal")
 		}
 		if p.Status != "approved" {
-			return &ReportStatusError{Status: p.Status}
+			return &ReportStatusError{Status: string(p.Status)}
 		}
 		if !force {
 			exists, err := tx.NewSelect().Model((*Document)(nil)).Where("proposal_uuid = ?", proposalUUID).

@@ -134,7 +134,7 @@ func (s IdeaState) assigneeText() string {
 // Projection is the idea's row as far as the workflow owns it: the columns ops repair rewrites and
 // ops check compares (IdeaColumns, with version and change_id).
 func (s IdeaState) Projection() store.Idea {
-	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: s.Status,
+	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: IdeaStatus(s.Status),
 		ElaborationDepth: nilIfBlank(s.ElaborationDepth), ElaborationStatus: nilIfBlank(s.ElaborationStatus),
 		IsContainer: s.IsContainer, CreatedByType: s.CreatedBy.Type,
 		CreatedByUUID: s.CreatedBy.UUID, Version: s.Row.Version, ChangeID: s.Row.ChangeID}

@@ -17,7 +17,7 @@ import (
 // the idea's row and its rounds with their questions.
 func IdeaStateFromRows(i store.Idea, rounds []store.ElaborationRound) IdeaState {
 	s := IdeaState{Created: true, UUID: i.UUID, CompanyUUID: i.CompanyUUID, ProjectUUID: i.ProjectUUID, Title: i.Title,
-		Status: i.Status, IsContainer: i.IsContainer,
+		Status: string(i.Status), IsContainer: i.IsContainer,
 		ElaborationDepth: deref(i.ElaborationDepth), ElaborationStatus: deref(i.ElaborationStatus),
 		CreatedBy: Party{Type: i.CreatedByType, UUID: i.CreatedByUUID}, Row: RowMark{Version: i.Version, ChangeID: i.ChangeID}}
 	if i.AssigneeUUID != nil {
@@ -45,7 +45,7 @@ func IdeaStateFromRows(i store.Idea, rounds []store.ElaborationRound) IdeaState 
 // count.
 func ProposalStateFromRow(p store.Proposal) ProposalState {
 	s := ProposalState{Created: true, UUID: p.UUID, CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID, Title: p.Title,
-		Status: p.Status, InputType: p.InputType, InputUUIDs: p.InputUUIDs, CreatedBy: Party{Type: p.CreatedByType, UUID: p.CreatedByUUID},
+		Status: string(p.Status), InputType: p.InputType, InputUUIDs: p.InputUUIDs, CreatedBy: Party{Type: p.CreatedByType, UUID: p.CreatedByUUID},
 		ReviewedBy: deref(p.ReviewedByUUID), ReviewedAt: p.ReviewedAt, Row: RowMark{Version: p.Version, ChangeID: p.ChangeID}}
 	if s.InputUUIDs == nil {
 		s.InputUUIDs = []string{}
