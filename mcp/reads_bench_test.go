@@ -17,8 +17,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // benchTasksEnv sets how many tasks BenchmarkReads seeds into its project (default 10,000), e.g.
