@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -279,8 +280,10 @@ var pmAssignIdea = tool[AssignIdeaIn, IdeaView]{
 			cmd.TargetName = a.Name
 		} else {
 			u, err := d.Store.UserRef(ctx, call.Who.Caller.CompanyUUID, string(in.AssigneeUUID))
-			if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
 				return IdeaView{}, refuseAs("not_found", "Target User not found")
+			} else if err != nil {
+				return IdeaView{}, err // an outage is not "not found"
 			}
 			if _, err := d.Store.RequireProject(ctx, store.Caller{CompanyUUID: u.CompanyUUID, OwnerUUID: u.UUID},
 				idea.ProjectUUID, store.AccessEditor); err != nil {

@@ -521,6 +521,9 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 		}
 		if in.ProposalUUID != nil {
 			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(*in.ProposalUUID), store.AccessViewer)
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrForbidden) {
+				return CreatedTasks{}, err // an outage is not "not found"
+			}
 			if err != nil || p.ProjectUUID != string(in.ProjectUUID) {
 				return CreatedTasks{}, store.NotFound("Proposal")
 			}
@@ -732,8 +735,10 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 // can work what it gets. Saying why not reveals nothing: the caller sees the entity.
 func assignableAgent(ctx context.Context, d *Deps, call *Call, agentUUID string, bit perm.Bit, projectUUID, entity string) (*store.Agent, error) {
 	target, err := d.Store.GetAgent(ctx, call.Who.Caller.CompanyUUID, agentUUID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, refuseAs("not_found", "Target Agent not found")
+	} else if err != nil {
+		return nil, err // an outage is not "not found"
 	}
 	if !perm.Effective(target.Roles, target.Permissions).Has(bit) {
 		return nil, refuse("Agent %q does not have %s permission", target.Name, bit)
