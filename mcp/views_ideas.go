@@ -174,7 +174,7 @@ type RoundView struct {
 }
 
 func roundView(r store.ElaborationRound) RoundView {
-	v := RoundView{UUID: r.UUID, RoundNumber: r.RoundNumber, Status: r.Status, IsAppended: r.IsAppended,
+	v := RoundView{UUID: r.UUID, RoundNumber: r.RoundNumber, Status: string(r.Status), IsAppended: r.IsAppended,
 		CreatedBy: ActorTypeRef{Type: r.CreatedByType, UUID: r.CreatedByUUID}, ValidatedAt: r.ValidatedAt,
 		CreatedAt: r.CreatedAt, Questions: []QuestionView{}}
 	for _, q := range r.Questions {

@@ -153,7 +153,7 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 			if rounds, err = o.Store.Elaboration(ctx, uuid); err == nil {
 				s, err = render(&i, workflows.IdeaColumns, i.Version, i.ChangeID, string(i.Status))
 				for _, r := range rounds {
-					s.Part("round "+r.UUID, r.Status)
+					s.Part("round "+r.UUID, string(r.Status))
 				}
 			}
 		}

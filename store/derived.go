@@ -13,13 +13,13 @@ import (
 	"github.com/chorus-dev/chorus/vocab"
 )
 
-// Derived idea statuses (docs/rules.md §5.1). They are computed from the database at read time,
-// never stored.
+// Derived idea statuses (docs/rules.md §5.1): vocab.DerivedStatus's, as the strings the store's
+// results carry.
 const (
-	DerivedTodo                 = "todo"
-	DerivedInProgress           = "in_progress"
-	DerivedHumanConductRequired = "human_conduct_required"
-	DerivedDone                 = "done"
+	DerivedTodo                 = string(vocab.DerivedTodo)
+	DerivedInProgress           = string(vocab.DerivedInProgress)
+	DerivedHumanConductRequired = string(vocab.DerivedHumanConductRequired)
+	DerivedDone                 = string(vocab.DerivedDone)
 )
 
 // ChildProgress is a theme's roll-up over its direct children.
@@ -289,7 +289,7 @@ func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]voc
 	case vocab.IdeaOpen:
 		return DerivedTodo
 	case vocab.IdeaElaborating:
-		if i.ElaborationStatus != nil && *i.ElaborationStatus == "pending_answers" {
+		if i.ElaborationStatus != nil && *i.ElaborationStatus == string(vocab.ElaborationPendingAnswers) {
 			return DerivedHumanConductRequired
 		}
 		return DerivedInProgress

@@ -43,17 +43,17 @@ type Idea struct {
 type ElaborationRound struct {
 	bun.BaseModel `bun:"table:elaboration_rounds"`
 
-	UUID          string     `bun:"uuid,pk"`
-	CompanyUUID   string     `bun:"company_uuid"`
-	IdeaUUID      string     `bun:"idea_uuid"`
-	RoundNumber   int        `bun:"round_number"`
-	Status        string     `bun:"status"`
-	IsAppended    bool       `bun:"is_appended"`
-	CreatedByType string     `bun:"created_by_type"`
-	CreatedByUUID string     `bun:"created_by_uuid"`
-	ValidatedAt   *time.Time `bun:"validated_at"`
-	CreatedAt     time.Time  `bun:"created_at"`
-	UpdatedAt     time.Time  `bun:"updated_at"`
+	UUID          string            `bun:"uuid,pk"`
+	CompanyUUID   string            `bun:"company_uuid"`
+	IdeaUUID      string            `bun:"idea_uuid"`
+	RoundNumber   int               `bun:"round_number"`
+	Status        vocab.RoundStatus `bun:"status"`
+	IsAppended    bool              `bun:"is_appended"`
+	CreatedByType string            `bun:"created_by_type"`
+	CreatedByUUID string            `bun:"created_by_uuid"`
+	ValidatedAt   *time.Time        `bun:"validated_at"`
+	CreatedAt     time.Time         `bun:"created_at"`
+	UpdatedAt     time.Time         `bun:"updated_at"`
 
 	Questions []ElaborationQuestion `bun:"rel:has-many,join:uuid=round_uuid"`
 }

@@ -798,7 +798,7 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	round := store.ElaborationRound{UUID: derivedFrom(wr, "round"), CompanyUUID: n.CompanyUUID, IdeaUUID: n.UUID,
 		RoundNumber: number, Status: "pending_answers", IsAppended: appended, CreatedByType: in.Actor.Type,
 		CreatedByUUID: in.Actor.UUID, CreatedAt: wr.At, UpdatedAt: wr.At}
-	rs := RoundState{UUID: round.UUID, Number: number, Status: round.Status}
+	rs := RoundState{UUID: round.UUID, Number: number, Status: string(round.Status)}
 	for i, q := range in.Questions {
 		required := q.Required == nil || *q.Required
 		row := store.ElaborationQuestion{UUID: DerivedUUID(round.UUID, "question", strconv.Itoa(i)), RoundUUID: round.UUID,

@@ -27,7 +27,7 @@ func IdeaStateFromRows(i store.Idea, rounds []store.ElaborationRound) IdeaState 
 		}
 	}
 	for _, r := range rounds {
-		rs := RoundState{UUID: r.UUID, Number: r.RoundNumber, Status: r.Status}
+		rs := RoundState{UUID: r.UUID, Number: r.RoundNumber, Status: string(r.Status)}
 		for _, q := range r.Questions {
 			qs := QuestionState{UUID: q.UUID, ID: fingerprint(q.QuestionID), Required: q.Required, Answered: q.AnsweredAt != nil}
 			for _, o := range q.Options {
