@@ -67,8 +67,8 @@ type EntityMoved struct {
 
 // MovedSignal is one workflow to tell about a move.
 type MovedSignal struct {
-	WorkflowID string
-	Moved      EntityMoved
+	WorkflowID string      `json:"workflowId"`
+	Moved      EntityMoved `json:"moved"`
 }
 
 // FollowMove signals each moved entity's workflow, retried until every signal is delivered. A

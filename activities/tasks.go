@@ -62,8 +62,8 @@ func (a *Activities) refreshBatchIdeas(ctx context.Context, b store.TaskBatch) e
 
 // TaskBatchStart is a chorus_create_tasks batch and the starts of its tasks' workflows.
 type TaskBatchStart struct {
-	Batch  store.TaskBatch
-	Starts []WorkflowStart
+	Batch  store.TaskBatch `json:"batch"`
+	Starts []WorkflowStart `json:"starts"`
 }
 
 // CreateTaskBatchAndStart writes the batch as CreateTaskBatch does, then starts its tasks'

@@ -13,33 +13,33 @@ import (
 // IdeaChange is everything one idea command writes, in one transaction (docs/write-path.md).
 type IdeaChange struct {
 	Write
-	UUID        string
-	CompanyUUID string
-	ProjectUUID string
+	UUID        string `json:"uuid"`
+	CompanyUUID string `json:"companyUuid"`
+	ProjectUUID string `json:"projectUuid"`
 
 	// Parent, when the change gives the idea a parent, is checked again inside the transaction
 	// (docs/rules.md §5.5): with the project locked, the parent must still exist in the project
 	// and not descend from the idea, or the change fails with a *LineageError and writes nothing.
-	Parent *string
+	Parent *string `json:"parent"`
 
 	// Insert creates the idea (chorus_pm_create_idea); Version and ChangeID are set from Write.
-	Insert *Idea
+	Insert *Idea `json:"insert"`
 	// Set and Columns: set these columns of the idea to Set's values.
-	Set     Idea
-	Columns []string
+	Set     Idea     `json:"set"`
+	Columns []string `json:"columns"`
 	// NewRound is an elaboration round to add, with its questions.
-	NewRound *ElaborationRound
+	NewRound *ElaborationRound `json:"newRound"`
 	// Answers set the answer fields of these questions (by uuid).
-	Answers []ElaborationQuestion
+	Answers []ElaborationQuestion `json:"answers"`
 	// RoundStatus sets round statuses, by round uuid.
-	RoundStatus map[string]string
+	RoundStatus map[string]string `json:"roundStatus"`
 	// Delete orphans the idea's children and deletes it with its rounds.
-	Delete bool
+	Delete bool `json:"delete"`
 	// Mentions are the new mentions of a content edit (docs/rules.md §7.3), recorded with it.
-	Mentions *MentionText
+	Mentions *MentionText `json:"mentions"`
 
-	Activities    []Activity
-	Notifications []NotifySpec
+	Activities    []Activity   `json:"activities"`
+	Notifications []NotifySpec `json:"notifications"`
 }
 
 // ApplyIdeaChange applies c by the write protocol: once, from the version it expects; a retry of
@@ -126,13 +126,13 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 // Lineage is what docs/rules.md §5.5 checks about a proposed parent idea.
 type Lineage struct {
 	// CurrentParent is the idea's parent now (nil: none, or the idea does not exist yet).
-	CurrentParent *string
+	CurrentParent *string `json:"currentParent"`
 	// ParentFound: the proposed parent exists in the company.
-	ParentFound bool
+	ParentFound bool `json:"parentFound"`
 	// ParentProject is the parent's project.
-	ParentProject string
+	ParentProject string `json:"parentProject"`
 	// ParentIsDescendant: the proposed parent is the idea itself or one of its descendants.
-	ParentIsDescendant bool
+	ParentIsDescendant bool `json:"parentIsDescendant"`
 }
 
 // LineageError: a change's parent idea no longer passes docs/rules.md §5.5 when the change is

@@ -13,48 +13,48 @@ import (
 // TaskChange is everything one task command writes, in one transaction (docs/write-path.md).
 type TaskChange struct {
 	Write
-	UUID        string
-	CompanyUUID string
-	ProjectUUID string
+	UUID        string `json:"uuid"`
+	CompanyUUID string `json:"companyUuid"`
+	ProjectUUID string `json:"projectUuid"`
 
 	// Set and Columns: set these columns of the task to Set's values.
-	Set     Task
-	Columns []string
+	Set     Task     `json:"set"`
+	Columns []string `json:"columns"`
 	// ReplaceCriteria deletes every criterion of the task and inserts these (ReplacingAll).
-	ReplaceCriteria []AcceptanceCriterion
-	ReplacingAll    bool
+	ReplaceCriteria []AcceptanceCriterion `json:"replaceCriteria"`
+	ReplacingAll    bool                  `json:"replacingAll"`
 	// Marks set the developer or admin fields of criteria (by uuid), per MarkColumns.
-	Marks       []AcceptanceCriterion
-	MarkColumns []string
+	Marks       []AcceptanceCriterion `json:"marks"`
+	MarkColumns []string              `json:"markColumns"`
 	// ResetCriteria clears every mark of the task's criteria (the reset rule of docs/rules.md §5.2).
-	ResetCriteria bool
+	ResetCriteria bool `json:"resetCriteria"`
 	// AddDeps and RemoveDeps edit the task's dependencies; each add is checked (docs/rules.md §5.3) and
 	// its outcome reported, and a failed add does not fail the change.
-	AddDeps    []string
-	RemoveDeps []string
+	AddDeps    []string `json:"addDeps"`
+	RemoveDeps []string `json:"removeDeps"`
 	// CountAddedDepsIn names the activity (by action) whose value gets "addedDependencies": the
 	// number of AddDeps that passed their checks.
-	CountAddedDepsIn string
+	CountAddedDepsIn string `json:"countAddedDepsIn"`
 	// Comment is a comment to add (chorus_report_work).
-	Comment *Comment
+	Comment *Comment `json:"comment"`
 	// ReportIn names the activity (by action) whose value gets "report": the comment's content.
 	// With it and Mentions.FromComment, a work report travels once in the change, as the
 	// comment, instead of three times (docs/write-path.md, "Bounded state and payloads").
-	ReportIn string
+	ReportIn string `json:"reportIn"`
 	// Mentions are recorded with the change (docs/rules.md §7.3): a work report's, or the new
 	// ones of a description edit.
-	Mentions *MentionText
+	Mentions *MentionText `json:"mentions"`
 	// Delete removes the task with its criteria and dependency edges.
-	Delete bool
+	Delete bool `json:"delete"`
 
-	Activities    []Activity
-	Notifications []NotifySpec
+	Activities    []Activity   `json:"activities"`
+	Notifications []NotifySpec `json:"notifications"`
 }
 
 // TaskOutcome reports what ApplyTaskChange could not do.
 type TaskOutcome struct {
 	// DepErrors holds, per AddDeps entry that failed, its message (docs/rules.md §5.3 wording).
-	DepErrors map[string]string
+	DepErrors map[string]string `json:"depErrors"`
 }
 
 // ApplyTaskChange applies c by the write protocol. A retry of an applied change writes nothing
@@ -289,21 +289,21 @@ func lockRowAs(ctx context.Context, tx bun.Tx, table, uuid, strength string) err
 // TaskBatch is one chorus_create_tasks call, ids chosen by the workflow from its change.
 type TaskBatch struct {
 	Write
-	CompanyUUID string
-	ProjectUUID string
-	Tasks       []Task
-	Criteria    []AcceptanceCriterion
+	CompanyUUID string                `json:"companyUuid"`
+	ProjectUUID string                `json:"projectUuid"`
+	Tasks       []Task                `json:"tasks"`
+	Criteria    []AcceptanceCriterion `json:"criteria"`
 	// Deps are the requested edges, in input order; each is checked and may fail alone.
-	Deps       []BatchDep
-	Activities []Activity
+	Deps       []BatchDep `json:"deps"`
+	Activities []Activity `json:"activities"`
 }
 
 // BatchDep is one requested edge of a batch and how to word its failure.
 type BatchDep struct {
-	TaskUUID      string
-	DependsOnUUID string
+	TaskUUID      string `json:"taskUuid"`
+	DependsOnUUID string `json:"dependsOnUuid"`
 	// Prefix words a failure: `Task "<title>" -> draftUuid "<d>": `.
-	Prefix string
+	Prefix string `json:"prefix"`
 }
 
 // CreateTaskBatch writes a batch of tasks in ONE transaction: the tasks (version 1, marked with

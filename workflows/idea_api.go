@@ -122,88 +122,88 @@ func nilIfBlank(s string) *string {
 
 // IdeaRun is IdeaWorkflow's input: empty for a new idea, the state when continuing as new.
 type IdeaRun struct {
-	State *IdeaState
+	State *IdeaState `json:"state"`
 }
 
 // CreateIdeaInput creates the idea (update-with-start).
 type CreateIdeaInput struct {
-	Actor       Actor
-	UUID        string
-	ProjectUUID string
-	ProjectName string
-	Title       string
-	Content     *string
-	ParentUUID  *string
-	IsContainer bool
+	Actor       Actor   `json:"actor"`
+	UUID        string  `json:"uuid"`
+	ProjectUUID string  `json:"projectUuid"`
+	ProjectName string  `json:"projectName"`
+	Title       string  `json:"title"`
+	Content     *string `json:"content"`
+	ParentUUID  *string `json:"parentUuid"`
+	IsContainer bool    `json:"isContainer"`
 }
 
 // IdeaCommand is the input of commands that need only the actor.
 type IdeaCommand struct {
-	Actor Actor
+	Actor Actor `json:"actor"`
 }
 
 // AssignIdeaInput makes an agent or a user of the company the idea's assignee
 // (chorus_pm_assign_idea); who may be assigned is checked by the caller.
 type AssignIdeaInput struct {
-	Actor      Actor
-	TargetType string // agent | user
-	TargetUUID string
-	TargetName string
+	Actor      Actor  `json:"actor"`
+	TargetType string `json:"targetType"` // agent | user
+	TargetUUID string `json:"targetUuid"`
+	TargetName string `json:"targetName"`
 }
 
 // EditIdeaInput edits an idea; nil fields are left alone. SetParent with ParentUUID nil detaches.
 type EditIdeaInput struct {
-	Actor       Actor
-	Title       *string
-	Content     *string
-	SetParent   bool
-	ParentUUID  *string
-	IsContainer *bool
+	Actor       Actor   `json:"actor"`
+	Title       *string `json:"title"`
+	Content     *string `json:"content"`
+	SetParent   bool    `json:"setParent"`
+	ParentUUID  *string `json:"parentUuid"`
+	IsContainer *bool   `json:"isContainer"`
 }
 
 // QuestionInput is one question of chorus_pm_start_elaboration.
 type QuestionInput struct {
-	ID       string
-	Text     string
-	Category string
-	Options  []store.QuestionOption
-	Required *bool
+	ID       string                 `json:"id"`
+	Text     string                 `json:"text"`
+	Category string                 `json:"category"`
+	Options  []store.QuestionOption `json:"options"`
+	Required *bool                  `json:"required"`
 }
 
 // StartElaborationInput starts an elaboration round.
 type StartElaborationInput struct {
-	Actor     Actor
-	Depth     string
-	Questions []QuestionInput
+	Actor     Actor           `json:"actor"`
+	Depth     string          `json:"depth"`
+	Questions []QuestionInput `json:"questions"`
 }
 
 // AnswerInput is one answer of chorus_answer_elaboration.
 type AnswerInput struct {
-	QuestionID       string
-	SelectedOptionID *string
-	CustomText       *string
+	QuestionID       string  `json:"questionId"`
+	SelectedOptionID *string `json:"selectedOptionId"`
+	CustomText       *string `json:"customText"`
 }
 
 // AnswerElaborationInput answers questions of a round (the single pending one when RoundUUID is nil).
 type AnswerElaborationInput struct {
-	Actor     Actor
-	RoundUUID *string
-	Answers   []AnswerInput
+	Actor     Actor         `json:"actor"`
+	RoundUUID *string       `json:"roundUuid"`
+	Answers   []AnswerInput `json:"answers"`
 }
 
 // SkipElaborationInput skips elaboration with a reason.
 type SkipElaborationInput struct {
-	Actor  Actor
-	Reason string
+	Actor  Actor  `json:"actor"`
+	Reason string `json:"reason"`
 }
 
 // IdeaResult is what idea updates return; callers read the full view from the database, which
 // already holds the change when the update completes.
 type IdeaResult struct {
-	UUID        string
-	Status      string
-	RoundUUID   string `json:",omitempty"`
-	RoundNumber int    `json:",omitempty"`
+	UUID        string `json:"uuid"`
+	Status      string `json:"status"`
+	RoundUUID   string `json:"roundUuid,omitempty"`
+	RoundNumber int    `json:"roundNumber,omitempty"`
 	// Moved counts what chorus_move_idea moved.
-	Moved *store.MoveCounts `json:",omitempty"`
+	Moved *store.MoveCounts `json:"moved,omitempty"`
 }

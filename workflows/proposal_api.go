@@ -81,80 +81,80 @@ var ProposalColumns = []string{"project_uuid", "title", "status", "input_type", 
 
 // ProposalRun is ProposalWorkflow's input: empty for a new proposal, the state when continuing.
 type ProposalRun struct {
-	State *ProposalState
+	State *ProposalState `json:"state"`
 }
 
 // CreateProposalInput creates the proposal (update-with-start). The caller has checked the
 // inputs (they exist, are visible, are ideas the caller holds, are not themes).
 type CreateProposalInput struct {
-	Actor       Actor
-	UUID        string
-	ProjectUUID string
-	ProjectName string
-	Title       string
-	Description *string
-	InputType   string
-	InputUUIDs  []string
+	Actor       Actor    `json:"actor"`
+	UUID        string   `json:"uuid"`
+	ProjectUUID string   `json:"projectUuid"`
+	ProjectName string   `json:"projectName"`
+	Title       string   `json:"title"`
+	Description *string  `json:"description"`
+	InputType   string   `json:"inputType"`
+	InputUUIDs  []string `json:"inputUuiDs"`
 }
 
 // ProposalCommand is the input of commands that need only the actor and an optional note.
 type ProposalCommand struct {
-	Actor      Actor
-	ReviewNote *string
+	Actor      Actor   `json:"actor"`
+	ReviewNote *string `json:"reviewNote"`
 }
 
 // DocumentDraftInput adds or (with DraftUUID, nil fields untouched) updates a document draft.
 type DocumentDraftInput struct {
-	Actor     Actor
-	DraftUUID string
-	Type      *string
-	Title     *string
-	Content   *string
+	Actor     Actor   `json:"actor"`
+	DraftUUID string  `json:"draftUuid"`
+	Type      *string `json:"type"`
+	Title     *string `json:"title"`
+	Content   *string `json:"content"`
 }
 
 // TaskDraftInput adds or (with DraftUUID, nil fields untouched) updates a task draft.
 type TaskDraftInput struct {
-	Actor       Actor
-	DraftUUID   string
-	Title       *string
-	Description *string
-	StoryPoints *float64
-	Priority    *string
-	Kind        *string
+	Actor       Actor    `json:"actor"`
+	DraftUUID   string   `json:"draftUuid"`
+	Title       *string  `json:"title"`
+	Description *string  `json:"description"`
+	StoryPoints *float64 `json:"storyPoints"`
+	Priority    *string  `json:"priority"`
+	Kind        *string  `json:"kind"`
 	// Criteria replaces the acceptance criteria when SetCriteria (always, for add).
-	SetCriteria bool
-	Criteria    []store.CriterionDraft
+	SetCriteria bool                   `json:"setCriteria"`
+	Criteria    []store.CriterionDraft `json:"criteria"`
 	// DependsOn replaces the dependencies when SetDependsOn.
-	SetDependsOn bool
-	DependsOn    []string
+	SetDependsOn bool     `json:"setDependsOn"`
+	DependsOn    []string `json:"dependsOn"`
 }
 
 // RemoveDraftInput removes a draft.
 type RemoveDraftInput struct {
-	Actor     Actor
-	DraftUUID string
+	Actor     Actor  `json:"actor"`
+	DraftUUID string `json:"draftUuid"`
 }
 
 // ProposalResult is what proposal updates return.
 type ProposalResult struct {
-	UUID         string
-	Status       string
-	DraftUUID    string         `json:",omitempty"`
-	DraftTitle   string         `json:",omitempty"`
-	Materialized *Materialized  `json:",omitempty"`
-	Revoked      *store.Revoked `json:",omitempty"`
-	Validation   *Validation    `json:",omitempty"`
+	UUID         string         `json:"uuid"`
+	Status       string         `json:"status"`
+	DraftUUID    string         `json:"draftUuid,omitempty"`
+	DraftTitle   string         `json:"draftTitle,omitempty"`
+	Materialized *Materialized  `json:"materialized,omitempty"`
+	Revoked      *store.Revoked `json:"revoked,omitempty"`
+	Validation   *Validation    `json:"validation,omitempty"`
 }
 
 // Materialized lists what an approval created, in draft order.
 type Materialized struct {
-	Tasks     []MaterializedItem
-	Documents []MaterializedItem
+	Tasks     []MaterializedItem `json:"tasks"`
+	Documents []MaterializedItem `json:"documents"`
 }
 
 // MaterializedItem pairs a draft with the entity made from it.
 type MaterializedItem struct {
-	DraftUUID string
-	UUID      string
-	Title     string
+	DraftUUID string `json:"draftUuid"`
+	UUID      string `json:"uuid"`
+	Title     string `json:"title"`
 }

@@ -34,16 +34,16 @@ const (
 // ProposalRevoked is the payload of SignalProposalRevoked: the revoke cascade has closed the
 // task's row and moved it to Row, and the task's workflow adopts it.
 type ProposalRevoked struct {
-	ProposalUUID string
-	Row          RowMark
-	At           time.Time
+	ProposalUUID string    `json:"proposalUuid"`
+	Row          RowMark   `json:"row"`
+	At           time.Time `json:"at"`
 }
 
 // TaskFinished is the payload of SignalTaskFinished, sent to a task's proposal when the task
 // reaches done or closed.
 type TaskFinished struct {
-	TaskUUID string
-	Status   string
+	TaskUUID string `json:"taskUuid"`
+	Status   string `json:"status"`
 }
 
 // TaskState is everything TaskWorkflow knows; it is what continue-as-new carries. Text lives in
@@ -180,87 +180,87 @@ func NewTaskState(t store.Task, criteria []store.AcceptanceCriterion) TaskState 
 // TaskRun is TaskWorkflow's input: the task's state (approval and chorus_create_tasks pass the
 // new task, continue-as-new the current state).
 type TaskRun struct {
-	State *TaskState
+	State *TaskState `json:"state"`
 }
 
 // TaskCommand is the input of commands that need only the actor. A claim carries the project's
 // claim time to live (docs/rules.md §5.10).
 type TaskCommand struct {
-	Actor    Actor
-	ClaimTTL int64 `json:",omitempty"`
+	Actor    Actor `json:"actor"`
+	ClaimTTL int64 `json:"claimTtl,omitempty"`
 	// Project is the project whose access the caller was checked on before sending a claim; a
 	// claim finding the task in another project (moved meanwhile) is refused. Empty: not checked.
-	Project string `json:",omitempty"`
+	Project string `json:"project,omitempty"`
 }
 
 // AssignTaskInput assigns a task to another agent (chorus_pm_assign_task).
 type AssignTaskInput struct {
-	Actor      Actor
-	TargetUUID string
-	TargetName string
-	ClaimTTL   int64 `json:",omitempty"`
+	Actor      Actor  `json:"actor"`
+	TargetUUID string `json:"targetUuid"`
+	TargetName string `json:"targetName"`
+	ClaimTTL   int64  `json:"claimTtl,omitempty"`
 }
 
 // UpdateTaskInput is chorus_update_task: field edits by anyone, criteria replacement,
 // dependency edits, and a status move by the assignee.
 type UpdateTaskInput struct {
-	Actor          Actor
-	Title          *string
-	Description    *string
-	Priority       *string
-	StoryPoints    *float64
-	SetCriteria    bool
-	Criteria       []store.CriterionDraft
-	AddDependsOn   []string
-	RemoveDepends  []string
-	Status         *string
-	SessionUUID    *string
-	SessionName    *string
-	DescriptionSet bool
+	Actor          Actor                  `json:"actor"`
+	Title          *string                `json:"title"`
+	Description    *string                `json:"description"`
+	Priority       *string                `json:"priority"`
+	StoryPoints    *float64               `json:"storyPoints"`
+	SetCriteria    bool                   `json:"setCriteria"`
+	Criteria       []store.CriterionDraft `json:"criteria"`
+	AddDependsOn   []string               `json:"addDependsOn"`
+	RemoveDepends  []string               `json:"removeDepends"`
+	Status         *string                `json:"status"`
+	SessionUUID    *string                `json:"sessionUuid"`
+	SessionName    *string                `json:"sessionName"`
+	DescriptionSet bool                   `json:"descriptionSet"`
 }
 
 // ReportWorkInput is chorus_report_work.
 type ReportWorkInput struct {
-	Actor       Actor
-	Report      string
-	Status      *string
-	SessionUUID *string
-	SessionName *string
+	Actor       Actor   `json:"actor"`
+	Report      string  `json:"report"`
+	Status      *string `json:"status"`
+	SessionUUID *string `json:"sessionUuid"`
+	SessionName *string `json:"sessionName"`
 }
 
 // CriterionMark is one criterion's self-check or verification.
 type CriterionMark struct {
-	UUID     string
-	Status   string // passed | failed
-	Evidence *string
+	UUID     string  `json:"uuid"`
+	Status   string  `json:"status"` // passed | failed
+	Evidence *string `json:"evidence"`
 }
 
 // MarkCriteriaInput is a self-check (developer fields) or a verification mark (admin fields).
 type MarkCriteriaInput struct {
-	Actor Actor
-	Marks []CriterionMark
+	Actor Actor           `json:"actor"`
+	Marks []CriterionMark `json:"marks"`
 }
 
 // SubmitInput is chorus_submit_for_verify.
 type SubmitInput struct {
-	Actor   Actor
-	Summary *string
+	Actor   Actor   `json:"actor"`
+	Summary *string `json:"summary"`
 }
 
 // ReopenInput is chorus_admin_reopen_task.
 type ReopenInput struct {
-	Actor    Actor
-	Force    bool
-	ClaimTTL int64 `json:",omitempty"`
+	Actor    Actor `json:"actor"`
+	Force    bool  `json:"force"`
+	ClaimTTL int64 `json:"claimTtl,omitempty"`
 }
 
 // TaskResult is what task updates return; callers read the full view from the database.
 type TaskResult struct {
-	UUID     string
-	Status   string
-	Warnings []string `json:",omitempty"`
+	UUID     string   `json:"uuid"`
+	Status   string   `json:"status"`
+	Warnings []string `json:"warnings,omitempty"`
 	// Unchanged: the command was a no-op (re-claiming a task you hold).
-	Unchanged bool `json:",omitempty"`
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // BlockedByDependencies is the JSON text of a refused reopen (docs/rules.md §2.4, §5.3).
