@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // taskGraph is a project's tasks and dependency edges as inserted, for the reference model of
@@ -114,8 +115,8 @@ func (w *graphWriter) task(uuid string, c store.TaskChange) (store.TaskChange, s
 		delete(w.g.deps, uuid)
 	} else {
 		cur.Version++
-		if slices.Contains(c.Columns, "status") {
-			cur.Status = c.Set.Status
+		if s := c.NewStatus(); s != "" {
+			cur.Status = s
 		}
 		w.g.tasks[uuid] = cur
 		for _, d := range c.AddDeps {
@@ -315,7 +316,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 		checkLists(t, st, g, true)
 		id := func(i int) string { return rows[i].UUID }
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: s}, Columns: []string{"status"}}
+			return statusChange(s)
 		}
 
 		// A dependency moving to done or closed unblocks its dependents.
@@ -534,7 +535,7 @@ func TestUnresolvedCountsUnderConcurrentWrites(t *testing.T) {
 			return nil
 		}
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: s}, Columns: []string{"status"}}
+			return statusChange(s)
 		}
 		errs := make(chan error, deps+dependents)
 		for i, task := range rows {
@@ -601,7 +602,7 @@ func TestUnresolvedCountsRaceOfAnEdgeAndAVerification(t *testing.T) {
 				go func() {
 					<-start
 					if i == 0 {
-						errs <- apply(task, store.TaskChange{Set: store.Task{Status: "done"}, Columns: []string{"status"}})
+						errs <- apply(task, statusChange("done"))
 					} else {
 						errs <- apply(task, store.TaskChange{AddDeps: []string{rows[0].UUID}})
 					}
@@ -616,4 +617,10 @@ func TestUnresolvedCountsRaceOfAnEdgeAndAVerification(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, len(drift), "%d dependents kept a count that differs from a recount, e.g. %+v", len(drift), drift[:min(1, len(drift))])
 	})
+}
+
+// statusChange is a task change that moves the task to status s.
+func statusChange(s string) store.TaskChange {
+	st := vocab.TaskStatus(s)
+	return store.TaskChange{Patch: store.TaskPatch{Status: &st}}
 }

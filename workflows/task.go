@@ -104,9 +104,9 @@ func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, store.Write) {
 	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
 }
 
-// change is a write of the given columns of the task, from n.
-func (w *taskWorkflow) change(n TaskState, cols ...string) store.TaskChange {
-	return store.TaskChange{Set: n.Projection(), Columns: cols}
+// assignmentChange is the change that sets the task's status and assignee to n's.
+func assignmentChange(n TaskState) store.TaskChange {
+	return store.TaskChange{Patch: store.TaskPatch{Status: ptr(n.status()), Assignee: n.assignment()}}
 }
 
 func (w *taskWorkflow) activity(n TaskState, wr store.Write, a Actor, action string, value any, session ...*string) store.Activity {
@@ -154,7 +154,7 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 	w.settleLease(&n, &c, by, wr.At)
 	var a *activities.Activities
 	var out store.TaskOutcome
-	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID
+	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID, c.ProposalUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID, nilIfBlank(n.ProposalUUID)
 	if err := persist(ctx, a.ApplyTaskChange, c).Get(ctx, &out); err != nil {
 		if conflict, ok := activities.AsProjectionConflict(err); ok && w.closedByRevoke(conflict) {
 			w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}, nil
@@ -195,13 +195,7 @@ func (w *taskWorkflow) settleLease(n *TaskState, c *store.TaskChange, by string,
 	if sameLease(w.state.Lease, n.Lease) {
 		return
 	}
-	p := n.Projection()
-	c.Set.ClaimTTLSeconds, c.Set.ClaimExpiresAt = p.ClaimTTLSeconds, p.ClaimExpiresAt
-	for _, col := range leaseColumns {
-		if !slices.Contains(c.Columns, col) {
-			c.Columns = append(c.Columns, col)
-		}
-	}
+	c.Patch.Lease = n.lease()
 }
 
 // closedByRevoke: the row moved past this workflow because the task's proposal was revoked (the
@@ -296,7 +290,7 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	if by != nil {
 		value["agentUuid"], value["assignedBy"] = agentUUID, *by
 	}
-	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c := assignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, a, "assigned", value)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, a, "task_assigned",
 		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Title), taskAssignee(n))}
@@ -309,7 +303,7 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	n.Status, n.Assignee = string(TaskOpen), nil
-	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c := assignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
@@ -354,25 +348,23 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 		}
 	}
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	value := map[string]any{}
 	if in.Title != nil {
 		n.Title = strings.TrimSpace(*in.Title)
-		c.Columns, value["title"] = append(c.Columns, "title"), n.Title
+		c.Patch.Title, value["title"] = &n.Title, n.Title
 	}
 	if in.DescriptionSet {
-		c.Set.Description = emptyToNil(in.Description)
-		c.Columns, value["descriptionUpdated"] = append(c.Columns, "description"), true
+		c.Patch.Description, value["descriptionUpdated"] = store.SetTo(emptyToNil(in.Description)), true
 		// Only mentions the old description did not have are new (docs/rules.md §7.3).
 		c.Mentions = w.mentions(n, wr, in.Actor, "task", n.UUID, deref(in.Description), "description", in.SessionUUID, in.SessionName)
 	}
 	if in.Priority != nil {
 		n.Priority = *in.Priority
-		c.Columns, value["priority"] = append(c.Columns, "priority"), *in.Priority
+		c.Patch.Priority, value["priority"] = in.Priority, *in.Priority
 	}
 	if in.StoryPoints != nil {
-		c.Set.StoryPoints = in.StoryPoints
-		c.Columns, value["storyPoints"] = append(c.Columns, "story_points"), *in.StoryPoints
+		c.Patch.StoryPoints, value["storyPoints"] = store.SetTo(in.StoryPoints), *in.StoryPoints
 	}
 	if in.SetCriteria {
 		c.ReplacingAll, value["acceptanceCriteriaReplaced"] = true, true
@@ -402,9 +394,6 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 		c.Activities = []store.Activity{w.activity(n, wr, in.Actor, action, value, in.SessionUUID, in.SessionName)}
 		c.CountAddedDepsIn = action
 	}
-	desc, points := c.Set.Description, c.Set.StoryPoints
-	c.Set = n.Projection()
-	c.Set.Description, c.Set.StoryPoints = desc, points
 	out, err := w.commit(ctx, n, wr, c, in.Actor.UUID)
 	if err != nil {
 		return TaskResult{}, err
@@ -422,7 +411,7 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 
 func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	var statusUpdated *string
 	if in.Status != nil {
 		move(&n, &c, TaskStatus(*in.Status))
@@ -457,24 +446,16 @@ func (w *taskWorkflow) mark(ctx workflow.Context, in MarkCriteriaInput) (TaskRes
 // applyMarks writes developer (dev) or admin marks; neither changes the task's status.
 func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, dev bool) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
-	now := wr.At
+	c := store.TaskChange{SelfCheck: dev}
 	for _, m := range in.Marks {
 		i := slices.IndexFunc(n.Criteria, func(x CriterionState) bool { return x.UUID == m.UUID })
-		row := store.AcceptanceCriterion{UUID: m.UUID}
 		if dev {
 			n.Criteria[i].DevStatus = m.Status
-			row.DevStatus, row.DevEvidence, row.DevMarkedByType, row.DevMarkedBy, row.DevMarkedAt = m.Status, m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
 		} else {
 			n.Criteria[i].Status = m.Status
-			row.Status, row.Evidence, row.MarkedByType, row.MarkedBy, row.MarkedAt = m.Status, m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
 		}
-		c.Marks = append(c.Marks, row)
-	}
-	if dev {
-		c.MarkColumns = []string{"dev_status", "dev_evidence", "dev_marked_by_type", "dev_marked_by", "dev_marked_at"}
-	} else {
-		c.MarkColumns = []string{"status", "evidence", "marked_by_type", "marked_by", "marked_at"}
+		c.Verdicts = append(c.Verdicts, store.Verdict{UUID: m.UUID, Status: CriterionStatus(m.Status), Evidence: m.Evidence,
+			ByType: in.Actor.Type, By: in.Actor.UUID, At: wr.At})
 	}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
@@ -484,7 +465,7 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 
 func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskToVerify)
 	var value any
 	if in.Summary != nil {
@@ -502,7 +483,7 @@ func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult,
 
 func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskDone)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "verified", nil)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_verified",
@@ -529,7 +510,7 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 		}
 	}
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskInProgress)
 	if n.Assignee != nil {
 		n.Lease = leaseFrom(in.ClaimTTL, wr.At) // the holder is back at work: a fresh lease (docs/rules.md §5.10)
@@ -548,7 +529,7 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 
 func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskClosed)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", nil)}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
@@ -560,7 +541,7 @@ func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, 
 func (w *taskWorkflow) delete(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	n.Deleted = true
-	c := w.change(n)
+	c := store.TaskChange{}
 	c.Delete = true
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err

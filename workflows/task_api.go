@@ -147,12 +147,25 @@ func (s TaskState) Projection() store.Task {
 	return t
 }
 
-// TaskColumns are the columns of a task row its workflow owns (TaskState.row).
-var TaskColumns = []string{"project_uuid", "title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-	"claim_ttl_seconds", "claim_expires_at"}
+// TaskColumns are the columns of a task row its workflow owns, as the store names them (chorus
+// ops compares and repairs them).
+var TaskColumns = store.TaskWorkflowColumns
 
-// leaseColumns are the columns of a claim's lease.
-var leaseColumns = []string{"claim_ttl_seconds", "claim_expires_at"}
+// assignment is the row's assignee as the state has it: a patch of the assignee columns.
+func (s TaskState) assignment() *store.Nullable[store.Assignment] {
+	if h := s.Assignee; h != nil {
+		return store.SetTo(&store.Assignment{Type: h.Type, UUID: h.UUID, At: h.At, By: h.By})
+	}
+	return store.SetTo[store.Assignment](nil)
+}
+
+// lease is the claim's lease as the state has it: a patch of the lease columns.
+func (s TaskState) lease() *store.Nullable[store.ClaimLease] {
+	if l := s.Lease; l != nil {
+		return store.SetTo(&store.ClaimLease{TTLSeconds: l.TTLSeconds, ExpiresAt: l.ExpiresAt})
+	}
+	return store.SetTo[store.ClaimLease](nil)
+}
 
 // NewTaskState is the state a task's workflow starts from: the row as approval or
 // chorus_create_tasks inserted it (or as ops repair finds it), with its criteria.

@@ -152,10 +152,7 @@ func BlockedError(blockers []store.TaskLink) *Error {
 func move(n *TaskState, c *store.TaskChange, to TaskStatus) {
 	from := n.status()
 	n.Status = string(to)
-	c.Set = n.Projection()
-	if !slices.Contains(c.Columns, "status") {
-		c.Columns = append(c.Columns, "status")
-	}
+	c.Patch.Status = &to
 	if from == TaskToVerify && to != TaskDone {
 		c.ResetCriteria = true
 		for i := range n.Criteria {
