@@ -286,9 +286,9 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	if n.Lapsed != nil && n.Lapsed.UUID == agentUUID {
 		n.Lapsed = nil
 	}
-	value := map[string]any{"assigneeType": "agent", "assigneeUuid": agentUUID}
+	value := assignedValue{AssigneeType: "agent", AssigneeUUID: agentUUID}
 	if by != nil {
-		value["agentUuid"], value["assignedBy"] = agentUUID, *by
+		value.AgentUUID, value.AssignedBy = &agentUUID, by
 	}
 	c := assignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, a, "assigned", value)}
@@ -349,25 +349,25 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	}
 	n, wr := w.next(ctx)
 	c := store.TaskChange{}
-	value := map[string]any{}
+	var value taskUpdatedValue
 	if in.Title != nil {
 		n.Title = strings.TrimSpace(*in.Title)
-		c.Patch.Title, value["title"] = &n.Title, n.Title
+		c.Patch.Title, value.Title = &n.Title, &n.Title
 	}
 	if in.DescriptionSet {
-		c.Patch.Description, value["descriptionUpdated"] = store.SetTo(emptyToNil(in.Description)), true
+		c.Patch.Description, value.DescriptionUpdated = store.SetTo(emptyToNil(in.Description)), true
 		// Only mentions the old description did not have are new (docs/rules.md §7.3).
 		c.Mentions = w.mentions(n, wr, in.Actor, "task", n.UUID, deref(in.Description), "description", in.SessionUUID, in.SessionName)
 	}
 	if in.Priority != nil {
 		n.Priority = *in.Priority
-		c.Patch.Priority, value["priority"] = in.Priority, *in.Priority
+		c.Patch.Priority, value.Priority = in.Priority, in.Priority
 	}
 	if in.StoryPoints != nil {
-		c.Patch.StoryPoints, value["storyPoints"] = store.SetTo(in.StoryPoints), *in.StoryPoints
+		c.Patch.StoryPoints, value.StoryPoints = store.SetTo(in.StoryPoints), in.StoryPoints
 	}
 	if in.SetCriteria {
-		c.ReplacingAll, value["acceptanceCriteriaReplaced"] = true, true
+		c.ReplacingAll, value.AcceptanceCriteriaReplaced = true, true
 		n.Criteria = nil
 		for k, item := range NormalizeCriteria(in.Criteria) {
 			id := derivedFrom(wr, "criterion", strconv.Itoa(k))
@@ -381,14 +381,14 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	action := "updated"
 	if in.Status != nil {
 		move(&n, &c, TaskStatus(*in.Status))
-		action, value["status"] = "status_changed", *in.Status
+		action, value.Status = "status_changed", in.Status
 		c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_status_changed",
 			fmt.Sprintf("%s changed the status of task %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
 	}
 	if len(in.RemoveDepends) > 0 {
-		value["removedDependencies"] = len(in.RemoveDepends)
+		value.RemovedDependencies = len(in.RemoveDepends)
 	}
-	requested := len(value) > 0 || len(in.AddDependsOn) > 0
+	requested := value != (taskUpdatedValue{}) || len(in.AddDependsOn) > 0
 	if requested {
 		// The store adds addedDependencies: only it knows which edges passed their checks.
 		c.Activities = []store.Activity{w.activity(n, wr, in.Actor, action, value, in.SessionUUID, in.SessionName)}
@@ -423,7 +423,7 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 	// and reads its mentions from it (a report of the largest call would otherwise take three
 	// quarters of a payload's 2 MB in the activity's input).
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "comment_added",
-		map[string]any{"statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
+		workReportValue{StatusUpdated: statusUpdated}, in.SessionUUID, in.SessionName)}
 	c.ReportIn = "comment_added"
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "comment_added",
 		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
@@ -469,7 +469,7 @@ func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult,
 	move(&n, &c, TaskToVerify)
 	var value any
 	if in.Summary != nil {
-		value = map[string]string{"summary": *in.Summary}
+		value = submittedValue{Summary: *in.Summary}
 	}
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "submitted", value)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_submitted_for_verify",
@@ -516,7 +516,7 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 		n.Lease = leaseFrom(in.ClaimTTL, wr.At) // the holder is back at work: a fresh lease (docs/rules.md §5.10)
 	}
 	if in.Force {
-		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", map[string]any{"status": "in_progress", "force": true}))
+		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", forcedValue{Force: true, Status: string(TaskInProgress)}))
 	}
 	c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "reopened", nil))
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_reopened",

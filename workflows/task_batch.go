@@ -128,12 +128,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 		if spec.DraftUUID != nil {
 			byDraft[*spec.DraftUUID] = t.UUID
 		}
-		value := map[string]any{"title": t.Title}
-		if in.ProposalUUID != nil {
-			value["proposalUuid"] = *in.ProposalUUID
-		} else {
-			value["quickTask"] = true
-		}
+		value := taskCreatedValue{Title: t.Title, ProposalUUID: in.ProposalUUID, QuickTask: in.ProposalUUID == nil}
 		batch.Activities = append(batch.Activities, store.Activity{UUID: DerivedUUID(t.UUID, "created"),
 			CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID, TargetType: "task", TargetUUID: t.UUID, ActorType: in.Actor.Type,
 			ActorUUID: in.Actor.UUID, Action: "created", Value: activities.MarshalValue(value), CreatedAt: now})

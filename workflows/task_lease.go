@@ -125,9 +125,9 @@ func (w *taskWorkflow) expire(ctx workflow.Context) {
 	if name == "" {
 		name = holder.UUID
 	}
-	c.Activities = []store.Activity{w.activity(n, wr, system, "claim_expired", map[string]any{
-		"assigneeType": holder.Type, "assigneeUuid": holder.UUID, "assigneeName": holder.Name, "fromStatus": string(from),
-		"ttlSeconds": lease.TTLSeconds, "expiredAt": lease.ExpiresAt})}
+	c.Activities = []store.Activity{w.activity(n, wr, system, "claim_expired", claimExpiredValue{
+		AssigneeType: holder.Type, AssigneeUUID: holder.UUID, AssigneeName: holder.Name, FromStatus: string(from),
+		TTLSeconds: lease.TTLSeconds, ExpiredAt: lease.ExpiresAt})}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, system, "task_claim_expired",
 		fmt.Sprintf("The claim of %s on task %q lapsed after %ds without activity; the task is open again", name, n.Title,
 			lease.TTLSeconds), store.Recipient{Type: holder.Type, UUID: holder.UUID}, taskCreator(n))}
