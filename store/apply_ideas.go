@@ -24,9 +24,8 @@ type IdeaChange struct {
 
 	// Insert creates the idea (chorus_pm_create_idea); Version and ChangeID are set from Write.
 	Insert *Idea `json:"insert"`
-	// Set and Columns: set these columns of the idea to Set's values.
-	Set     Idea     `json:"set"`
-	Columns []string `json:"columns"`
+	// Patch sets fields of the idea's row.
+	Patch IdeaPatch `json:"patch"`
 	// NewRound is an elaboration round to add, with its questions.
 	NewRound *ElaborationRound `json:"newRound"`
 	// Answers set the answer fields of these questions (by uuid).
@@ -40,6 +39,50 @@ type IdeaChange struct {
 
 	Activities    []Activity   `json:"activities"`
 	Notifications []NotifySpec `json:"notifications"`
+
+	// The shape of a change before Patch: a row with the columns to set. An activity an older
+	// worker scheduled may be retried by this one with its old input, which these fields keep
+	// decoding; new changes leave them empty.
+	LegacySet     *Idea    `json:"set,omitempty"`
+	LegacyColumns []string `json:"columns,omitempty"`
+}
+
+// row is the idea row's new values and the columns they go to.
+func (c IdeaChange) row() (Idea, []string) {
+	if c.LegacySet != nil {
+		return *c.LegacySet, c.LegacyColumns
+	}
+	return c.Patch.row()
+}
+
+// SetsProgress reports whether the change sets any of the idea's fields that decide its derived status
+// or its place under its parent (docs/rules.md §5.1): status, elaboration status, the theme
+// flag, the parent.
+func (c IdeaChange) SetsProgress() bool {
+	_, cols := c.row()
+	return slices.ContainsFunc(cols, func(col string) bool {
+		return slices.Contains([]string{"status", "elaboration_status", "is_container", "parent_uuid"}, col)
+	})
+}
+
+// SetsParent reports whether the change gives the idea another parent (or none).
+func (c IdeaChange) SetsParent() bool {
+	_, cols := c.row()
+	return slices.Contains(cols, "parent_uuid")
+}
+
+// SetsTheme reports whether the change sets the idea's theme flag.
+func (c IdeaChange) SetsTheme() bool {
+	_, cols := c.row()
+	return slices.Contains(cols, "is_container")
+}
+
+// NewStatus is the status the change moves the idea to, "" when it leaves the status alone.
+func (c IdeaChange) NewStatus() string {
+	if row, cols := c.row(); slices.Contains(cols, "status") {
+		return row.Status
+	}
+	return ""
 }
 
 // ApplyIdeaChange applies c by the write protocol: once, from the version it expects; a retry of
@@ -82,9 +125,8 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 				return err
 			}
 			var q *bun.UpdateQuery
-			if len(c.Columns) > 0 {
-				row := c.Set
-				q = tx.NewUpdate().Model(&row).ModelTableExpr("ideas").Column(c.Columns...)
+			if row, cols := c.row(); len(cols) > 0 {
+				q = tx.NewUpdate().Model(&row).ModelTableExpr("ideas").Column(cols...)
 			}
 			applied, err = claim(ctx, tx, "ideas", c.UUID, c.Write, q)
 		}

@@ -121,3 +121,50 @@ func markRows(verdicts []Verdict, selfCheck bool) ([]AcceptanceCriterion, []stri
 	}
 	return rows, []string{"status", "evidence", "marked_by_type", "marked_by", "marked_at"}
 }
+
+// IdeaPatch is what an idea change sets on the idea's row; a nil field leaves its column alone.
+type IdeaPatch struct {
+	Title             *string               `json:"title,omitempty"`
+	Content           *Nullable[string]     `json:"content,omitempty"`
+	Status            *vocab.IdeaStatus     `json:"status,omitempty"`
+	Assignee          *Nullable[Assignment] `json:"assignee,omitempty"`
+	ElaborationDepth  *Nullable[string]     `json:"elaborationDepth,omitempty"`
+	ElaborationStatus *Nullable[string]     `json:"elaborationStatus,omitempty"`
+	IsContainer       *bool                 `json:"isContainer,omitempty"`
+	ParentUUID        *Nullable[string]     `json:"parentUuid,omitempty"`
+}
+
+// row is the patch as an idea row and the columns it sets.
+func (p IdeaPatch) row() (Idea, []string) {
+	var i Idea
+	var cols []string
+	if p.Title != nil {
+		i.Title, cols = *p.Title, append(cols, "title")
+	}
+	if p.Content != nil {
+		i.Content, cols = p.Content.Value, append(cols, "content")
+	}
+	if p.Status != nil {
+		i.Status, cols = string(*p.Status), append(cols, "status")
+	}
+	if p.Assignee != nil {
+		if a := p.Assignee.Value; a != nil {
+			at := a.At
+			i.AssigneeType, i.AssigneeUUID, i.AssignedAt, i.AssignedByUUID = &a.Type, &a.UUID, &at, a.By
+		}
+		cols = append(cols, "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	}
+	if p.ElaborationDepth != nil {
+		i.ElaborationDepth, cols = p.ElaborationDepth.Value, append(cols, "elaboration_depth")
+	}
+	if p.ElaborationStatus != nil {
+		i.ElaborationStatus, cols = p.ElaborationStatus.Value, append(cols, "elaboration_status")
+	}
+	if p.IsContainer != nil {
+		i.IsContainer, cols = *p.IsContainer, append(cols, "is_container")
+	}
+	if p.ParentUUID != nil {
+		i.ParentUUID, cols = p.ParentUUID.Value, append(cols, "parent_uuid")
+	}
+	return i, cols
+}

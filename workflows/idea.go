@@ -135,9 +135,18 @@ func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write,
 	return nil
 }
 
-// set is a change that sets the given columns of the idea to n's values.
-func set(n IdeaState, cols ...string) store.IdeaChange {
-	return store.IdeaChange{Set: n.Projection(), Columns: cols}
+// ideaAssignmentChange is the change that sets the idea's status and assignee to n's.
+func ideaAssignmentChange(n IdeaState) store.IdeaChange {
+	return store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), Assignee: assignmentOf(n.Assignee)}}
+}
+
+// elaborationDepth and elaborationStatus patch the elaboration columns to n's ("" is NULL).
+func elaborationDepth(n IdeaState) *store.Nullable[string] {
+	return store.SetTo(nilIfBlank(n.ElaborationDepth))
+}
+
+func elaborationStatus(n IdeaState) *store.Nullable[string] {
+	return store.SetTo(nilIfBlank(n.ElaborationStatus))
 }
 
 // activity builds an audit row of this idea for the change wr.
@@ -280,7 +289,7 @@ func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, 
 	to, _ := w.state.status().Next(IdeaClaim)
 	n.Status = string(to)
 	n.Assignee = &Holder{Type: "agent", UUID: in.Actor.UUID, Name: in.Actor.Name, At: wr.At}
-	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	change := ideaAssignmentChange(n)
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned", map[string]string{"assigneeType": "agent", "assigneeUuid": in.Actor.UUID})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
 		fmt.Sprintf("%s claimed idea %q", in.Actor.Name, n.Title), creatorOf(n), assigneeOf(n))}
@@ -302,7 +311,7 @@ func (w *ideaWorkflow) assign(ctx workflow.Context, in AssignIdeaInput) (IdeaRes
 		n.Status = string(to)
 	}
 	n.Assignee = &Holder{Type: in.TargetType, UUID: in.TargetUUID, Name: in.TargetName, At: wr.At, By: ptr(in.Actor.UUID)}
-	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	change := ideaAssignmentChange(n)
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned",
 		map[string]string{"assigneeType": in.TargetType, "assigneeUuid": in.TargetUUID, "assignedBy": in.Actor.UUID})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
@@ -320,8 +329,8 @@ func (w *ideaWorkflow) release(ctx workflow.Context, in IdeaCommand) (IdeaResult
 	}
 	n, wr := w.next(ctx)
 	n.Status, n.Assignee, n.ElaborationDepth, n.ElaborationStatus = string(to), nil, "", ""
-	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-		"elaboration_depth", "elaboration_status")
+	change := ideaAssignmentChange(n)
+	change.Patch.ElaborationDepth, change.Patch.ElaborationStatus = elaborationDepth(n), elaborationStatus(n)
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
 	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
@@ -354,19 +363,20 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 		current = lineage.CurrentParent
 	}
 	n, wr := w.next(ctx)
-	var cols, changed []string
+	var patch store.IdeaPatch
+	var changed []string
 	var acts []store.Activity
 	if in.SetParent && deref(in.ParentUUID) != deref(current) {
-		cols = append(cols, "parent_uuid")
+		patch.ParentUUID = store.SetTo(in.ParentUUID)
 		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", map[string]*string{"fromParentUuid": current, "toParentUuid": in.ParentUUID}))
 	}
 	if in.Title != nil {
 		n.Title = strings.TrimSpace(*in.Title)
-		cols, changed = append(cols, "title"), append(changed, "title")
+		patch.Title, changed = &n.Title, append(changed, "title")
 	}
 	var mentions *store.MentionText
 	if in.Content != nil {
-		cols, changed = append(cols, "content"), append(changed, "content")
+		patch.Content, changed = store.SetTo(emptyToNil(in.Content)), append(changed, "content")
 		// Only mentions the old content did not have are new (docs/rules.md §7.3).
 		mentions = &store.MentionText{Seed: wr.ID + "/mentions", Text: *in.Content, PreviousColumn: "content",
 			SourceType: "idea", SourceUUID: n.UUID, TargetType: "idea", TargetUUID: n.UUID, TargetTitle: n.Title,
@@ -374,11 +384,10 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 	}
 	if in.IsContainer != nil {
 		n.IsContainer = *in.IsContainer
-		cols = append(cols, "is_container")
+		patch.IsContainer = &n.IsContainer
 	}
-	change := set(n, cols...)
-	change.Set.Content, change.Set.ParentUUID = emptyToNil(in.Content), in.ParentUUID
-	if slices.Contains(cols, "parent_uuid") {
+	change := store.IdeaChange{Patch: patch}
+	if patch.ParentUUID != nil {
 		change.Parent = in.ParentUUID
 	}
 	change.Activities = acts
@@ -413,12 +422,11 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	}
 	n.Rounds = append(n.Rounds, rs)
 	n.ElaborationDepth = in.Depth
-	cols := []string{"elaboration_depth"}
+	change := store.IdeaChange{Patch: store.IdeaPatch{ElaborationDepth: elaborationDepth(n)}}
 	if !appended {
 		n.Status, n.ElaborationStatus = string(IdeaElaborating), "pending_answers"
-		cols = append(cols, "status", "elaboration_status")
+		change.Patch.Status, change.Patch.ElaborationStatus = ptr(n.status()), elaborationStatus(n)
 	}
-	change := set(n, cols...)
 	change.NewRound = &round
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_started",
 		map[string]any{"depth": in.Depth, "questionCount": len(in.Questions), "roundNumber": number})}
@@ -456,10 +464,9 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 		change.RoundStatus = map[string]string{r.UUID: "answered"}
 		if n.ElaborationStatus != "resolved" {
 			n.ElaborationStatus = "validating"
-			change.Columns = []string{"elaboration_status"}
+			change.Patch.ElaborationStatus = elaborationStatus(n)
 		}
 	}
-	change.Set = n.Projection()
 	answered := 0
 	for _, q := range r.Questions {
 		if q.Answered {
@@ -483,7 +490,7 @@ func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand)
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaValidate)
 	n.Status, n.ElaborationStatus = string(to), "resolved"
-	change := set(n, "status", "elaboration_status")
+	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationStatus: elaborationStatus(n)}}
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_resolved", map[string]int{"totalRounds": len(n.Rounds)})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s resolved the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}
@@ -497,7 +504,8 @@ func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (Idea
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaSkipElaboration)
 	n.Status, n.ElaborationDepth, n.ElaborationStatus = string(to), "minimal", "resolved"
-	change := set(n, "status", "elaboration_depth", "elaboration_status")
+	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationDepth: elaborationDepth(n),
+		ElaborationStatus: elaborationStatus(n)}}
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_skipped", map[string]string{"reason": in.Reason})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s skipped the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}

@@ -107,9 +107,9 @@ func (s IdeaState) Projection() store.Idea {
 	return i
 }
 
-// IdeaColumns are the columns of an idea row its workflow owns (IdeaState.row).
-var IdeaColumns = []string{"project_uuid", "title", "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-	"is_container", "elaboration_depth", "elaboration_status"}
+// IdeaColumns are the columns of an idea row its workflow owns, as the store names them (chorus
+// ops compares and repairs them).
+var IdeaColumns = store.IdeaWorkflowColumns
 
 func nilIfBlank(s string) *string {
 	if s == "" {

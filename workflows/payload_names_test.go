@@ -147,6 +147,7 @@ func TestRecordedPayloadsDecodeIntoTaggedTypes(t *testing.T) {
 				a := e.GetActivityTaskScheduledEventAttributes()
 				scheduled[e.GetEventId()] = a.GetActivityType().GetName()
 				check(a.GetActivityType().GetName()+" input", activityIn[a.GetActivityType().GetName()], a.GetInput())
+				legacyChange(t, f, a.GetActivityType().GetName(), a.GetInput())
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
 				a := e.GetActivityTaskCompletedEventAttributes()
 				name := scheduled[a.GetScheduledEventId()]
@@ -158,6 +159,25 @@ func TestRecordedPayloadsDecodeIntoTaggedTypes(t *testing.T) {
 	for _, what := range []string{TaskWorkflowName, UpdateUpdateTask, UpdateClaimTask, UpdateCreateIdea, UpdateCreateProposal,
 		"ApplyTaskChange input", "ApplyIdeaChange input", "ApplyTaskChange result"} {
 		require.NotZero(t, decoded[what], "no recorded %s payload was decoded", what)
+	}
+}
+
+// legacyChange: a task or idea change recorded before typed patches (every recorded one) decodes
+// into the Legacy fields the store still applies, so a retry of it by this worker writes what
+// it wrote then (store TestApplyTaskChangeAcceptsTheOldShape, TestApplyIdeaChangeAcceptsTheOldShape).
+func legacyChange(t *testing.T, f, activity string, p *commonpb.Payloads) {
+	t.Helper()
+	switch activity {
+	case "ApplyTaskChange":
+		var c store.TaskChange
+		require.NoError(t, DataConverter().FromPayload(p.GetPayloads()[0], &c))
+		require.NotNil(t, c.LegacySet, f)
+		require.Equal(t, store.TaskPatch{}, c.Patch, f)
+	case "ApplyIdeaChange":
+		var c store.IdeaChange
+		require.NoError(t, DataConverter().FromPayload(p.GetPayloads()[0], &c))
+		require.NotNil(t, c.LegacySet, f)
+		require.Equal(t, store.IdeaPatch{}, c.Patch, f)
 	}
 }
 

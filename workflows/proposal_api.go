@@ -76,8 +76,9 @@ func (s ProposalState) Projection() store.Proposal {
 		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
 }
 
-// ProposalColumns are the columns of a proposal row its workflow owns (ProposalState.row).
-var ProposalColumns = []string{"project_uuid", "title", "status", "input_type", "input_uuids", "reviewed_by_uuid", "reviewed_at"}
+// ProposalColumns are the columns of a proposal row its workflow owns, as the store names them
+// (chorus ops compares and repairs them).
+var ProposalColumns = store.ProposalWorkflowColumns
 
 // ProposalRun is ProposalWorkflow's input: empty for a new proposal, the state when continuing.
 type ProposalRun struct {

@@ -104,9 +104,9 @@ func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, store.Write) {
 	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
 }
 
-// assignmentChange is the change that sets the task's status and assignee to n's.
-func assignmentChange(n TaskState) store.TaskChange {
-	return store.TaskChange{Patch: store.TaskPatch{Status: ptr(n.status()), Assignee: n.assignment()}}
+// taskAssignmentChange is the change that sets the task's status and assignee to n's.
+func taskAssignmentChange(n TaskState) store.TaskChange {
+	return store.TaskChange{Patch: store.TaskPatch{Status: ptr(n.status()), Assignee: assignmentOf(n.Assignee)}}
 }
 
 func (w *taskWorkflow) activity(n TaskState, wr store.Write, a Actor, action string, value any, session ...*string) store.Activity {
@@ -290,7 +290,7 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	if by != nil {
 		value.AgentUUID, value.AssignedBy = &agentUUID, by
 	}
-	c := assignmentChange(n)
+	c := taskAssignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, a, "assigned", value)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, a, "task_assigned",
 		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Title), taskAssignee(n))}
@@ -303,7 +303,7 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	n.Status, n.Assignee = string(TaskOpen), nil
-	c := assignmentChange(n)
+	c := taskAssignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err

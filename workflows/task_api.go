@@ -151,9 +151,9 @@ func (s TaskState) Projection() store.Task {
 // ops compares and repairs them).
 var TaskColumns = store.TaskWorkflowColumns
 
-// assignment is the row's assignee as the state has it: a patch of the assignee columns.
-func (s TaskState) assignment() *store.Nullable[store.Assignment] {
-	if h := s.Assignee; h != nil {
+// assignmentOf is a patch of a row's assignee to h (nil: nobody).
+func assignmentOf(h *Holder) *store.Nullable[store.Assignment] {
+	if h != nil {
 		return store.SetTo(&store.Assignment{Type: h.Type, UUID: h.UUID, At: h.At, By: h.By})
 	}
 	return store.SetTo[store.Assignment](nil)

@@ -112,7 +112,7 @@ func (w *taskWorkflow) expire(ctx workflow.Context) {
 	from := n.status()
 	n.Status, n.Assignee, n.Lease = string(TaskOpen), nil, nil
 	n.Lapsed = &Lapse{UUID: holder.UUID, TTLSeconds: lease.TTLSeconds, At: lease.ExpiresAt}
-	c := assignmentChange(n)
+	c := taskAssignmentChange(n)
 	if from == TaskInProgress {
 		// The work restarts with whoever claims it next: the lapsed holder's marks go (docs/rules.md §5.10).
 		c.ResetCriteria = true
