@@ -290,7 +290,7 @@ func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, 
 	n.Status = string(to)
 	n.Assignee = &Holder{Type: "agent", UUID: in.Actor.UUID, Name: in.Actor.Name, At: wr.At}
 	change := ideaAssignmentChange(n)
-	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned", map[string]string{"assigneeType": "agent", "assigneeUuid": in.Actor.UUID})}
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned", assignedValue{AssigneeType: "agent", AssigneeUUID: in.Actor.UUID})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
 		fmt.Sprintf("%s claimed idea %q", in.Actor.Name, n.Title), creatorOf(n), assigneeOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
@@ -313,7 +313,7 @@ func (w *ideaWorkflow) assign(ctx workflow.Context, in AssignIdeaInput) (IdeaRes
 	n.Assignee = &Holder{Type: in.TargetType, UUID: in.TargetUUID, Name: in.TargetName, At: wr.At, By: ptr(in.Actor.UUID)}
 	change := ideaAssignmentChange(n)
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned",
-		map[string]string{"assigneeType": in.TargetType, "assigneeUuid": in.TargetUUID, "assignedBy": in.Actor.UUID})}
+		assignedValue{AssigneeType: in.TargetType, AssigneeUUID: in.TargetUUID, AssignedBy: ptr(in.Actor.UUID)})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
 		fmt.Sprintf("%s assigned idea %q to %s", in.Actor.Name, n.Title, in.TargetName), creatorOf(n), assigneeOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
@@ -368,7 +368,7 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 	var acts []store.Activity
 	if in.SetParent && deref(in.ParentUUID) != deref(current) {
 		patch.ParentUUID = store.SetTo(in.ParentUUID)
-		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", map[string]*string{"fromParentUuid": current, "toParentUuid": in.ParentUUID}))
+		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", reparentedValue{FromParentUUID: current, ToParentUUID: in.ParentUUID}))
 	}
 	if in.Title != nil {
 		n.Title = strings.TrimSpace(*in.Title)
@@ -393,7 +393,7 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 	change.Activities = acts
 	change.Mentions = mentions
 	if len(changed) > 0 {
-		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", map[string][]string{"changedFields": changed}))
+		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", editedValue{ChangedFields: changed}))
 	}
 	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
@@ -429,7 +429,7 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	}
 	change.NewRound = &round
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_started",
-		map[string]any{"depth": in.Depth, "questionCount": len(in.Questions), "roundNumber": number})}
+		elaborationStartedValue{Depth: in.Depth, QuestionCount: len(in.Questions), RoundNumber: number})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_requested",
 		fmt.Sprintf("%s requested elaboration on idea %q", in.Actor.Name, n.Title),
 		creatorOf(n), store.Recipient{Type: "user", UUID: in.Actor.OwnerUUID})}
@@ -474,7 +474,7 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 		}
 	}
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_answered",
-		map[string]int{"roundNumber": r.Number, "answeredCount": answered})}
+		elaborationAnsweredValue{RoundNumber: r.Number, AnsweredCount: answered})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s answered elaboration questions for idea %q", in.Actor.Name, n.Title),
 		assigneeOf(n), creatorOf(n))}
@@ -491,7 +491,7 @@ func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand)
 	to, _ := w.state.status().Next(IdeaValidate)
 	n.Status, n.ElaborationStatus = string(to), "resolved"
 	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationStatus: elaborationStatus(n)}}
-	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_resolved", map[string]int{"totalRounds": len(n.Rounds)})}
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_resolved", elaborationResolvedValue{TotalRounds: len(n.Rounds)})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s resolved the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
@@ -506,7 +506,7 @@ func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (Idea
 	n.Status, n.ElaborationDepth, n.ElaborationStatus = string(to), "minimal", "resolved"
 	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationDepth: elaborationDepth(n),
 		ElaborationStatus: elaborationStatus(n)}}
-	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_skipped", map[string]string{"reason": in.Reason})}
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_skipped", elaborationSkippedValue{Reason: in.Reason})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s skipped the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {

@@ -362,7 +362,7 @@ func (w *proposalWorkflow) reject(ctx workflow.Context, in ProposalCommand) (Pro
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalReject)
 	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
-	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "rejected_to_draft", map[string]any{"reviewNote": in.ReviewNote})}
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "rejected_to_draft", reviewedValue{ReviewNote: in.ReviewNote})}
 	c.Notifications = []store.NotifySpec{w.notifyCreator(n, wr, in.Actor, "proposal_rejected",
 		fmt.Sprintf("Proposal %q has been rejected. Reason: %s", n.Title, deref(in.ReviewNote)))}
 	if err := w.commit(ctx, n, wr, c); err != nil {
@@ -375,7 +375,7 @@ func (w *proposalWorkflow) close(ctx workflow.Context, in ProposalCommand) (Prop
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalClose)
 	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
-	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", map[string]any{"reviewNote": in.ReviewNote})}
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", reviewedValue{ReviewNote: in.ReviewNote})}
 	if err := w.commit(ctx, n, wr, c); err != nil {
 		return ProposalResult{}, err
 	}
@@ -400,7 +400,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	ap := store.Approval{Change: w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)}
 	var value any
 	if in.ReviewNote != nil {
-		value = map[string]any{"reviewNote": in.ReviewNote}
+		value = reviewedValue{ReviewNote: in.ReviewNote}
 	}
 	ap.Change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "approved", value)}
 	msg := fmt.Sprintf("Proposal %q has been approved", n.Title)

@@ -10,7 +10,7 @@ import (
 
 // The typed activity values write the bytes the maps they replaced wrote (keys sorted, the same
 // keys present): activity rows read the same before and after.
-func TestTaskActivityValuesWriteWhatTheMapsWrote(t *testing.T) {
+func TestActivityValuesWriteWhatTheMapsWrote(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
 		typed any
@@ -33,6 +33,17 @@ func TestTaskActivityValuesWriteWhatTheMapsWrote(t *testing.T) {
 				"ttlSeconds": int64(600), "expiredAt": at}},
 		{taskCreatedValue{Title: "t", ProposalUUID: ptr("p1")}, map[string]any{"title": "t", "proposalUuid": "p1"}},
 		{taskCreatedValue{Title: "t", QuickTask: true}, map[string]any{"title": "t", "quickTask": true}},
+		{assignedValue{AssigneeType: "agent", AssigneeUUID: "a1", AssignedBy: ptr("pm")},
+			map[string]string{"assigneeType": "agent", "assigneeUuid": "a1", "assignedBy": "pm"}},
+		{reparentedValue{ToParentUUID: ptr("p")}, map[string]*string{"fromParentUuid": nil, "toParentUuid": ptr("p")}},
+		{editedValue{ChangedFields: []string{"title", "content"}}, map[string][]string{"changedFields": {"title", "content"}}},
+		{elaborationStartedValue{Depth: "standard", QuestionCount: 3, RoundNumber: 1},
+			map[string]any{"depth": "standard", "questionCount": 3, "roundNumber": 1}},
+		{elaborationAnsweredValue{RoundNumber: 2, AnsweredCount: 4}, map[string]int{"roundNumber": 2, "answeredCount": 4}},
+		{elaborationResolvedValue{TotalRounds: 2}, map[string]int{"totalRounds": 2}},
+		{elaborationSkippedValue{Reason: "clear"}, map[string]string{"reason": "clear"}},
+		{reviewedValue{}, map[string]any{"reviewNote": (*string)(nil)}},
+		{reviewedValue{ReviewNote: ptr("ok")}, map[string]any{"reviewNote": ptr("ok")}},
 	}
 	for _, c := range cases {
 		typed, err := json.Marshal(c.typed)
