@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -32,7 +31,7 @@ func (a *Activities) ApplyProposalChange(ctx context.Context, c store.ProposalCh
 	if err != nil {
 		return outcome(err)
 	}
-	if slices.Contains(c.Columns, "status") { // submitted, rejected, approved, closed, revoked
+	if c.SetsStatus() { // submitted, rejected, approved, closed, revoked
 		return a.refreshProposalIdeas(ctx, c.UUID)
 	}
 	return nil

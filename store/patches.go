@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"time"
 
 	"github.com/chorus-dev/chorus/vocab"
@@ -167,4 +168,48 @@ func (p IdeaPatch) row() (Idea, []string) {
 		i.ParentUUID, cols = p.ParentUUID.Value, append(cols, "parent_uuid")
 	}
 	return i, cols
+}
+
+// ProposalPatch is what a proposal change sets on the proposal's row; a nil field leaves its
+// columns alone.
+type ProposalPatch struct {
+	Status *vocab.ProposalStatus `json:"status,omitempty"`
+	// Review sets who reviewed the proposal, when, and their note.
+	Review *ProposalReview `json:"review,omitempty"`
+}
+
+// ProposalReview is a review of a proposal: the reviewer, the time and the note (nil: none).
+type ProposalReview struct {
+	By   string    `json:"by"`
+	At   time.Time `json:"at"`
+	Note *string   `json:"note,omitempty"`
+}
+
+// row is the patch as a proposal row and the columns it sets.
+func (p ProposalPatch) row() (Proposal, []string) {
+	var r Proposal
+	var cols []string
+	if p.Status != nil {
+		r.Status, cols = string(*p.Status), append(cols, "status")
+	}
+	if v := p.Review; v != nil {
+		by, at := v.By, v.At
+		r.ReviewedByUUID, r.ReviewNote, r.ReviewedAt = &by, v.Note, &at
+		cols = append(cols, "reviewed_by_uuid", "review_note", "reviewed_at")
+	}
+	return r, cols
+}
+
+// row is the proposal row's new values and the columns they go to.
+func (c ProposalChange) row() (Proposal, []string) {
+	if c.LegacySet != nil {
+		return *c.LegacySet, c.LegacyColumns
+	}
+	return c.Patch.row()
+}
+
+// SetsStatus reports whether the change moves the proposal's status.
+func (c ProposalChange) SetsStatus() bool {
+	_, cols := c.row()
+	return slices.Contains(cols, "status")
 }

@@ -380,7 +380,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 			approved[i].CreatedAt, approved[i].UpdatedAt = w.at, w.at
 		}
 		require.NoError(t, st.ApplyApproval(ctx, store.Approval{Change: store.ProposalChange{Write: w.write(prop, 1), UUID: prop,
-			CompanyUUID: w.c.CompanyUUID, Set: store.Proposal{Status: "approved"}, Columns: []string{"status"}},
+			CompanyUUID: w.c.CompanyUUID, Patch: store.ProposalPatch{Status: ptr(vocab.ProposalStatus("approved"))}},
 			Tasks: slices.Clone(approved), Dependencies: []store.TaskDependency{{TaskUUID: approved[1].UUID,
 				DependsOnUUID: approved[0].UUID, CreatedAt: w.at}}}))
 		for _, a := range approved {
@@ -392,7 +392,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 		w.task(id(0), store.TaskChange{AddDeps: []string{approved[1].UUID}})
 		require.False(t, g.unblocked(g.tasks[id(0)]))
 		_, err = st.RevokeCascade(ctx, store.ProposalChange{Write: w.write(prop, 2), UUID: prop, CompanyUUID: w.c.CompanyUUID,
-			Set: store.Proposal{Status: "draft"}, Columns: []string{"status"}}, nil)
+			Patch: store.ProposalPatch{Status: ptr(vocab.ProposalStatus("draft"))}}, nil)
 		require.NoError(t, err)
 		for _, a := range approved {
 			a.Status, a.Version = "closed", a.Version+1

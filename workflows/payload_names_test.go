@@ -110,6 +110,8 @@ func TestRecordedPayloadsDecodeIntoTaggedTypes(t *testing.T) {
 	activityIn := map[string]func() any{
 		"ApplyTaskChange": func() any { return new(store.TaskChange) }, "ApplyIdeaChange": func() any { return new(store.IdeaChange) },
 		"CreateTaskBatch": func() any { return new(store.TaskBatch) }, "CreateTaskBatchAndStart": func() any { return new(activities.TaskBatchStart) },
+		"ApplyProposalChange": func() any { return new(store.ProposalChange) }, "ApplyApproval": func() any { return new(store.Approval) },
+		"RevokeCascade":  func() any { return new(store.ProposalChange) },
 		"StartWorkflows": func() any { return new([]activities.WorkflowStart) }, "FollowMove": func() any { return new([]activities.MovedSignal) },
 	}
 	activityOut := map[string]func() any{
@@ -157,13 +159,14 @@ func TestRecordedPayloadsDecodeIntoTaggedTypes(t *testing.T) {
 	}
 	t.Logf("decoded: %v", decoded)
 	for _, what := range []string{TaskWorkflowName, UpdateUpdateTask, UpdateClaimTask, UpdateCreateIdea, UpdateCreateProposal,
-		"ApplyTaskChange input", "ApplyIdeaChange input", "ApplyTaskChange result"} {
+		"ApplyTaskChange input", "ApplyIdeaChange input", "ApplyTaskChange result", "ApplyProposalChange input",
+		"ApplyApproval input", "RevokeCascade input"} {
 		require.NotZero(t, decoded[what], "no recorded %s payload was decoded", what)
 	}
 }
 
 // legacyChange: a task or idea change recorded before typed patches (every recorded one) decodes
-// into the Legacy fields the store still applies, so a retry of it by this worker writes what
+// (and proposal change) into the Legacy fields the store still applies, so a retry of it by this worker writes what
 // it wrote then (store TestApplyTaskChangeAcceptsTheOldShape, TestApplyIdeaChangeAcceptsTheOldShape).
 func legacyChange(t *testing.T, f, activity string, p *commonpb.Payloads) {
 	t.Helper()
@@ -178,6 +181,16 @@ func legacyChange(t *testing.T, f, activity string, p *commonpb.Payloads) {
 		require.NoError(t, DataConverter().FromPayload(p.GetPayloads()[0], &c))
 		require.NotNil(t, c.LegacySet, f)
 		require.Equal(t, store.IdeaPatch{}, c.Patch, f)
+	case "ApplyProposalChange", "RevokeCascade":
+		var c store.ProposalChange
+		require.NoError(t, DataConverter().FromPayload(p.GetPayloads()[0], &c))
+		require.NotNil(t, c.LegacySet, f)
+		require.Equal(t, store.ProposalPatch{}, c.Patch, f)
+	case "ApplyApproval":
+		var ap store.Approval
+		require.NoError(t, DataConverter().FromPayload(p.GetPayloads()[0], &ap))
+		require.NotNil(t, ap.Change.LegacySet, f)
+		require.Contains(t, ap.Change.LegacyColumns, "status", f)
 	}
 }
 

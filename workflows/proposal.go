@@ -100,9 +100,9 @@ func (w *proposalWorkflow) next(ctx workflow.Context) (ProposalState, store.Writ
 	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
 }
 
-// change is a write of the given columns of the proposal, from n.
-func (w *proposalWorkflow) change(n ProposalState, cols ...string) store.ProposalChange {
-	return store.ProposalChange{Set: n.Projection(), Columns: cols}
+// statusChange is the change that moves the proposal's status to n's.
+func statusChange(n ProposalState) store.ProposalChange {
+	return store.ProposalChange{Patch: store.ProposalPatch{Status: ptr(n.status())}}
 }
 
 func (w *proposalWorkflow) activity(n ProposalState, wr store.Write, a Actor, action string, value any) store.Activity {
@@ -339,7 +339,7 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalSubmit)
 	n.Status = string(to)
-	if err := w.commit(ctx, n, wr, w.change(n, "status")); err != nil {
+	if err := w.commit(ctx, n, wr, statusChange(n)); err != nil {
 		return ProposalResult{}, err
 	}
 	r := w.result()
@@ -351,12 +351,10 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 func (w *proposalWorkflow) reviewed(n *ProposalState, wr store.Write, a Actor, to ProposalStatus, note *string) store.ProposalChange {
 	at := wr.At
 	n.Status, n.ReviewedBy, n.ReviewedAt = string(to), a.UUID, &at
-	c := w.change(*n, reviewColumns...)
-	c.Set.ReviewNote = note
+	c := statusChange(*n)
+	c.Patch.Review = &store.ProposalReview{By: a.UUID, At: at, Note: note}
 	return c
 }
-
-var reviewColumns = []string{"status", "reviewed_by_uuid", "review_note", "reviewed_at"}
 
 func (w *proposalWorkflow) reject(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	n, wr := w.next(ctx)
