@@ -13,9 +13,10 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Task tools (docs/rules.md §4.8, §4.9, §2.4, §5.2, §5.3). Reads come from the store;
-// every change is an update on the task's workflow (or, for chorus_create_tasks, one batch
-// workflow that creates them all).
+// Task tools that change tasks (docs/rules.md §4.8, §4.9, §2.4, §5.2, §5.3, §4.14). Each is an
+// adapter over one of package app's task use cases: it maps the tool's arguments to the use
+// case's input and its result to the tool's view; the checks, the workflow command and the
+// follow-up records are app's. The reads are in tools_tasks_read.go, the views in views_tasks.go.
 
 // TaskIn names a task.
 type TaskIn struct {
