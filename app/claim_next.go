@@ -38,6 +38,9 @@ type ReservationLedger interface {
 	ReleaseClaim(ctx context.Context, taskUUID, holder string) error
 }
 
+// The store keeps the ledger in claim_reservations.
+var _ ReservationLedger = (*store.Store)(nil)
+
 // errNoTaskAvailable: the claim-next loop found no task to claim.
 var errNoTaskAvailable = errors.New("no task available")
 
