@@ -112,25 +112,6 @@ func lostAccess(err error) bool {
 	return errors.As(err, &nf) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrForbidden)
 }
 
-// sessionOf resolves the optional sessionUuid of chorus_update_task and chorus_report_work: it
-// must be the caller's; its name is recorded with the change.
-func sessionOf(ctx context.Context, d *Deps, c store.Caller, sessionUUID *UUID) (*store.AgentSession, error) {
-	if sessionUUID == nil {
-		return nil, nil
-	}
-	s, err := d.Store.Session(ctx, c, string(*sessionUUID))
-	return s, sessionError(err)
-}
-
-// touchSession is the implicit heartbeat of a change made in a session (docs/rules.md §2.5).
-func touchSession(ctx context.Context, d *Deps, s *store.AgentSession) error {
-	if s == nil {
-		return nil
-	}
-	_, err := d.Store.TouchSession(ctx, s.UUID)
-	return err
-}
-
 // ---- create / list / get ----
 
 // CreateSessionIn is chorus_create_session's input.

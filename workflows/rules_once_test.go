@@ -41,9 +41,9 @@ var producedBy = map[string][]string{
 
 // callers lists functions that must call the shared rule rather than restate it.
 var callers = []struct{ place, callee string }{
-	{"mcp/tools_tasks.go:createTasks", "workflows.ValidateTaskBatch"},
+	{"app/tasks_edit.go:App.CreateTasks", "workflows.ValidateTaskBatch"},
 	{"workflows/task_batch.go:CreateTasksWorkflow", "ValidateTaskBatch"},
-	{"mcp/tools_tasks.go:updateTask", "workflows.CheckTitle"},
+	{"app/tasks_edit.go:App.UpdateTask", "workflows.CheckTitle"},
 	{"workflows/task_rules.go:TaskState.checkUpdate", "CheckTitle"},
 	{"workflows/task_rules.go:TaskState.checkUpdate", "CheckCriteria"},
 	{"workflows/proposal_rules.go:ProposalState.checkAddTaskDraft", "CheckCriteria"},
