@@ -47,7 +47,6 @@ func agentMessage(err error) (string, bool) {
 		nf  *store.NotFoundError
 		wfe *workflows.Error
 		rf  *store.Refusal
-		gw  *store.ErrGroupHasWork
 		ar  *app.Refusal
 	)
 	switch {
@@ -61,8 +60,6 @@ func agentMessage(err error) (string, bool) {
 		return nf.Error(), true
 	case errors.As(err, &rf):
 		return rf.Msg, true
-	case errors.As(err, &gw):
-		return gw.Error(), true
 	case errors.Is(err, store.ErrForbidden):
 		return store.ErrForbidden.Error(), true
 	case errors.As(err, &wfe):

@@ -120,7 +120,6 @@ func classify(err error) (outcome, kind string) {
 		nf  *store.NotFoundError
 		wfe *workflows.Error
 		rf  *store.Refusal
-		gw  *store.ErrGroupHasWork
 		ar  *app.Refusal
 	)
 	switch {
@@ -135,7 +134,7 @@ func classify(err error) (outcome, kind string) {
 			return outcomeRefused, ue.kind
 		}
 		return outcomeRefused, "precondition"
-	case errors.As(err, &rf), errors.As(err, &gw):
+	case errors.As(err, &rf):
 		return outcomeRefused, "precondition"
 	case errors.As(err, &nf):
 		return outcomeRefused, "not_found"
