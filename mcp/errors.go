@@ -46,7 +46,6 @@ func agentMessage(err error) (string, bool) {
 		ue  *userError
 		nf  *store.NotFoundError
 		wfe *workflows.Error
-		rf  *store.Refusal
 		ar  *app.Refusal
 	)
 	switch {
@@ -58,8 +57,6 @@ func agentMessage(err error) (string, bool) {
 		return ue.msg, true
 	case errors.As(err, &nf):
 		return nf.Error(), true
-	case errors.As(err, &rf):
-		return rf.Msg, true
 	case errors.Is(err, store.ErrForbidden):
 		return store.ErrForbidden.Error(), true
 	case errors.As(err, &wfe):

@@ -119,7 +119,6 @@ func classify(err error) (outcome, kind string) {
 		ue  *userError
 		nf  *store.NotFoundError
 		wfe *workflows.Error
-		rf  *store.Refusal
 		ar  *app.Refusal
 	)
 	switch {
@@ -133,8 +132,6 @@ func classify(err error) (outcome, kind string) {
 		if ue.kind != "" {
 			return outcomeRefused, ue.kind
 		}
-		return outcomeRefused, "precondition"
-	case errors.As(err, &rf):
 		return outcomeRefused, "precondition"
 	case errors.As(err, &nf):
 		return outcomeRefused, "not_found"

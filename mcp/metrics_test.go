@@ -26,7 +26,7 @@ func TestClassify(t *testing.T) {
 		{refuse("Target Agent not found"), outcomeRefused, "precondition"},
 		{refuseAs("forbidden", "Only the assignee can release a task"), outcomeRefused, "forbidden"},
 		{refuseAs("invalid_input", "Invalid reference type: blog"), outcomeRefused, "invalid_input"},
-		{&store.Refusal{Msg: "Only group admins can manage this group"}, outcomeRefused, "precondition"},
+		{app.Refuse(vocab.RefusedPrecondition, "Only group admins can manage this group"), outcomeRefused, "precondition"},
 		{app.Refuse(vocab.RefusedPrecondition, "Cannot delete the group's projects"), outcomeRefused, "precondition"},
 		{&store.NotFoundError{Entity: "Task"}, outcomeRefused, "not_found"},
 		{fmt.Errorf("wrapped: %w", store.ErrForbidden), outcomeRefused, "forbidden"},
