@@ -130,6 +130,7 @@ func (a *App) UpdateGroup(ctx context.Context, r Request, u GroupUpdate) (*store
 				return err
 			}
 			f.Visibility = u.Visibility
+			f.ProjectsPrivate = visibilityIn(*u.Visibility, "public") == "private"
 		}
 		return t.UpdateGroup(ctx, u.GroupUUID, f)
 	})

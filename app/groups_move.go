@@ -129,9 +129,7 @@ func moveImpact(ctx context.Context, t *store.AccessTx, c store.Caller, p store.
 		if err := t.GroupAccess(ctx, &facts, dst.UUID); err != nil {
 			return nil, err
 		}
-		if dst.Visibility == "private" {
-			out.Visibility = "private"
-		}
+		out.Visibility = visibilityIn(dst.Visibility, p.Visibility)
 	}
 	if out.FromVisibility != out.Visibility {
 		out.CompanyAccess = "closed"

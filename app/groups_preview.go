@@ -31,10 +31,7 @@ func visibilityPreview(ctx context.Context, t *store.AccessTx, c store.Caller, g
 		if err := t.ProjectAccess(ctx, &facts, pr); err != nil {
 			return nil, err
 		}
-		after := pr.Visibility
-		if to == "private" {
-			after = "private"
-		}
+		after := visibilityIn(to, pr.Visibility)
 		if after != pr.Visibility {
 			madePrivate++
 		}

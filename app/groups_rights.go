@@ -57,6 +57,16 @@ func manageLevel(visibility string) store.Access {
 	return store.AccessEditor
 }
 
+// visibilityIn is the visibility of a project whose own is project in a group whose visibility
+// is group: a private group makes its projects private (docs/rules.md §6.5); a public one leaves
+// each project's own.
+func visibilityIn(group, project string) string {
+	if group == "private" {
+		return "private"
+	}
+	return project
+}
+
 // confirmToken is the digest of the operation, who asks it, what it changes and the access
 // facts it was judged on: the same for a preview and its confirmation while nothing changed,
 // different as soon as anything it covers does (docs/rules.md §6.5).

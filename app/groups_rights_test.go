@@ -57,3 +57,11 @@ func TestGroupRefusals(t *testing.T) {
 	require.NoError(t, keepAnAdmin(store.MemberFacts{Role: "admin", Admins: 2}, "project"))
 	require.NoError(t, keepAnAdmin(store.MemberFacts{Role: "editor", Admins: 1}, "project"))
 }
+
+// A private group makes its projects private; a public one leaves each project's own.
+func TestVisibilityIn(t *testing.T) {
+	require.Equal(t, "private", visibilityIn("private", "public"))
+	require.Equal(t, "private", visibilityIn("private", "private"))
+	require.Equal(t, "public", visibilityIn("public", "public"))
+	require.Equal(t, "private", visibilityIn("public", "private"))
+}

@@ -11,9 +11,10 @@ import (
 type GroupFields struct {
 	Name        *string
 	Description *string
-	// Visibility "private" also makes each of the group's projects private; a visibility change
-	// bumps the group's access_version.
+	// Visibility: a visibility change bumps the group's access_version.
 	Visibility *string
+	// ProjectsPrivate makes each of the group's projects private.
+	ProjectsPrivate bool
 }
 
 // UpdateGroup writes f to the group; it writes nothing when f changes nothing.
@@ -29,11 +30,11 @@ func (t *AccessTx) UpdateGroup(ctx context.Context, groupUUID string, f GroupFie
 	}
 	if f.Visibility != nil {
 		q, changed = q.Set("visibility = ?", *f.Visibility).Set("access_version = access_version + 1"), true
-		if *f.Visibility == "private" {
-			if _, err := t.tx.NewUpdate().Table("projects").Set("visibility = 'private'").Set("updated_at = ?", now).
-				Where("group_uuid = ?", groupUUID).Where("visibility <> 'private'").Exec(ctx); err != nil {
-				return err
-			}
+	}
+	if f.ProjectsPrivate {
+		if _, err := t.tx.NewUpdate().Table("projects").Set("visibility = 'private'").Set("updated_at = ?", now).
+			Where("group_uuid = ?", groupUUID).Where("visibility <> 'private'").Exec(ctx); err != nil {
+			return err
 		}
 	}
 	if !changed {
