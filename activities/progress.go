@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // An idea's workflow shows the idea's derived status (docs/rules.md §5.1) to operators in its
@@ -101,9 +102,6 @@ func (a *Activities) formerParent(ctx context.Context, ideaUUID string) (string,
 // roll-up), and the idea itself when the database decides its status (elaborated) or whether it
 // rolls up (the theme flag).
 func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, former string) error {
-	touches := func(cols ...string) bool {
-		return slices.ContainsFunc(cols, func(col string) bool { return slices.Contains(c.Columns, col) })
-	}
 	var uuids []string
 	switch {
 	case c.Delete:
@@ -112,13 +110,13 @@ func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, form
 		if c.Insert.ParentUUID != nil {
 			uuids = []string{*c.Insert.ParentUUID}
 		}
-	case touches("status", "elaboration_status", "is_container", "parent_uuid"):
+	case c.SetsProgress():
 		parent, err := a.Store.IdeaParent(ctx, c.UUID)
 		if err != nil {
 			return err
 		}
 		uuids = []string{parent, former}
-		if (touches("status") && c.Set.Status == "elaborated") || touches("is_container") {
+		if c.NewStatus() == "elaborated" || c.SetsTheme() {
 			uuids = append(uuids, c.UUID)
 		}
 	}
@@ -129,4 +127,4 @@ func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, form
 // to_verify, done or closed (docs/rules.md §5.1). Every such move lands in one of these statuses
 // (leaving to_verify is to done, closed or, reopened, in_progress); in_progress is also a start,
 // for which the refresh finds nothing changed.
-var taskRefreshes = []string{"in_progress", "to_verify", "done", "closed"}
+var taskRefreshes = []vocab.TaskStatus{vocab.TaskInProgress, vocab.TaskToVerify, vocab.TaskDone, vocab.TaskClosed}

@@ -102,6 +102,9 @@ var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
 		}
 		if in.ProposalUUID != nil {
 			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(*in.ProposalUUID), store.AccessViewer)
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrForbidden) {
+				return DocumentView{}, err // an outage is not "not found"
+			}
 			if err != nil || p.ProjectUUID != string(in.ProjectUUID) {
 				return DocumentView{}, store.NotFound("Proposal")
 			}

@@ -52,34 +52,6 @@ func sessionView(s store.AgentSession, open []store.SessionCheckin, now time.Tim
 	return v
 }
 
-// sessionError words the store's session refusals for agents (sessionOf's; the session tools'
-// are app's).
-func sessionError(err error) error {
-	if errors.Is(err, store.ErrSessionNotActive) {
-		return refuse("%s", err.Error())
-	}
-	return err
-}
-
-// sessionOf resolves the optional sessionUuid of chorus_update_task and chorus_report_work: it
-// must be the caller's; its name is recorded with the change.
-func sessionOf(ctx context.Context, d *Deps, c store.Caller, sessionUUID *UUID) (*store.AgentSession, error) {
-	if sessionUUID == nil {
-		return nil, nil
-	}
-	s, err := d.Store.Session(ctx, c, string(*sessionUUID))
-	return s, sessionError(err)
-}
-
-// touchSession is the implicit heartbeat of a change made in a session (docs/rules.md §2.5).
-func touchSession(ctx context.Context, d *Deps, s *store.AgentSession) error {
-	if s == nil {
-		return nil
-	}
-	_, err := d.Store.TouchSession(ctx, s.UUID)
-	return err
-}
-
 // ---- create / list / get ----
 
 // CreateSessionIn is chorus_create_session's input.

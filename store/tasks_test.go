@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // taskGraph is a project's tasks and dependency edges as inserted, for the reference model of
@@ -114,8 +115,8 @@ func (w *graphWriter) task(uuid string, c store.TaskChange) (store.TaskChange, s
 		delete(w.g.deps, uuid)
 	} else {
 		cur.Version++
-		if slices.Contains(c.Columns, "status") {
-			cur.Status = c.Set.Status
+		if s := c.NewStatus(); s != "" {
+			cur.Status = s
 		}
 		w.g.tasks[uuid] = cur
 		for _, d := range c.AddDeps {
@@ -181,7 +182,7 @@ func seedTaskGraph(t *testing.T, st *store.Store) (taskGraph, *graphWriter, []st
 		projects = append(projects, p.UUID)
 	}
 	g.project = projects[0]
-	statuses := []string{"open", "assigned", "in_progress", "to_verify", "done", "closed"}
+	statuses := []vocab.TaskStatus{"open", "assigned", "in_progress", "to_verify", "done", "closed"}
 	priorities := []string{"low", "medium", "high"}
 	proposal := store.NewUUID()
 	g.proposal = proposal
@@ -271,7 +272,7 @@ func checkLists(t *testing.T, st *store.Store, g taskGraph, all bool) {
 			break
 		}
 		want := g.want(func(task store.Task) bool {
-			return (f.Status == "" || task.Status == f.Status) && (f.Priority == "" || task.Priority == f.Priority) &&
+			return (f.Status == "" || string(task.Status) == f.Status) && (f.Priority == "" || task.Priority == f.Priority) &&
 				(len(f.ProposalUUIDs) == 0 || task.ProposalUUID != nil && slices.Contains(f.ProposalUUIDs, *task.ProposalUUID))
 		})
 		require.NotEmpty(t, want, "filter %+v matches something", f)
@@ -315,7 +316,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 		checkLists(t, st, g, true)
 		id := func(i int) string { return rows[i].UUID }
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: s}, Columns: []string{"status"}}
+			return statusChange(s)
 		}
 
 		// A dependency moving to done or closed unblocks its dependents.
@@ -379,7 +380,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 			approved[i].CreatedAt, approved[i].UpdatedAt = w.at, w.at
 		}
 		require.NoError(t, st.ApplyApproval(ctx, store.Approval{Change: store.ProposalChange{Write: w.write(prop, 1), UUID: prop,
-			CompanyUUID: w.c.CompanyUUID, Set: store.Proposal{Status: "approved"}, Columns: []string{"status"}},
+			CompanyUUID: w.c.CompanyUUID, Patch: store.ProposalPatch{Status: ptr(vocab.ProposalStatus("approved"))}},
 			Tasks: slices.Clone(approved), Dependencies: []store.TaskDependency{{TaskUUID: approved[1].UUID,
 				DependsOnUUID: approved[0].UUID, CreatedAt: w.at}}}))
 		for _, a := range approved {
@@ -391,7 +392,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 		w.task(id(0), store.TaskChange{AddDeps: []string{approved[1].UUID}})
 		require.False(t, g.unblocked(g.tasks[id(0)]))
 		_, err = st.RevokeCascade(ctx, store.ProposalChange{Write: w.write(prop, 2), UUID: prop, CompanyUUID: w.c.CompanyUUID,
-			Set: store.Proposal{Status: "draft"}, Columns: []string{"status"}}, nil)
+			Patch: store.ProposalPatch{Status: ptr(vocab.ProposalStatus("draft"))}}, nil)
 		require.NoError(t, err)
 		for _, a := range approved {
 			a.Status, a.Version = "closed", a.Version+1
@@ -534,7 +535,7 @@ func TestUnresolvedCountsUnderConcurrentWrites(t *testing.T) {
 			return nil
 		}
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: s}, Columns: []string{"status"}}
+			return statusChange(s)
 		}
 		errs := make(chan error, deps+dependents)
 		for i, task := range rows {
@@ -601,7 +602,7 @@ func TestUnresolvedCountsRaceOfAnEdgeAndAVerification(t *testing.T) {
 				go func() {
 					<-start
 					if i == 0 {
-						errs <- apply(task, store.TaskChange{Set: store.Task{Status: "done"}, Columns: []string{"status"}})
+						errs <- apply(task, statusChange("done"))
 					} else {
 						errs <- apply(task, store.TaskChange{AddDeps: []string{rows[0].UUID}})
 					}
@@ -616,4 +617,10 @@ func TestUnresolvedCountsRaceOfAnEdgeAndAVerification(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, len(drift), "%d dependents kept a count that differs from a recount, e.g. %+v", len(drift), drift[:min(1, len(drift))])
 	})
+}
+
+// statusChange is a task change that moves the task to status s.
+func statusChange(s string) store.TaskChange {
+	st := vocab.TaskStatus(s)
+	return store.TaskChange{Patch: store.TaskPatch{Status: &st}}
 }
