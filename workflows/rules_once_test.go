@@ -36,7 +36,7 @@ var producedBy = map[string][]string{
 	"Cannot move to in_progress": {"workflows/task_rules.go:BlockedError"},
 	// "Resolved" in SQL is store.resolvedSQL, derived from vocab.ResolvedTaskStatuses; the one
 	// literal list left is "unfinished" (my assignments), not the dependency rule.
-	"NOT IN ('done', 'closed')": {"store/assignments.go:Store.MyAssignments"},
+	"NOT IN ('done', 'closed')": {"store/assignments.go:Store.trackTasks"},
 }
 
 // callers lists functions that must call the shared rule rather than restate it.
