@@ -116,7 +116,7 @@ func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, form
 			return err
 		}
 		uuids = []string{parent, former}
-		if c.NewStatus() == "elaborated" || c.SetsTheme() {
+		if c.NewStatus() == vocab.IdeaElaborated || c.SetsTheme() {
 			uuids = append(uuids, c.UUID)
 		}
 	}
