@@ -2,9 +2,9 @@ package mcp
 
 import (
 	"context"
-	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
@@ -47,15 +47,8 @@ var addComment = tool[AddCommentIn, CommentView]{
 	Name: "chorus_add_comment", Title: "Add a comment", Toolset: tsCollab, Perm: perm.Public, Effect: writes,
 	Desc: "Comment on an idea, proposal, task or document; the people it concerns and @-mentions are notified.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddCommentIn) (CommentView, error) {
-		if strings.TrimSpace(in.Content) == "" {
-			return CommentView{}, invalid("content must not be blank: write the comment's text")
-		}
-		t, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
-		if err != nil {
-			return CommentView{}, err
-		}
-		c, err := d.Store.AddComment(ctx, store.NewComment{UUID: call.newID("comment"), Target: *t, Content: in.Content,
-			Caller: call.Who.Caller})
+		c, err := d.app().AddComment(ctx, call.Request, app.AddCommentInput{TargetType: in.TargetType,
+			TargetUUID: string(in.TargetUUID), Content: in.Content})
 		if err != nil {
 			return CommentView{}, err
 		}
@@ -79,11 +72,8 @@ var getComments = tool[GetCommentsIn, CommentList]{
 	Name: "chorus_get_comments", Title: "List comments", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
 	Desc: "List the comments on an idea, proposal, task or document, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetCommentsIn) (CommentList, error) {
-		if _, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
-			return CommentList{}, err
-		}
 		page, size, offset := in.window(20)
-		cs, total, err := d.Store.ListComments(ctx, call.Who.Caller.CompanyUUID, in.TargetType, string(in.TargetUUID), size, offset)
+		cs, total, err := d.app().ListComments(ctx, call.Request, in.TargetType, string(in.TargetUUID), size, offset)
 		if err != nil {
 			return CommentList{}, err
 		}

@@ -2,8 +2,8 @@ package mcp
 
 import (
 	"context"
-	"github.com/chorus-dev/chorus/app"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
