@@ -3,13 +3,12 @@ package activities
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Activities is the receiver of every Chorus activity. Register one value with the worker.
@@ -33,21 +32,8 @@ type Activities struct {
 // New returns the activities over a store and a Temporal client.
 func New(st *store.Store, tc client.Client) *Activities { return &Activities{Store: st, Temporal: tc} }
 
-// chorusNS is the namespace of the name-based (v5) uuids Chorus derives.
-var chorusNS = uuid.MustParse("6f0a4b6e-5c1d-4d7e-9a43-3f2b8c1d9e70")
-
-// DerivedUUID returns a uuid determined by parts: the same parts always give the same uuid, so
-// rows a workflow creates have ids that survive retries and replays. It is a name-based hash
-// laid out as a version-4 uuid, like every other Chorus id (docs/rules.md §1.1): the hash bits are as
-// unpredictable as random ones to anyone who does not know the parts. Workflows name rows and
-// workflows with these ids, so changing this function changes workflow commands: do it only
-// behind workflow.GetVersion.
-func DerivedUUID(parts ...string) string {
-	u := uuid.NewSHA1(chorusNS, []byte(strings.Join(parts, "/")))
-	u[6] = (u[6] & 0x0f) | 0x40 // version 4
-	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
-	return u.String()
-}
+// DerivedUUID returns a uuid determined by parts: vocab.DerivedUUID, where its rules are.
+func DerivedUUID(parts ...string) string { return vocab.DerivedUUID(parts...) }
 
 // MarshalValue encodes an activity row's value.
 func MarshalValue(v any) json.RawMessage {

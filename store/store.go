@@ -22,6 +22,8 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver (pure Go)
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 //go:embed migrations
@@ -268,10 +270,4 @@ func NewUUID() string { return uuid.NewString() }
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // IsUUID reports whether s is a canonical uuid (8-4-4-4-12 hex).
-func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	_, err := uuid.Parse(s)
-	return err == nil
-}
+func IsUUID(s string) bool { return vocab.IsUUID(s) }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // The unresolved-dependency count. tasks.unresolved_deps (migration 20261201000005) is how many
@@ -43,21 +45,16 @@ import (
 // may wait for a dependent's row held by such a write; that write waits for nothing the first
 // one holds (it takes no project lock and locks no other task), so the two cannot deadlock.
 
-// ResolvedTaskStatuses are the statuses of a task that no longer blocks the tasks depending on
-// it (docs/rules.md §5.3: done and closed; to_verify still blocks). It is the one statement of
-// "resolved": workflows.TaskStatus.Resolved, ResolvedStatus and the SQL below (resolvedSQL)
-// are derived from it.
-var ResolvedTaskStatuses = []string{"done", "closed"}
+// ResolvedStatus reports whether a dependency on a task in this status is resolved: the one
+// statement of "resolved" is vocab.ResolvedTaskStatuses (docs/rules.md §5.3).
+func ResolvedStatus(status string) bool { return vocab.TaskStatus(status).Resolved() }
 
-// ResolvedStatus reports whether a dependency on a task in this status is resolved.
-func ResolvedStatus(status string) bool { return slices.Contains(ResolvedTaskStatuses, status) }
-
-// resolvedSQL is ResolvedTaskStatuses as an SQL list of literals, "('done', 'closed')", for the
-// conditions that find unresolved dependencies ("dt.status NOT IN "+resolvedSQL).
+// resolvedSQL is vocab.ResolvedTaskStatuses as an SQL list of literals, "('done', 'closed')",
+// for the conditions that find unresolved dependencies ("dt.status NOT IN "+resolvedSQL).
 var resolvedSQL = func() string {
-	quoted := make([]string, len(ResolvedTaskStatuses))
-	for i, s := range ResolvedTaskStatuses {
-		quoted[i] = "'" + s + "'"
+	quoted := make([]string, len(vocab.ResolvedTaskStatuses))
+	for i, s := range vocab.ResolvedTaskStatuses {
+		quoted[i] = "'" + string(s) + "'"
 	}
 	return "(" + strings.Join(quoted, ", ") + ")"
 }()

@@ -1,9 +1,6 @@
 package workflows
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/chorus-dev/chorus/vocab"
 
 // TaskQueue is the one task queue every Chorus workflow and activity runs on.
 const TaskQueue = "chorus"
@@ -11,38 +8,30 @@ const TaskQueue = "chorus"
 // Namespace is the Temporal namespace Chorus uses unless configured otherwise.
 const Namespace = "default"
 
-// Entity is a kind of lifecycle entity; each has its own workflow type and id prefix.
-type Entity string
+// Entity and the workflow-id helpers live in package vocab. The names below are the
+// transitional names, removed once issue 21's branches merge; new code names vocab directly.
 
-// The lifecycle entities.
+// Entity is vocab.Entity (transitional name).
+type Entity = vocab.Entity
+
+// Transitional entity names.
 const (
-	EntityIdea     Entity = "idea"
-	EntityProposal Entity = "proposal"
-	EntityTask     Entity = "task"
+	EntityIdea     = vocab.EntityIdea
+	EntityProposal = vocab.EntityProposal
+	EntityTask     = vocab.EntityTask
 )
 
-// WorkflowID returns the workflow id of an entity: "<entity>/<uuid>", e.g. "idea/0b6f...".
-// Ids read as what they are in the Temporal UI and are derived from the entity's uuid, so a
-// create is idempotent.
-func WorkflowID(e Entity, uuid string) string { return string(e) + "/" + uuid }
+// WorkflowID is vocab.WorkflowID (transitional name).
+func WorkflowID(e Entity, uuid string) string { return vocab.WorkflowID(e, uuid) }
 
-// IdeaID is the workflow id of an idea.
-func IdeaID(uuid string) string { return WorkflowID(EntityIdea, uuid) }
+// IdeaID is vocab.IdeaID (transitional name).
+func IdeaID(uuid string) string { return vocab.IdeaID(uuid) }
 
-// ProposalID is the workflow id of a proposal.
-func ProposalID(uuid string) string { return WorkflowID(EntityProposal, uuid) }
+// ProposalID is vocab.ProposalID (transitional name).
+func ProposalID(uuid string) string { return vocab.ProposalID(uuid) }
 
-// TaskID is the workflow id of a task.
-func TaskID(uuid string) string { return WorkflowID(EntityTask, uuid) }
+// TaskID is vocab.TaskID (transitional name).
+func TaskID(uuid string) string { return vocab.TaskID(uuid) }
 
-// ParseWorkflowID splits a workflow id made by WorkflowID back into entity and uuid.
-func ParseWorkflowID(id string) (Entity, string, error) {
-	e, uuid, ok := strings.Cut(id, "/")
-	switch Entity(e) {
-	case EntityIdea, EntityProposal, EntityTask:
-		if ok && uuid != "" {
-			return Entity(e), uuid, nil
-		}
-	}
-	return "", "", fmt.Errorf("workflow id %q is not <idea|proposal|task>/<uuid>", id)
-}
+// ParseWorkflowID is vocab.ParseWorkflowID (transitional name).
+func ParseWorkflowID(id string) (Entity, string, error) { return vocab.ParseWorkflowID(id) }

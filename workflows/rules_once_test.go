@@ -34,7 +34,7 @@ var producedBy = map[string][]string{
 	"is used by two tasks": {"workflows/task_batch.go:ValidateTaskBatch"},
 	// The dependency gate of a move to in_progress (docs/rules.md §5.3).
 	"Cannot move to in_progress": {"workflows/task.go:BlockedError"},
-	// "Resolved" in SQL is store.resolvedSQL, derived from store.ResolvedTaskStatuses; the one
+	// "Resolved" in SQL is store.resolvedSQL, derived from vocab.ResolvedTaskStatuses; the one
 	// literal list left is "unfinished" (my assignments), not the dependency rule.
 	"NOT IN ('done', 'closed')": {"store/assignments.go:Store.MyAssignments"},
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestImportDirection holds the one-way layers of docs/development.md "Layout": store imports no
-// Chorus package; activities only store; workflows only activities and store (types); mcp never
+// TestImportDirection holds the one-way layers of docs/development.md "Layout": vocab imports no
+// Chorus package and store only vocab; activities only store and vocab; workflows only
+// activities, store (types) and vocab; mcp never
 // activities; mcpclient only mcp (its header names); bench, the harness of `chorus bench`,
 // never activities (it reaches the Chorus it starts through bench.Wiring); only cmd/chorus
 // wires everything. A package of tests alone (deploy: the compose files and the
@@ -24,10 +25,10 @@ func TestImportDirection(t *testing.T) {
 	allowed := map[string][]string{
 		"vocab":               {},
 		"perm":                {},
-		"store":               {},
+		"store":               {"vocab"},
 		"store/storetest":     {"store"},
-		"activities":          {"store"},
-		"workflows":           {"activities", "store"},
+		"activities":          {"store", "vocab"},
+		"workflows":           {"activities", "store", "vocab"},
 		"workflows/wftest":    {"workflows", "workflows/devserver"},
 		"workflows/devserver": {"workflows"},
 		"app":                 {"perm", "store", "vocab", "workflows"},
