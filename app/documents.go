@@ -124,7 +124,7 @@ type CreateReportInput struct {
 // CreateReport writes the completion report of an approved proposal, one per proposal unless
 // Force, and returns it.
 func (a *App) CreateReport(ctx context.Context, r Request, in CreateReportInput) (store.Document, error) {
-	if !store.IsUUID(in.ProposalUUID) {
+	if !vocab.IsUUID(in.ProposalUUID) {
 		return store.Document{}, Refuse(vocab.RefusedInvalid, "Input validation error: proposalUuid must be a UUID")
 	}
 	if _, err := a.proposalAccess(ctx, r, in.ProposalUUID); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -30,8 +31,8 @@ func (a *App) ListIdeas(ctx context.Context, r Request, projectUUID, status stri
 	if _, err := a.Store.RequireProject(ctx, r.Who.Caller, projectUUID, store.AccessViewer); err != nil {
 		return nil, 0, err
 	}
-	switch workflows.IdeaStatus(status) {
-	case "", workflows.IdeaOpen, workflows.IdeaElaborating, workflows.IdeaElaborated:
+	switch vocab.IdeaStatus(status) {
+	case "", vocab.IdeaOpen, vocab.IdeaElaborating, vocab.IdeaElaborated:
 	default:
 		status = "legacy"
 	}

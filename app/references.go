@@ -87,12 +87,12 @@ func (a *App) AddInlineReferences(ctx context.Context, r Request, target store.T
 			continue
 		}
 		u, _ := checkReferenceURL(ref.URL)
-		id := workflows.DerivedUUID("inline-reference", target.Type, target.UUID, strconv.Itoa(i))
+		id := vocab.DerivedUUID("inline-reference", target.Type, target.UUID, strconv.Itoa(i))
 		at := now.Add(time.Duration(i) * time.Microsecond) // read back oldest first: in input order
 		refs = append(refs, store.Reference{UUID: id, CompanyUUID: r.Who.Caller.CompanyUUID, TargetType: target.Type,
 			TargetUUID: target.UUID, Type: ref.Type, URL: u, Title: strings.TrimSpace(ref.Title), Notes: ref.Notes,
 			CreatedByType: "agent", CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: at, UpdatedAt: at,
-			ActivityUUID: workflows.DerivedUUID("reference_added", id)})
+			ActivityUUID: vocab.DerivedUUID("reference_added", id)})
 		indexes = append(indexes, i)
 	}
 	if len(refs) == 0 {
@@ -167,7 +167,7 @@ func (a *App) AddReference(ctx context.Context, r Request, in AddReferenceInput)
 	rows, err := a.Store.AddReferences(ctx, *target, []store.Reference{{UUID: id, CompanyUUID: r.Who.Caller.CompanyUUID,
 		TargetType: target.Type, TargetUUID: target.UUID, Type: in.Type, URL: u, Title: strings.TrimSpace(in.Title),
 		Notes: in.Notes, CreatedByType: "agent", CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now,
-		ActivityUUID: workflows.DerivedUUID("reference_added", id)}})
+		ActivityUUID: vocab.DerivedUUID("reference_added", id)}})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Reference{}, missing()
 	}
