@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // An idea's workflow shows the idea's derived status (docs/rules.md §5.1) to operators in its
@@ -118,7 +119,7 @@ func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, form
 			return err
 		}
 		uuids = []string{parent, former}
-		if (touches("status") && c.Set.Status == "elaborated") || touches("is_container") {
+		if (touches("status") && c.Set.Status == vocab.IdeaElaborated) || touches("is_container") {
 			uuids = append(uuids, c.UUID)
 		}
 	}
@@ -129,4 +130,4 @@ func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, form
 // to_verify, done or closed (docs/rules.md §5.1). Every such move lands in one of these statuses
 // (leaving to_verify is to done, closed or, reopened, in_progress); in_progress is also a start,
 // for which the refresh finds nothing changed.
-var taskRefreshes = []string{"in_progress", "to_verify", "done", "closed"}
+var taskRefreshes = []vocab.TaskStatus{vocab.TaskInProgress, vocab.TaskToVerify, vocab.TaskDone, vocab.TaskClosed}

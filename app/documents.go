@@ -58,6 +58,9 @@ func (a *App) CreateDocument(ctx context.Context, r Request, in CreateDocumentIn
 	}
 	if in.ProposalUUID != nil {
 		p, _, err := a.Store.ProposalAccess(ctx, r.Who.Caller, *in.ProposalUUID, store.AccessViewer)
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrForbidden) {
+			return DocumentRecord{}, err // an outage is not "not found"
+		}
 		if err != nil || p.ProjectUUID != in.ProjectUUID {
 			return DocumentRecord{}, store.NotFound("Proposal")
 		}

@@ -177,7 +177,7 @@ func TestClaimNextTaskRace(t *testing.T) {
 		for _, t0 := range order {
 			var row store.Task
 			require.NoError(t, e.st.DB.NewSelect().Model(&row).Where("uuid = ?", t0.UUID).Scan(ctx))
-			require.Equal(t, "assigned", row.Status)
+			require.Equal(t, "assigned", string(row.Status))
 			holder := first[t0.UUID] + second[t0.UUID]
 			require.Equal(t, holder, *row.AssigneeUUID)
 			require.Equal(t, 1, activityCount(t, e.st, t0.UUID, "assigned"))

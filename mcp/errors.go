@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/chorus-dev/chorus/app"
-	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Errors reach an agent as an isError tool result whose text says what failed, why, and what to
@@ -38,44 +36,25 @@ func refuseAs(kind, format string, args ...any) error {
 // toolNotFound is the answer for a tool that is unknown or hidden by permissions (docs/rules.md §3.3).
 func toolNotFound(name string) error { return &userError{msg: "Tool " + name + " not found"} }
 
-// agentMessage returns the text an agent sees for err, and whether err is one of the known kinds.
-// It is the only switch from error to tool result.
-func agentMessage(err error) (string, bool) {
-	var (
-		in  *inputError
-		ue  *userError
-		nf  *store.NotFoundError
-		wfe *workflows.Error
-		rf  *store.Refusal
-		gw  *store.ErrGroupHasWork
-		ar  *app.Refusal
-	)
-	switch {
-	case errors.As(err, &in):
-		return in.Error(), true
-	case errors.As(err, &ar):
-		return ar.Msg, true
-	case errors.As(err, &ue):
-		return ue.msg, true
-	case errors.As(err, &nf):
-		return nf.Error(), true
-	case errors.As(err, &rf):
-		return rf.Msg, true
-	case errors.As(err, &gw):
-		return gw.Error(), true
-	case errors.Is(err, store.ErrForbidden):
-		return store.ErrForbidden.Error(), true
-	case errors.As(err, &wfe):
-		return wfe.Message, true
-	case errors.Is(err, workflows.ErrStillRunning), errors.Is(err, store.ErrRequestInProgress),
-		errors.Is(err, context.DeadlineExceeded):
-		return "Still in progress: Chorus has not finished this call yet and it may still complete. Retry with the " +
-			"same requestId to get its outcome (without a requestId, read the entity back before you retry).", true
-	case store.IsUnavailable(err):
-		return "Chorus cannot reach its database right now. Retry in a few seconds with the same requestId: a call " +
-			"that already took effect is not applied twice.", true
+// AsRefusal reads a userError as the refusal it is: app.Classify words and counts it.
+func (e *userError) AsRefusal() *app.Refusal {
+	kind := vocab.RefusalKind(e.kind)
+	if kind == "" {
+		kind = vocab.RefusedPrecondition
 	}
-	return "", false
+	return &app.Refusal{Kind: kind, Msg: e.msg}
+}
+
+// AsRefusal reads an inputError as a refusal of kind invalid_input.
+func (e *inputError) AsRefusal() *app.Refusal {
+	return &app.Refusal{Kind: vocab.RefusedInvalid, Msg: e.Error()}
+}
+
+// agentMessage returns the text an agent sees for err, and whether err is one of the known kinds.
+// It reads app.Classify, as the metrics do (classify).
+func agentMessage(err error) (string, bool) {
+	v := app.Classify(err)
+	return v.Msg, v.Known()
 }
 
 // toolErrorText maps err to the isError text, logging unknown errors with a reference id.

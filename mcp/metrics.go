@@ -2,14 +2,12 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chorus-dev/chorus/app"
-	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Metrics are the endpoint's Prometheus figures (docs/operations.md "Metrics"): every tool call by tool,
@@ -22,15 +20,15 @@ type Metrics struct {
 	limited  *prometheus.CounterVec
 }
 
-// Outcomes of a tool call, the "outcome" label.
+// Outcomes of a tool call, the "outcome" label (vocab.Outcome).
 const (
-	outcomeOK = "ok"
+	outcomeOK = string(vocab.OutcomeOK)
 	// outcomeRefused: a known answer that changed nothing (bad input, not found, forbidden, an
 	// illegal transition, a workflow and its row that disagree). Agents meet these every day.
-	outcomeRefused = "refused"
+	outcomeRefused = string(vocab.OutcomeRefused)
 	// outcomeError: Chorus could not give an answer (the database is unreachable, the deadline
 	// passed with the outcome unknown, an internal error). These are the operators' concern.
-	outcomeError = "error"
+	outcomeError = string(vocab.OutcomeError)
 )
 
 // Refusal kinds of the HTTP edge, outside any tool.
@@ -48,8 +46,9 @@ const (
 
 // RefusalKinds are the kinds chorus_refusals_total counts (each exported from the start, at 0,
 // so an alert can compare against it before the first refusal).
-var RefusalKinds = []string{"invalid_input", "not_found", "forbidden", "precondition", "conflict", "diverged",
-	"already_applied", KindUnauthenticated, KindUnknownTool, KindMissingPermission, KindOutsideToolsets, KindReadOnly,
+var RefusalKinds = []string{string(vocab.RefusedInvalid), string(vocab.RefusedNotFound), string(vocab.RefusedForbidden),
+	string(vocab.RefusedPrecondition), string(vocab.RefusedConflict), string(vocab.RefusedDiverged),
+	string(vocab.RefusedAlreadyApplied), KindUnauthenticated, KindUnknownTool, KindMissingPermission, KindOutsideToolsets, KindReadOnly,
 	KindForbiddenHost, KindForbiddenOrigin, KindRateLimited}
 
 // durationBuckets span a fast read (a few milliseconds) to a call that runs into its deadline.
@@ -111,59 +110,11 @@ func (m *Metrics) refusal(kind string) {
 	}
 }
 
-// classify names the outcome of a tool call and, for a failure, its kind; it follows
-// agentMessage's cases (errors.go), which decide what the agent reads.
+// classify names the outcome of a tool call and, for a failure, its kind: app.Classify's, which
+// also decides what the agent reads (agentMessage).
 func classify(err error) (outcome, kind string) {
-	var (
-		in  *inputError
-		ue  *userError
-		nf  *store.NotFoundError
-		wfe *workflows.Error
-		rf  *store.Refusal
-		gw  *store.ErrGroupHasWork
-		ar  *app.Refusal
-	)
-	switch {
-	case err == nil:
-		return outcomeOK, ""
-	case errors.As(err, &ar):
-		return outcomeRefused, string(ar.Kind)
-	case errors.As(err, &in):
-		return outcomeRefused, "invalid_input"
-	case errors.As(err, &ue):
-		if ue.kind != "" {
-			return outcomeRefused, ue.kind
-		}
-		return outcomeRefused, "precondition"
-	case errors.As(err, &rf), errors.As(err, &gw):
-		return outcomeRefused, "precondition"
-	case errors.As(err, &nf):
-		return outcomeRefused, "not_found"
-	case errors.Is(err, store.ErrForbidden):
-		return outcomeRefused, "forbidden"
-	case errors.As(err, &wfe):
-		switch wfe.Kind {
-		case workflows.KindInvalid:
-			return outcomeRefused, "invalid_input"
-		case workflows.KindNotFound:
-			return outcomeRefused, "not_found"
-		case workflows.KindForbidden:
-			return outcomeRefused, "forbidden"
-		case workflows.KindDiverged:
-			return outcomeRefused, "diverged"
-		case workflows.KindAlreadyApplied:
-			return outcomeRefused, "already_applied"
-		case workflows.KindRolledBack:
-			return outcomeRefused, "rolled_back"
-		}
-		return outcomeRefused, "conflict"
-	case errors.Is(err, workflows.ErrStillRunning), errors.Is(err, store.ErrRequestInProgress),
-		errors.Is(err, context.DeadlineExceeded):
-		return outcomeError, "still_running"
-	case store.IsUnavailable(err):
-		return outcomeError, "unavailable"
-	}
-	return outcomeError, "internal"
+	v := app.Classify(err)
+	return string(v.Outcome), v.Kind
 }
 
 type requestStartKey struct{}

@@ -109,7 +109,7 @@ func TestIdeaToApprovedProposal(t *testing.T) {
 		require.NoError(t, e.st.DB.NewSelect().Model(&tasks).Where("proposal_uuid = ?", proposal).Scan(ctx))
 		require.Len(t, tasks, 3)
 		for _, task := range tasks {
-			require.Equal(t, "open", task.Status)
+			require.Equal(t, "open", string(task.Status))
 			require.Equal(t, "high", task.Priority)
 			require.InDelta(t, 2.5, *task.StoryPoints, 0.001)
 		}

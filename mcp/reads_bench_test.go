@@ -18,6 +18,7 @@ import (
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // benchTasksEnv sets how many tasks BenchmarkReads seeds into its project (default 10,000), e.g.
@@ -92,7 +93,7 @@ func seedReadBench(b *testing.B, dialect string, n int) *readBench {
 }
 
 var (
-	benchStatuses   = []string{"done", "done", "done", "done", "closed", "open", "open", "assigned", "in_progress", "to_verify"}
+	benchStatuses   = []vocab.TaskStatus{"done", "done", "done", "done", "closed", "open", "open", "assigned", "in_progress", "to_verify"}
 	benchPriorities = []string{"high", "medium", "medium", "low"}
 )
 

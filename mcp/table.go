@@ -1,9 +1,18 @@
 package mcp
 
+import "slices"
+
 // toolTable is every tool Chorus serves, in the order tools/list shows them. A tool is one
 // entry; everything a tool needs beyond its handler (permission gate, argument coercion,
 // requestId ledger, deadline, logging, error mapping, annotations) is done once in tool.go.
+// The table is one list per area, joined in this order.
 func toolTable() []entry {
+	return slices.Concat(projectTools(), ideaTools(), proposalTools(), documentTools(), taskTools(),
+		sessionTools(), collabTools())
+}
+
+// projectTools are the check-in and the tools of projects, project groups and their members.
+func projectTools() []entry {
 	return []entry{
 		checkin,
 		listProjects,
@@ -22,7 +31,12 @@ func toolTable() []entry {
 		listProjectGroupMembers,
 		adminAddProjectGroupMember,
 		adminRemoveProjectGroupMember,
+	}
+}
 
+// ideaTools are the tools of ideas and their elaboration.
+func ideaTools() []entry {
+	return []entry{
 		getIdeas,
 		getIdea,
 		getAvailableIdeas,
@@ -38,7 +52,12 @@ func toolTable() []entry {
 		pmSkipElaboration,
 		adminDeleteIdea,
 		moveIdea,
+	}
+}
 
+// proposalTools are the tools of proposals and their drafts.
+func proposalTools() []entry {
+	return []entry{
 		getProposals,
 		getProposal,
 		pmCreateProposal,
@@ -54,7 +73,12 @@ func toolTable() []entry {
 		adminApproveProposal,
 		adminCloseProposal,
 		pmRevokeProposal,
+	}
+}
 
+// documentTools are the tools of documents, reports and references.
+func documentTools() []entry {
+	return []entry{
 		getDocuments,
 		getDocument,
 		pmCreateDocument,
@@ -65,7 +89,12 @@ func toolTable() []entry {
 		addReference,
 		updateReference,
 		removeReference,
+	}
+}
 
+// taskTools are the tools of tasks, search and the work on tasks.
+func taskTools() []entry {
+	return []entry{
 		listTasks,
 		getTask,
 		getTaskDependencies,
@@ -88,7 +117,12 @@ func toolTable() []entry {
 		adminReopenTask,
 		adminCloseTask,
 		adminDeleteTask,
+	}
+}
 
+// sessionTools are the tools of work sessions.
+func sessionTools() []entry {
+	return []entry{
 		createSession,
 		listSessions,
 		getSession,
@@ -97,7 +131,12 @@ func toolTable() []entry {
 		sessionHeartbeat,
 		sessionCheckinTask,
 		sessionCheckoutTask,
+	}
+}
 
+// collabTools are the tools of comments, notifications and activity.
+func collabTools() []entry {
+	return []entry{
 		addComment,
 		getComments,
 		getNotifications,

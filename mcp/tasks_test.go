@@ -277,7 +277,7 @@ func TestIllegalTaskTransitionsChangeNothing(t *testing.T) {
 		require.NoError(t, e.st.DB.NewSelect().Model(&tk).Where("uuid = ?", task).Scan(ctx))
 		n, err := e.st.DB.NewSelect().Model((*store.Activity)(nil)).Where("target_uuid = ?", task).Count(ctx)
 		require.NoError(t, err)
-		return tk.Status, int64(n)
+		return string(tk.Status), int64(n)
 	}
 
 	refusals := []struct {

@@ -279,16 +279,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 		call.Header = req.Extra.Header
 	}
 	if t.Effect != reads {
-		var envelope map[string]json.RawMessage
-		_ = json.Unmarshal(args, &envelope)
-		if rid, ok := envelope[requestIDField]; ok {
-			_ = json.Unmarshal(rid, &call.RequestID)
-			delete(envelope, requestIDField)
-			// The requestId ledger hashes this form. json.Marshal (which HTML-escapes, unlike
-			// plainJSON) keeps every call's hash what it has always been, so a requestId stays
-			// bound to its call across versions; equivalent calls still encode alike.
-			args, _ = json.Marshal(envelope)
-		}
+		args, call.RequestID = takeRequestID(args)
 	}
 	var in In
 	if err := json.Unmarshal(args, &in); err != nil {
@@ -332,10 +323,35 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	if err != nil {
 		return nil, err
 	}
+	return toolResult[Out](body), nil
+}
+
+// takeRequestID takes the requestId out of a mutating call's normalized arguments and returns
+// the rest, the form the requestId ledger hashes, with it ("" when the call has none).
+func takeRequestID(args json.RawMessage) (json.RawMessage, string) {
+	var envelope map[string]json.RawMessage
+	_ = json.Unmarshal(args, &envelope)
+	rid, ok := envelope[requestIDField]
+	if !ok {
+		return args, ""
+	}
+	var requestID string
+	_ = json.Unmarshal(rid, &requestID)
+	delete(envelope, requestIDField)
+	// The requestId ledger hashes this form. json.Marshal (which HTML-escapes, unlike
+	// plainJSON) keeps every call's hash what it has always been, so a requestId stays
+	// bound to its call across versions; equivalent calls still encode alike.
+	args, _ = json.Marshal(envelope)
+	return args, requestID
+}
+
+// toolResult is the result a client gets for a tool's encoded output: a sentence as text
+// content, or the structured result with its JSON (and note) as text.
+func toolResult[Out any](body json.RawMessage) *mcpsdk.CallToolResult {
 	if _, isText := any(*new(Out)).(textResult); isText {
 		var s string
 		_ = json.Unmarshal(body, &s)
-		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: s}}}, nil
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: s}}}
 	}
 	text := string(body)
 	// A note is a field of the structured result, which is all some clients show the model; it
@@ -345,7 +361,7 @@ func (t tool[In, Out]) call(ctx context.Context, d *Deps, schema *jsonschema.Sch
 	if n, ok := any(&out).(noter); ok && json.Unmarshal(body, &out) == nil && n.Note() != "" {
 		text += "\n" + n.Note()
 	}
-	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
+	return &mcpsdk.CallToolResult{StructuredContent: body, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}
 }
 
 // encodeResult is the JSON of a tool's result. An empty list is [], never null, at any depth

@@ -103,7 +103,7 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 		}
 		out := make([]IdeaListRow, len(rows))
 		for i, r := range rows {
-			out[i] = IdeaListRow{UUID: r.UUID, Title: clip(r.Title), Status: r.Status, IsContainer: r.IsContainer,
+			out[i] = IdeaListRow{UUID: r.UUID, Title: clip(r.Title), Status: string(r.Status), IsContainer: r.IsContainer,
 				ParentUUID: r.ParentUUID, ChildCount: r.ChildCount, ReportCount: r.ReportCount, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		}
 		wrap := func(r []IdeaListRow) any {
@@ -151,7 +151,7 @@ var getAvailableIdeas = tool[ProjectIn, AvailableIdeas]{
 		}
 		rows := make([]AvailableIdeaRow, len(ideas))
 		for i, x := range ideas {
-			rows[i] = AvailableIdeaRow{UUID: x.UUID, Title: clip(x.Title), Status: x.Status, ParentUUID: x.ParentUUID, CreatedAt: x.CreatedAt}
+			rows[i] = AvailableIdeaRow{UUID: x.UUID, Title: clip(x.Title), Status: string(x.Status), ParentUUID: x.ParentUUID, CreatedAt: x.CreatedAt}
 		}
 		wrap := func(r []AvailableIdeaRow) any {
 			return AvailableIdeas{Ideas: r, Meta: Meta{Returned: len(r), Page: 1, PageSize: 100, Total: len(r)}}
@@ -237,8 +237,10 @@ var pmAssignIdea = tool[AssignIdeaIn, IdeaView]{
 			cmd.TargetName = a.Name
 		} else {
 			u, err := d.Store.UserRef(ctx, call.Who.Caller.CompanyUUID, string(in.AssigneeUUID))
-			if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
 				return IdeaView{}, refuseAs("not_found", "Target User not found")
+			} else if err != nil {
+				return IdeaView{}, err // an outage is not "not found"
 			}
 			if _, err := d.Store.RequireProject(ctx, store.Caller{CompanyUUID: u.CompanyUUID, OwnerUUID: u.UUID},
 				idea.ProjectUUID, store.AccessEditor); err != nil {

@@ -91,7 +91,7 @@ type ProposalView struct {
 
 func proposalView(ctx context.Context, n *store.Namer, p *store.Proposal, projectName, section string) ProposalView {
 	v := ProposalView{UUID: p.UUID, Title: p.Title, Description: p.Description, InputType: p.InputType,
-		InputUUIDs: p.InputUUIDs, Status: p.Status, Project: ProjectRef{UUID: p.ProjectUUID, Name: projectName},
+		InputUUIDs: p.InputUUIDs, Status: string(p.Status), Project: ProjectRef{UUID: p.ProjectUUID, Name: projectName},
 		CreatedBy: n.Ref(ctx, p.CreatedByType, &p.CreatedByUUID), CreatedByType: p.CreatedByType,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Section: section, References: []ReferenceView{}}
 	if v.InputUUIDs == nil {
@@ -168,7 +168,7 @@ var getProposals = tool[GetProposalsIn, ProposalList]{
 		}
 		out := make([]ProposalRow, len(rows))
 		for i, p := range rows {
-			out[i] = ProposalRow{UUID: p.UUID, Title: clip(p.Title), Status: p.Status, InputType: p.InputType,
+			out[i] = ProposalRow{UUID: p.UUID, Title: clip(p.Title), Status: string(p.Status), InputType: p.InputType,
 				InputUUIDs: p.InputUUIDs, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 			if out[i].InputUUIDs == nil {
 				out[i].InputUUIDs = []string{}

@@ -47,9 +47,9 @@ type CriterionView struct {
 func criterionViews(cs []store.AcceptanceCriterion) []CriterionView {
 	out := make([]CriterionView, len(cs))
 	for i, c := range cs {
-		out[i] = CriterionView{UUID: c.UUID, Description: c.Description, Required: c.Required, DevStatus: c.DevStatus,
+		out[i] = CriterionView{UUID: c.UUID, Description: c.Description, Required: c.Required, DevStatus: string(c.DevStatus),
 			DevEvidence: c.DevEvidence, DevMarkedByType: c.DevMarkedByType, DevMarkedBy: c.DevMarkedBy, DevMarkedAt: c.DevMarkedAt,
-			Status: c.Status, Evidence: c.Evidence, MarkedByType: c.MarkedByType, MarkedBy: c.MarkedBy, MarkedAt: c.MarkedAt,
+			Status: string(c.Status), Evidence: c.Evidence, MarkedByType: c.MarkedByType, MarkedBy: c.MarkedBy, MarkedAt: c.MarkedAt,
 			SortOrder: c.SortOrder}
 	}
 	return out
@@ -136,7 +136,7 @@ func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (Tas
 	cs, dependsOn, dependedBy, comments := rel.Criteria, rel.DependsOn, rel.DependedBy, rel.CommentCount
 	n.Prefetch(ctx, referenceAuthors(rel.References)...)
 	summary, status := store.Summarize(cs)
-	return TaskView{UUID: t.UUID, Title: t.Title, Description: t.Description, Status: t.Status, Priority: t.Priority,
+	return TaskView{UUID: t.UUID, Title: t.Title, Description: t.Description, Status: string(t.Status), Priority: t.Priority,
 		StoryPoints: t.StoryPoints, AcceptanceCriteria: t.AcceptanceCriteria, AcceptanceCriteriaItems: criterionViews(cs),
 		AcceptanceStatus: status, AcceptanceSummary: summary,
 		Assignee:     assigneeView(ctx, n, t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID),
@@ -259,7 +259,7 @@ type TaskList struct {
 func taskList(ts []store.Task, page, size, total int) TaskList {
 	rows := make([]TaskRow, len(ts))
 	for i, t := range ts {
-		rows[i] = TaskRow{UUID: t.UUID, Title: clip(t.Title), Status: t.Status, Priority: t.Priority, ProposalUUID: t.ProposalUUID,
+		rows[i] = TaskRow{UUID: t.UUID, Title: clip(t.Title), Status: string(t.Status), Priority: t.Priority, ProposalUUID: t.ProposalUUID,
 			AssigneeUUID: t.AssigneeUUID, StoryPoints: t.StoryPoints, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	}
 	wrap := func(r []TaskRow) any {
@@ -470,7 +470,7 @@ var getMyAssignments = tool[NoInput, MyAssignments]{
 			if tasks := a.Tasks[p.UUID]; len(tasks) > 0 {
 				e := TaskTrackerEntry{Name: p.Name}
 				for _, t := range tasks {
-					e.Tasks = append(e.Tasks, TrackedTaskView{UUID: t.UUID, Title: clip(t.Title), Status: t.Status,
+					e.Tasks = append(e.Tasks, TrackedTaskView{UUID: t.UUID, Title: clip(t.Title), Status: string(t.Status),
 						Priority: t.Priority, AssignedAt: t.AssignedAt, AC: ACProgress{Passed: t.Passed, Total: t.Total},
 						ProposalUUID: t.ProposalUUID})
 				}
@@ -521,6 +521,9 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 		}
 		if in.ProposalUUID != nil {
 			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(*in.ProposalUUID), store.AccessViewer)
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrForbidden) {
+				return CreatedTasks{}, err // an outage is not "not found"
+			}
 			if err != nil || p.ProjectUUID != string(in.ProjectUUID) {
 				return CreatedTasks{}, store.NotFound("Proposal")
 			}
@@ -732,8 +735,10 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 // can work what it gets. Saying why not reveals nothing: the caller sees the entity.
 func assignableAgent(ctx context.Context, d *Deps, call *Call, agentUUID string, bit perm.Bit, projectUUID, entity string) (*store.Agent, error) {
 	target, err := d.Store.GetAgent(ctx, call.Who.Caller.CompanyUUID, agentUUID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, refuseAs("not_found", "Target Agent not found")
+	} else if err != nil {
+		return nil, err // an outage is not "not found"
 	}
 	if !perm.Effective(target.Roles, target.Permissions).Has(bit) {
 		return nil, refuse("Agent %q does not have %s permission", target.Name, bit)

@@ -110,7 +110,7 @@ func assigneeView(ctx context.Context, n *store.Namer, typ, uuid *string, at *ti
 
 func ideaView(ctx context.Context, n *store.Namer, d *store.IdeaDetail) IdeaView {
 	i := d.Idea
-	v := IdeaView{UUID: i.UUID, Title: i.Title, Content: i.Content, Status: i.Status,
+	v := IdeaView{UUID: i.UUID, Title: i.Title, Content: i.Content, Status: string(i.Status),
 		DerivedStatus: d.Derived.Status, ChildProgress: d.Derived.ChildProgress, IsContainer: i.IsContainer,
 		Assignee: assigneeView(ctx, n, i.AssigneeType, i.AssigneeUUID, i.AssignedAt, i.AssignedByUUID),
 		Project:  ProjectRef{UUID: d.Project.UUID, Name: d.Project.Name}, ElaborationStatus: i.ElaborationStatus,
@@ -124,7 +124,7 @@ func ideaView(ctx context.Context, n *store.Namer, d *store.IdeaDetail) IdeaView
 		_ = json.Unmarshal(i.Attachments, &v.Attachments)
 	}
 	if d.Parent != nil {
-		v.Parent = &IdeaRefView{UUID: d.Parent.UUID, Title: d.Parent.Title, Status: d.Parent.Status}
+		v.Parent = &IdeaRefView{UUID: d.Parent.UUID, Title: d.Parent.Title, Status: string(d.Parent.Status)}
 	}
 	for _, c := range d.Children {
 		v.Children = append(v.Children, IdeaChildView{UUID: c.UUID, Title: c.Title, Status: c.Status, DerivedStatus: c.DerivedStatus})
@@ -174,7 +174,7 @@ type RoundView struct {
 }
 
 func roundView(r store.ElaborationRound) RoundView {
-	v := RoundView{UUID: r.UUID, RoundNumber: r.RoundNumber, Status: r.Status, IsAppended: r.IsAppended,
+	v := RoundView{UUID: r.UUID, RoundNumber: r.RoundNumber, Status: string(r.Status), IsAppended: r.IsAppended,
 		CreatedBy: ActorTypeRef{Type: r.CreatedByType, UUID: r.CreatedByUUID}, ValidatedAt: r.ValidatedAt,
 		CreatedAt: r.CreatedAt, Questions: []QuestionView{}}
 	for _, q := range r.Questions {

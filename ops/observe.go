@@ -151,16 +151,16 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 		if i, err = o.Store.IdeaRow(ctx, uuid); err == nil {
 			var rounds []store.ElaborationRound
 			if rounds, err = o.Store.Elaboration(ctx, uuid); err == nil {
-				s, err = render(&i, workflows.IdeaColumns, i.Version, i.ChangeID, i.Status)
+				s, err = render(&i, workflows.IdeaColumns, i.Version, i.ChangeID, string(i.Status))
 				for _, r := range rounds {
-					s.Part("round "+r.UUID, r.Status)
+					s.Part("round "+r.UUID, string(r.Status))
 				}
 			}
 		}
 	case workflows.EntityProposal:
 		var p store.Proposal
 		if p, err = o.Store.ProposalDrafts(ctx, uuid); err == nil {
-			s, err = render(&p, workflows.ProposalColumns, p.Version, p.ChangeID, p.Status)
+			s, err = render(&p, workflows.ProposalColumns, p.Version, p.ChangeID, string(p.Status))
 			var docs, tasks []string
 			for _, d := range p.DocumentDrafts {
 				docs = append(docs, d.UUID)
@@ -179,9 +179,9 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 			}
 			var criteria []store.AcceptanceCriterion
 			if criteria, err = o.Store.Criteria(ctx, uuid); err == nil {
-				s, err = render(&t, workflows.TaskColumns, t.Version, t.ChangeID, t.Status)
+				s, err = render(&t, workflows.TaskColumns, t.Version, t.ChangeID, string(t.Status))
 				for _, c := range criteria {
-					s.Part("criterion "+c.UUID, c.Status+"/"+c.DevStatus)
+					s.Part("criterion "+c.UUID, string(c.Status)+"/"+string(c.DevStatus))
 				}
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // ReadSeed describes a block of tasks that the benchmark (`chorus bench`, reads phase) writes
@@ -34,14 +36,14 @@ type ReadSeed struct {
 
 // SeedStatus is the status the seeding gives task i: four in ten done, one in ten closed, the
 // rest open, spread so that every chain mixes them.
-func SeedStatus(i int) string {
+func SeedStatus(i int) vocab.TaskStatus {
 	switch i % 10 {
 	case 0, 3, 6, 8:
-		return "done"
+		return vocab.TaskDone
 	case 9:
-		return "closed"
+		return vocab.TaskClosed
 	}
-	return "open"
+	return vocab.TaskOpen
 }
 
 // SeedReadTasks inserts seed.Count tasks (one acceptance criterion each) and their dependency
@@ -60,7 +62,7 @@ func (s *Store) SeedReadTasks(ctx context.Context, seed ReadSeed) ([]string, err
 	base := Now().Add(-time.Duration(seed.Count) * time.Millisecond)
 	status := SeedStatus
 	if seed.Open {
-		status = func(int) string { return "open" }
+		status = func(int) vocab.TaskStatus { return vocab.TaskOpen }
 	}
 	for from := 0; from < seed.Count; from += chunk {
 		to := min(from+chunk, seed.Count)
@@ -74,7 +76,7 @@ func (s *Store) SeedReadTasks(ctx context.Context, seed ReadSeed) ([]string, err
 				CreatedByType: "agent", CreatedByUUID: seed.CreatedByUUID, Version: 1, ChangeID: "bench-seed",
 				CreatedAt: at, UpdatedAt: at})
 			acs = append(acs, AcceptanceCriterion{UUID: NewUUID(), TaskUUID: ids[i], Description: "seeded criterion",
-				Required: true, DevStatus: "pending", Status: "pending", CreatedAt: at, UpdatedAt: at})
+				Required: true, DevStatus: vocab.CriterionPending, Status: vocab.CriterionPending, CreatedAt: at, UpdatedAt: at})
 			if seed.Open {
 				continue
 			}

@@ -9,15 +9,17 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
-// Derived idea statuses (docs/rules.md §5.1). They are computed from the database at read time,
-// never stored.
+// Derived idea statuses (docs/rules.md §5.1): vocab.DerivedStatus's, as the strings the store's
+// results carry.
 const (
-	DerivedTodo                 = "todo"
-	DerivedInProgress           = "in_progress"
-	DerivedHumanConductRequired = "human_conduct_required"
-	DerivedDone                 = "done"
+	DerivedTodo                 = string(vocab.DerivedTodo)
+	DerivedInProgress           = string(vocab.DerivedInProgress)
+	DerivedHumanConductRequired = string(vocab.DerivedHumanConductRequired)
+	DerivedDone                 = string(vocab.DerivedDone)
 )
 
 // ChildProgress is a theme's roll-up over its direct children.
@@ -34,20 +36,24 @@ type Derived struct {
 
 // ideaFacts is the part of an idea that derivation reads.
 type ideaFacts struct {
-	UUID              string  `bun:"uuid"`
-	ProjectUUID       string  `bun:"project_uuid"`
-	Status            string  `bun:"status"`
-	ElaborationStatus *string `bun:"elaboration_status"`
-	IsContainer       bool    `bun:"is_container"`
-	ParentUUID        *string `bun:"parent_uuid"`
+	UUID              string           `bun:"uuid"`
+	ProjectUUID       string           `bun:"project_uuid"`
+	Status            vocab.IdeaStatus `bun:"status"`
+	ElaborationStatus *string          `bun:"elaboration_status"`
+	IsContainer       bool             `bun:"is_container"`
+	ParentUUID        *string          `bun:"parent_uuid"`
 }
 
 type proposalFacts struct {
-	UUID       string    `bun:"uuid"`
-	InputUUIDs []string  `bun:"input_uuids,type:jsonb"`
-	Status     string    `bun:"status"`
-	CreatedAt  time.Time `bun:"created_at"`
+	UUID       string               `bun:"uuid"`
+	InputUUIDs []string             `bun:"input_uuids,type:jsonb"`
+	Status     vocab.ProposalStatus `bun:"status"`
+	CreatedAt  time.Time            `bun:"created_at"`
 }
+
+// countedProposals are the statuses of the proposals an idea's derived status reads: one
+// waiting for review, and the approved ones whose tasks count (docs/rules.md §5.1).
+var countedProposals = []vocab.ProposalStatus{vocab.ProposalPending, vocab.ProposalApproved}
 
 // DeriveStatuses computes the derived status (docs/rules.md §5.1) of every idea in the given projects.
 func (s *Store) DeriveStatuses(ctx context.Context, projectUUIDs []string) (map[string]Derived, error) {
@@ -78,7 +84,7 @@ func deriveFrom(ctx context.Context, db bun.IDB, projectUUIDs []string, ideas []
 	var props []proposalFacts
 	err := db.NewSelect().Table("proposals").Column("uuid", "input_uuids", "status", "created_at").
 		Where("project_uuid IN (?)", bun.List(projectUUIDs)).
-		Where("input_type = 'idea'").Where("status IN ('pending', 'approved')").
+		Where("input_type = 'idea'").Where("status IN (?)", bun.List(countedProposals)).
 		Scan(ctx, &props)
 	if err != nil {
 		return nil, err
@@ -89,11 +95,11 @@ func deriveFrom(ctx context.Context, db bun.IDB, projectUUIDs []string, ideas []
 			counted = append(counted, u)
 		}
 	}
-	taskStatuses := map[string][]string{} // proposal uuid -> the distinct statuses of its tasks
+	taskStatuses := map[string][]vocab.TaskStatus{} // proposal uuid -> the distinct statuses of its tasks
 	if len(counted) > 0 {
 		var rows []struct {
-			ProposalUUID string `bun:"proposal_uuid"`
-			Status       string `bun:"status"`
+			ProposalUUID string           `bun:"proposal_uuid"`
+			Status       vocab.TaskStatus `bun:"status"`
 		}
 		err = db.NewSelect().Table("tasks").Distinct().Column("proposal_uuid", "status").
 			Where("proposal_uuid IN (?)", bun.List(counted)).Scan(ctx, &rows)
@@ -266,7 +272,7 @@ func latestApproved(idea string, props []proposalFacts) string {
 	var latest *proposalFacts
 	for k := range props {
 		p := &props[k]
-		if p.Status == "approved" && slices.Contains(p.InputUUIDs, idea) &&
+		if p.Status == vocab.ProposalApproved && slices.Contains(p.InputUUIDs, idea) &&
 			(latest == nil || p.CreatedAt.After(latest.CreatedAt)) {
 			latest = p
 		}
@@ -278,21 +284,21 @@ func latestApproved(idea string, props []proposalFacts) string {
 }
 
 // ownStatus is the table of docs/rules.md §5.1 for one idea, before any theme roll-up.
-func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]string) string {
+func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]vocab.TaskStatus) string {
 	switch i.Status {
-	case "open":
+	case vocab.IdeaOpen:
 		return DerivedTodo
-	case "elaborating":
-		if i.ElaborationStatus != nil && *i.ElaborationStatus == "pending_answers" {
+	case vocab.IdeaElaborating:
+		if i.ElaborationStatus != nil && *i.ElaborationStatus == string(vocab.ElaborationPendingAnswers) {
 			return DerivedHumanConductRequired
 		}
 		return DerivedInProgress
-	case "elaborated":
+	case vocab.IdeaElaborated:
 	default:
 		return DerivedTodo
 	}
 	for _, p := range props {
-		if p.Status == "pending" && slices.Contains(p.InputUUIDs, i.UUID) {
+		if p.Status == vocab.ProposalPending && slices.Contains(p.InputUUIDs, i.UUID) {
 			return DerivedHumanConductRequired // a proposal waits for review
 		}
 	}
@@ -301,10 +307,10 @@ func ownStatus(i ideaFacts, props []proposalFacts, taskStatuses map[string][]str
 		return DerivedInProgress // planning
 	}
 	ts := taskStatuses[latest]
-	if slices.Contains(ts, "to_verify") {
+	if slices.Contains(ts, vocab.TaskToVerify) {
 		return DerivedHumanConductRequired // work waits for verification
 	}
-	if len(ts) > 0 && !slices.ContainsFunc(ts, func(s string) bool { return s != "done" && s != "closed" }) {
+	if len(ts) > 0 && !slices.ContainsFunc(ts, func(s vocab.TaskStatus) bool { return s != vocab.TaskDone && s != vocab.TaskClosed }) {
 		return DerivedDone
 	}
 	return DerivedInProgress

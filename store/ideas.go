@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // IdeaAccess is the project-access gate for an idea (docs/rules.md §6.3): the idea when the caller's level
@@ -46,7 +48,7 @@ type IdeaRow struct {
 func reportCounts(ctx context.Context, db bun.IDB, projectUUID string) (map[string]int, error) {
 	var props []Proposal
 	err := db.NewSelect().Model(&props).Column("uuid", "input_uuids").
-		Where("project_uuid = ?", projectUUID).Where("input_type = 'idea'").Where("status IN ('approved', 'closed')").Scan(ctx)
+		Where("project_uuid = ?", projectUUID).Where("input_type = 'idea'").Where("status IN (?)", bun.List(reportedProposals)).Scan(ctx)
 	if err != nil || len(props) == 0 {
 		return map[string]int{}, err
 	}
@@ -117,10 +119,14 @@ func (s *Store) ListIdeas(ctx context.Context, projectUUID, status string, limit
 	return out, int(total), nil
 }
 
+// reportedProposals are the statuses of the proposals whose reports an idea counts
+// (docs/rules.md §4.3, reportCount).
+var reportedProposals = []vocab.ProposalStatus{vocab.ProposalApproved, vocab.ProposalClosed}
+
 // AvailableIdeas returns up to 50 open ideas of a project, newest first.
 func (s *Store) AvailableIdeas(ctx context.Context, projectUUID string) ([]Idea, error) {
 	var ideas []Idea
-	err := s.DB.NewSelect().Model(&ideas).Where("project_uuid = ?", projectUUID).Where("status = 'open'").
+	err := s.DB.NewSelect().Model(&ideas).Where("project_uuid = ?", projectUUID).Where("status = ?", vocab.IdeaOpen).
 		Order("created_at DESC", "uuid DESC").Limit(50).Scan(ctx)
 	return ideas, err
 }
@@ -171,7 +177,7 @@ func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*Id
 		}
 	}
 	for _, c := range children[i.UUID] {
-		d.Children = append(d.Children, IdeaChild{UUID: c.UUID, Title: c.Title, Status: c.Status, DerivedStatus: derived[c.UUID].Status})
+		d.Children = append(d.Children, IdeaChild{UUID: c.UUID, Title: c.Title, Status: string(c.Status), DerivedStatus: derived[c.UUID].Status})
 	}
 	queue := []string{i.UUID}
 	for len(queue) > 0 {
@@ -186,7 +192,7 @@ func (s *Store) GetIdeaDetail(ctx context.Context, i *Idea, p *ProjectView) (*Id
 	}
 	var props []Proposal
 	err = s.DB.NewSelect().Model(&props).Column("uuid", "input_uuids").Where("project_uuid = ?", i.ProjectUUID).
-		Where("input_type = 'idea'").Where("status IN ('approved', 'closed')").Scan(ctx)
+		Where("input_type = 'idea'").Where("status IN (?)", bun.List(reportedProposals)).Scan(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Models of the lifecycle entities. Their rows are written only by workflow activities; the MCP
@@ -14,44 +16,44 @@ import (
 type Idea struct {
 	bun.BaseModel `bun:"table:ideas"`
 
-	UUID              string          `bun:"uuid,pk"`
-	CompanyUUID       string          `bun:"company_uuid"`
-	ProjectUUID       string          `bun:"project_uuid"`
-	Title             string          `bun:"title"`
-	Content           *string         `bun:"content"`
-	Attachments       json.RawMessage `bun:"attachments,type:jsonb"`
-	Status            string          `bun:"status"`
-	AssigneeType      *string         `bun:"assignee_type"`
-	AssigneeUUID      *string         `bun:"assignee_uuid"`
-	AssignedAt        *time.Time      `bun:"assigned_at"`
-	AssignedByUUID    *string         `bun:"assigned_by_uuid"`
-	ElaborationDepth  *string         `bun:"elaboration_depth"`
-	ElaborationStatus *string         `bun:"elaboration_status"`
-	IsContainer       bool            `bun:"is_container"`
-	ParentUUID        *string         `bun:"parent_uuid"`
-	CreatedByType     string          `bun:"created_by_type"`
-	CreatedByUUID     string          `bun:"created_by_uuid"`
-	Version           int64           `bun:"version"`
-	ChangeID          string          `bun:"change_id"`
-	CreatedAt         time.Time       `bun:"created_at"`
-	UpdatedAt         time.Time       `bun:"updated_at"`
+	UUID              string           `bun:"uuid,pk"`
+	CompanyUUID       string           `bun:"company_uuid"`
+	ProjectUUID       string           `bun:"project_uuid"`
+	Title             string           `bun:"title"`
+	Content           *string          `bun:"content"`
+	Attachments       json.RawMessage  `bun:"attachments,type:jsonb"`
+	Status            vocab.IdeaStatus `bun:"status"`
+	AssigneeType      *string          `bun:"assignee_type"`
+	AssigneeUUID      *string          `bun:"assignee_uuid"`
+	AssignedAt        *time.Time       `bun:"assigned_at"`
+	AssignedByUUID    *string          `bun:"assigned_by_uuid"`
+	ElaborationDepth  *string          `bun:"elaboration_depth"`
+	ElaborationStatus *string          `bun:"elaboration_status"`
+	IsContainer       bool             `bun:"is_container"`
+	ParentUUID        *string          `bun:"parent_uuid"`
+	CreatedByType     string           `bun:"created_by_type"`
+	CreatedByUUID     string           `bun:"created_by_uuid"`
+	Version           int64            `bun:"version"`
+	ChangeID          string           `bun:"change_id"`
+	CreatedAt         time.Time        `bun:"created_at"`
+	UpdatedAt         time.Time        `bun:"updated_at"`
 }
 
 // ElaborationRound is one round of questions on an idea (docs/rules.md §1.7).
 type ElaborationRound struct {
 	bun.BaseModel `bun:"table:elaboration_rounds"`
 
-	UUID          string     `bun:"uuid,pk"`
-	CompanyUUID   string     `bun:"company_uuid"`
-	IdeaUUID      string     `bun:"idea_uuid"`
-	RoundNumber   int        `bun:"round_number"`
-	Status        string     `bun:"status"`
-	IsAppended    bool       `bun:"is_appended"`
-	CreatedByType string     `bun:"created_by_type"`
-	CreatedByUUID string     `bun:"created_by_uuid"`
-	ValidatedAt   *time.Time `bun:"validated_at"`
-	CreatedAt     time.Time  `bun:"created_at"`
-	UpdatedAt     time.Time  `bun:"updated_at"`
+	UUID          string            `bun:"uuid,pk"`
+	CompanyUUID   string            `bun:"company_uuid"`
+	IdeaUUID      string            `bun:"idea_uuid"`
+	RoundNumber   int               `bun:"round_number"`
+	Status        vocab.RoundStatus `bun:"status"`
+	IsAppended    bool              `bun:"is_appended"`
+	CreatedByType string            `bun:"created_by_type"`
+	CreatedByUUID string            `bun:"created_by_uuid"`
+	ValidatedAt   *time.Time        `bun:"validated_at"`
+	CreatedAt     time.Time         `bun:"created_at"`
+	UpdatedAt     time.Time         `bun:"updated_at"`
 
 	Questions []ElaborationQuestion `bun:"rel:has-many,join:uuid=round_uuid"`
 }
@@ -115,25 +117,25 @@ type TaskDraft struct {
 type Proposal struct {
 	bun.BaseModel `bun:"table:proposals"`
 
-	UUID           string          `bun:"uuid,pk"`
-	CompanyUUID    string          `bun:"company_uuid"`
-	ProjectUUID    string          `bun:"project_uuid"`
-	Title          string          `bun:"title"`
-	Description    *string         `bun:"description"`
-	InputType      string          `bun:"input_type"`
-	InputUUIDs     []string        `bun:"input_uuids,type:jsonb"`
-	DocumentDrafts []DocumentDraft `bun:"document_drafts,type:jsonb"`
-	TaskDrafts     []TaskDraft     `bun:"task_drafts,type:jsonb"`
-	Status         string          `bun:"status"`
-	CreatedByUUID  string          `bun:"created_by_uuid"`
-	CreatedByType  string          `bun:"created_by_type"`
-	ReviewedByUUID *string         `bun:"reviewed_by_uuid"`
-	ReviewNote     *string         `bun:"review_note"`
-	ReviewedAt     *time.Time      `bun:"reviewed_at"`
-	Version        int64           `bun:"version"`
-	ChangeID       string          `bun:"change_id"`
-	CreatedAt      time.Time       `bun:"created_at"`
-	UpdatedAt      time.Time       `bun:"updated_at"`
+	UUID           string               `bun:"uuid,pk"`
+	CompanyUUID    string               `bun:"company_uuid"`
+	ProjectUUID    string               `bun:"project_uuid"`
+	Title          string               `bun:"title"`
+	Description    *string              `bun:"description"`
+	InputType      string               `bun:"input_type"`
+	InputUUIDs     []string             `bun:"input_uuids,type:jsonb"`
+	DocumentDrafts []DocumentDraft      `bun:"document_drafts,type:jsonb"`
+	TaskDrafts     []TaskDraft          `bun:"task_drafts,type:jsonb"`
+	Status         vocab.ProposalStatus `bun:"status"`
+	CreatedByUUID  string               `bun:"created_by_uuid"`
+	CreatedByType  string               `bun:"created_by_type"`
+	ReviewedByUUID *string              `bun:"reviewed_by_uuid"`
+	ReviewNote     *string              `bun:"review_note"`
+	ReviewedAt     *time.Time           `bun:"reviewed_at"`
+	Version        int64                `bun:"version"`
+	ChangeID       string               `bun:"change_id"`
+	CreatedAt      time.Time            `bun:"created_at"`
+	UpdatedAt      time.Time            `bun:"updated_at"`
 }
 
 // Document is a document (docs/rules.md §1.9).
@@ -159,19 +161,19 @@ type Document struct {
 type Task struct {
 	bun.BaseModel `bun:"table:tasks"`
 
-	UUID               string     `bun:"uuid,pk"`
-	CompanyUUID        string     `bun:"company_uuid"`
-	ProjectUUID        string     `bun:"project_uuid"`
-	Title              string     `bun:"title"`
-	Description        *string    `bun:"description"`
-	Status             string     `bun:"status"`
-	Priority           string     `bun:"priority"`
-	StoryPoints        *float64   `bun:"story_points"`
-	AcceptanceCriteria *string    `bun:"acceptance_criteria"`
-	AssigneeType       *string    `bun:"assignee_type"`
-	AssigneeUUID       *string    `bun:"assignee_uuid"`
-	AssignedAt         *time.Time `bun:"assigned_at"`
-	AssignedByUUID     *string    `bun:"assigned_by_uuid"`
+	UUID               string           `bun:"uuid,pk"`
+	CompanyUUID        string           `bun:"company_uuid"`
+	ProjectUUID        string           `bun:"project_uuid"`
+	Title              string           `bun:"title"`
+	Description        *string          `bun:"description"`
+	Status             vocab.TaskStatus `bun:"status"`
+	Priority           string           `bun:"priority"`
+	StoryPoints        *float64         `bun:"story_points"`
+	AcceptanceCriteria *string          `bun:"acceptance_criteria"`
+	AssigneeType       *string          `bun:"assignee_type"`
+	AssigneeUUID       *string          `bun:"assignee_uuid"`
+	AssignedAt         *time.Time       `bun:"assigned_at"`
+	AssignedByUUID     *string          `bun:"assigned_by_uuid"`
 	// ClaimTTLSeconds and ClaimExpiresAt are the current claim's lease (docs/rules.md §5.10), nil
 	// when the claim does not lapse.
 	ClaimTTLSeconds *int64     `bun:"claim_ttl_seconds"`
@@ -190,23 +192,23 @@ type Task struct {
 type AcceptanceCriterion struct {
 	bun.BaseModel `bun:"table:acceptance_criteria"`
 
-	UUID            string     `bun:"uuid,pk"`
-	TaskUUID        string     `bun:"task_uuid"`
-	Description     string     `bun:"description"`
-	Required        bool       `bun:"required"`
-	DevStatus       string     `bun:"dev_status"`
-	DevEvidence     *string    `bun:"dev_evidence"`
-	DevMarkedByType *string    `bun:"dev_marked_by_type"`
-	DevMarkedBy     *string    `bun:"dev_marked_by"`
-	DevMarkedAt     *time.Time `bun:"dev_marked_at"`
-	Status          string     `bun:"status"`
-	Evidence        *string    `bun:"evidence"`
-	MarkedByType    *string    `bun:"marked_by_type"`
-	MarkedBy        *string    `bun:"marked_by"`
-	MarkedAt        *time.Time `bun:"marked_at"`
-	SortOrder       int        `bun:"sort_order"`
-	CreatedAt       time.Time  `bun:"created_at"`
-	UpdatedAt       time.Time  `bun:"updated_at"`
+	UUID            string                `bun:"uuid,pk"`
+	TaskUUID        string                `bun:"task_uuid"`
+	Description     string                `bun:"description"`
+	Required        bool                  `bun:"required"`
+	DevStatus       vocab.CriterionStatus `bun:"dev_status"`
+	DevEvidence     *string               `bun:"dev_evidence"`
+	DevMarkedByType *string               `bun:"dev_marked_by_type"`
+	DevMarkedBy     *string               `bun:"dev_marked_by"`
+	DevMarkedAt     *time.Time            `bun:"dev_marked_at"`
+	Status          vocab.CriterionStatus `bun:"status"`
+	Evidence        *string               `bun:"evidence"`
+	MarkedByType    *string               `bun:"marked_by_type"`
+	MarkedBy        *string               `bun:"marked_by"`
+	MarkedAt        *time.Time            `bun:"marked_at"`
+	SortOrder       int                   `bun:"sort_order"`
+	CreatedAt       time.Time             `bun:"created_at"`
+	UpdatedAt       time.Time             `bun:"updated_at"`
 }
 
 // TaskDependency says TaskUUID depends on DependsOnUUID (docs/rules.md §1.12).

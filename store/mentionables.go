@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Mentionable is a user or agent chorus_search_mentionables offers (docs/rules.md §4.12).
@@ -74,7 +78,7 @@ func (s *Store) Mentionables(ctx context.Context, c Caller, query string, projec
 			}
 			if online {
 				n, err := s.DB.NewSelect().Model((*Task)(nil)).Where("assignee_type = 'agent'").Where("assignee_uuid = ?", a.UUID).
-					Where("status IN ('assigned', 'in_progress')").
+					Where("status IN (?)", bun.List([]vocab.TaskStatus{vocab.TaskAssigned, vocab.TaskInProgress})).
 					Where("project_uuid IN (SELECT visible_uuid FROM (?) AS v)", s.projectRoles(c).ColumnExpr("project.uuid AS visible_uuid")).
 					Count(ctx)
 				if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // ProposalAccess is the project-access gate for a proposal (docs/rules.md §6.3); see IdeaAccess.
@@ -146,10 +148,11 @@ func (s *Store) UpdateDocument(ctx context.Context, uuid string, title, content 
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			if err := tx.NewSelect().Model(&d).Where("uuid = ?", uuid).Where("change_id = ?", changeID).Scan(ctx); err == nil {
+			err := tx.NewSelect().Model(&d).Where("uuid = ?", uuid).Where("change_id = ?", changeID).Scan(ctx)
+			if err == nil {
 				return nil // applied by an earlier attempt
 			}
-			return NotFound("Document")
+			return mapErr(err, "Document") // only a missing row is "not found"
 		}
 		return tx.NewSelect().Model(&d).Where("uuid = ?", uuid).Scan(ctx)
 	})
@@ -207,8 +210,8 @@ func (s *Store) CreateReport(ctx context.Context, c Caller, proposalUUID string,
 		if err := tx.NewSelect().Model(&p).Where("uuid = ?", proposalUUID).Scan(ctx); err != nil {
 			return mapErr(err, "Proposal")
 		}
-		if p.Status != "approved" {
-			return &ReportStatusError{Status: p.Status}
+		if p.Status != vocab.ProposalApproved {
+			return &ReportStatusError{Status: string(p.Status)}
 		}
 		if !force {
 			exists, err := tx.NewSelect().Model((*Document)(nil)).Where("proposal_uuid = ?", proposalUUID).

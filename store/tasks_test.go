@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // taskGraph is a project's tasks and dependency edges as inserted, for the reference model of
@@ -181,7 +182,7 @@ func seedTaskGraph(t *testing.T, st *store.Store) (taskGraph, *graphWriter, []st
 		projects = append(projects, p.UUID)
 	}
 	g.project = projects[0]
-	statuses := []string{"open", "assigned", "in_progress", "to_verify", "done", "closed"}
+	statuses := []vocab.TaskStatus{"open", "assigned", "in_progress", "to_verify", "done", "closed"}
 	priorities := []string{"low", "medium", "high"}
 	proposal := store.NewUUID()
 	g.proposal = proposal
@@ -271,7 +272,7 @@ func checkLists(t *testing.T, st *store.Store, g taskGraph, all bool) {
 			break
 		}
 		want := g.want(func(task store.Task) bool {
-			return (f.Status == "" || task.Status == f.Status) && (f.Priority == "" || task.Priority == f.Priority) &&
+			return (f.Status == "" || string(task.Status) == f.Status) && (f.Priority == "" || task.Priority == f.Priority) &&
 				(len(f.ProposalUUIDs) == 0 || task.ProposalUUID != nil && slices.Contains(f.ProposalUUIDs, *task.ProposalUUID))
 		})
 		require.NotEmpty(t, want, "filter %+v matches something", f)
@@ -315,7 +316,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 		checkLists(t, st, g, true)
 		id := func(i int) string { return rows[i].UUID }
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: s}, Columns: []string{"status"}}
+			return store.TaskChange{Set: store.Task{Status: vocab.TaskStatus(s)}, Columns: []string{"status"}}
 		}
 
 		// A dependency moving to done or closed unblocks its dependents.
@@ -534,7 +535,7 @@ func TestUnresolvedCountsUnderConcurrentWrites(t *testing.T) {
 			return nil
 		}
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: s}, Columns: []string{"status"}}
+			return store.TaskChange{Set: store.Task{Status: vocab.TaskStatus(s)}, Columns: []string{"status"}}
 		}
 		errs := make(chan error, deps+dependents)
 		for i, task := range rows {

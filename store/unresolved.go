@@ -47,7 +47,8 @@ import (
 
 // ResolvedStatus reports whether a dependency on a task in this status is resolved: the one
 // statement of "resolved" is vocab.ResolvedTaskStatuses (docs/rules.md §5.3).
-func ResolvedStatus(status string) bool { return vocab.TaskStatus(status).Resolved() }
+// It takes a vocab.TaskStatus or a plain string read from a row.
+func ResolvedStatus[S ~string](status S) bool { return vocab.TaskStatus(status).Resolved() }
 
 // resolvedSQL is vocab.ResolvedTaskStatuses as an SQL list of literals, "('done', 'closed')",
 // for the conditions that find unresolved dependencies ("dt.status NOT IN "+resolvedSQL).

@@ -200,3 +200,35 @@ const (
 var CriterionStatuses = []CriterionStatus{CriterionPending, CriterionPassed, CriterionFailed}
 
 func (s CriterionStatus) String() string { return string(s) }
+
+// ElaborationStatus is an idea's elaboration status (docs/rules.md §1.6, §2.2): null, then
+// pending_answers, validating, resolved.
+type ElaborationStatus string
+
+// Elaboration statuses.
+const (
+	ElaborationPendingAnswers ElaborationStatus = "pending_answers"
+	ElaborationValidating     ElaborationStatus = "validating"
+	ElaborationResolved       ElaborationStatus = "resolved"
+)
+
+// RoundStatus is an elaboration round's status (docs/rules.md §1.7): pending_answers, then answered.
+type RoundStatus string
+
+// Round statuses.
+const (
+	RoundPendingAnswers RoundStatus = "pending_answers"
+	RoundAnswered       RoundStatus = "answered"
+)
+
+// DerivedStatus is an idea's derived status (docs/rules.md §5.1): computed from the database
+// at read time, never stored.
+type DerivedStatus string
+
+// Derived idea statuses.
+const (
+	DerivedTodo                 DerivedStatus = "todo"
+	DerivedInProgress           DerivedStatus = "in_progress"
+	DerivedHumanConductRequired DerivedStatus = "human_conduct_required"
+	DerivedDone                 DerivedStatus = "done"
+)

@@ -134,7 +134,7 @@ func (s IdeaState) assigneeText() string {
 // Projection is the idea's row as far as the workflow owns it: the columns ops repair rewrites and
 // ops check compares (IdeaColumns, with version and change_id).
 func (s IdeaState) Projection() store.Idea {
-	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: s.Status,
+	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: IdeaStatus(s.Status),
 		ElaborationDepth: nilIfBlank(s.ElaborationDepth), ElaborationStatus: nilIfBlank(s.ElaborationStatus),
 		IsContainer: s.IsContainer, CreatedByType: s.CreatedBy.Type,
 		CreatedByUUID: s.CreatedBy.UUID, Version: s.Row.Version, ChangeID: s.Row.ChangeID}
@@ -798,7 +798,7 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	round := store.ElaborationRound{UUID: derivedFrom(wr, "round"), CompanyUUID: n.CompanyUUID, IdeaUUID: n.UUID,
 		RoundNumber: number, Status: "pending_answers", IsAppended: appended, CreatedByType: in.Actor.Type,
 		CreatedByUUID: in.Actor.UUID, CreatedAt: wr.At, UpdatedAt: wr.At}
-	rs := RoundState{UUID: round.UUID, Number: number, Status: round.Status}
+	rs := RoundState{UUID: round.UUID, Number: number, Status: string(round.Status)}
 	for i, q := range in.Questions {
 		required := q.Required == nil || *q.Required
 		row := store.ElaborationQuestion{UUID: DerivedUUID(round.UUID, "question", strconv.Itoa(i)), RoundUUID: round.UUID,

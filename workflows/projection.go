@@ -17,7 +17,7 @@ import (
 // the idea's row and its rounds with their questions.
 func IdeaStateFromRows(i store.Idea, rounds []store.ElaborationRound) IdeaState {
 	s := IdeaState{Created: true, UUID: i.UUID, CompanyUUID: i.CompanyUUID, ProjectUUID: i.ProjectUUID, Title: i.Title,
-		Status: i.Status, IsContainer: i.IsContainer,
+		Status: string(i.Status), IsContainer: i.IsContainer,
 		ElaborationDepth: deref(i.ElaborationDepth), ElaborationStatus: deref(i.ElaborationStatus),
 		CreatedBy: Party{Type: i.CreatedByType, UUID: i.CreatedByUUID}, Row: RowMark{Version: i.Version, ChangeID: i.ChangeID}}
 	if i.AssigneeUUID != nil {
@@ -27,7 +27,7 @@ func IdeaStateFromRows(i store.Idea, rounds []store.ElaborationRound) IdeaState 
 		}
 	}
 	for _, r := range rounds {
-		rs := RoundState{UUID: r.UUID, Number: r.RoundNumber, Status: r.Status}
+		rs := RoundState{UUID: r.UUID, Number: r.RoundNumber, Status: string(r.Status)}
 		for _, q := range r.Questions {
 			qs := QuestionState{UUID: q.UUID, ID: fingerprint(q.QuestionID), Required: q.Required, Answered: q.AnsweredAt != nil}
 			for _, o := range q.Options {
@@ -45,7 +45,7 @@ func IdeaStateFromRows(i store.Idea, rounds []store.ElaborationRound) IdeaState 
 // count.
 func ProposalStateFromRow(p store.Proposal) ProposalState {
 	s := ProposalState{Created: true, UUID: p.UUID, CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID, Title: p.Title,
-		Status: p.Status, InputType: p.InputType, InputUUIDs: p.InputUUIDs, CreatedBy: Party{Type: p.CreatedByType, UUID: p.CreatedByUUID},
+		Status: string(p.Status), InputType: p.InputType, InputUUIDs: p.InputUUIDs, CreatedBy: Party{Type: p.CreatedByType, UUID: p.CreatedByUUID},
 		ReviewedBy: deref(p.ReviewedByUUID), ReviewedAt: p.ReviewedAt, Row: RowMark{Version: p.Version, ChangeID: p.ChangeID}}
 	if s.InputUUIDs == nil {
 		s.InputUUIDs = []string{}

@@ -78,7 +78,7 @@ func (s ProposalState) status() ProposalStatus { return ProposalStatus(s.Status)
 // and change_id).
 func (s ProposalState) Projection() store.Proposal {
 	return store.Proposal{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title,
-		InputType: s.InputType, InputUUIDs: s.InputUUIDs, Status: s.Status, CreatedByType: s.CreatedBy.Type,
+		InputType: s.InputType, InputUUIDs: s.InputUUIDs, Status: ProposalStatus(s.Status), CreatedByType: s.CreatedBy.Type,
 		CreatedByUUID: s.CreatedBy.UUID, ReviewedByUUID: nilIfBlank(s.ReviewedBy), ReviewedAt: s.ReviewedAt,
 		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
 }
@@ -796,7 +796,7 @@ func materialize(ap *store.Approval, p store.Proposal, wr store.Write) *Material
 	byDraft := map[string]string{}
 	for i, d := range p.TaskDrafts {
 		t := store.Task{UUID: derivedFrom(wr, "task", d.UUID), CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID,
-			Title: d.Title, Description: emptyToNil(d.Description), Status: string(TaskOpen), Priority: "medium",
+			Title: d.Title, Description: emptyToNil(d.Description), Status: TaskOpen, Priority: "medium",
 			ProposalUUID: &p.UUID, CreatedByType: p.CreatedByType, CreatedByUUID: p.CreatedByUUID, Version: 1,
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
 		if d.Priority != nil {

@@ -164,7 +164,7 @@ func (s TaskState) assigneeText() string {
 // change_id).
 func (s TaskState) Projection() store.Task {
 	t := store.Task{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, ProposalUUID: nilIfBlank(s.ProposalUUID),
-		Title: s.Title, Status: s.Status, Priority: s.Priority, CreatedByType: s.CreatedBy.Type, CreatedByUUID: s.CreatedBy.UUID,
+		Title: s.Title, Status: TaskStatus(s.Status), Priority: s.Priority, CreatedByType: s.CreatedBy.Type, CreatedByUUID: s.CreatedBy.UUID,
 		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
 	if h := s.Assignee; h != nil {
 		at := h.At
@@ -188,7 +188,7 @@ var leaseColumns = []string{"claim_ttl_seconds", "claim_expires_at"}
 // chorus_create_tasks inserted it (or as ops repair finds it), with its criteria.
 func NewTaskState(t store.Task, criteria []store.AcceptanceCriterion) TaskState {
 	s := TaskState{Created: true, UUID: t.UUID, CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID,
-		ProposalUUID: deref(t.ProposalUUID), Title: t.Title, Status: t.Status, Priority: t.Priority,
+		ProposalUUID: deref(t.ProposalUUID), Title: t.Title, Status: string(t.Status), Priority: t.Priority,
 		CreatedBy: Party{Type: t.CreatedByType, UUID: t.CreatedByUUID}, Row: RowMark{Version: t.Version, ChangeID: t.ChangeID}}
 	if t.AssigneeUUID != nil {
 		s.Assignee = &Holder{Type: deref(t.AssigneeType), UUID: *t.AssigneeUUID, By: t.AssignedByUUID}
@@ -201,7 +201,7 @@ func NewTaskState(t store.Task, criteria []store.AcceptanceCriterion) TaskState 
 	}
 	for _, c := range criteria {
 		if c.TaskUUID == t.UUID {
-			s.Criteria = append(s.Criteria, CriterionState{UUID: c.UUID, Required: c.Required, Status: c.Status, DevStatus: c.DevStatus})
+			s.Criteria = append(s.Criteria, CriterionState{UUID: c.UUID, Required: c.Required, Status: string(c.Status), DevStatus: string(c.DevStatus)})
 		}
 	}
 	return s
@@ -956,10 +956,10 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 		row := store.AcceptanceCriterion{UUID: m.UUID}
 		if dev {
 			n.Criteria[i].DevStatus = m.Status
-			row.DevStatus, row.DevEvidence, row.DevMarkedByType, row.DevMarkedBy, row.DevMarkedAt = m.Status, m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
+			row.DevStatus, row.DevEvidence, row.DevMarkedByType, row.DevMarkedBy, row.DevMarkedAt = CriterionStatus(m.Status), m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
 		} else {
 			n.Criteria[i].Status = m.Status
-			row.Status, row.Evidence, row.MarkedByType, row.MarkedBy, row.MarkedAt = m.Status, m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
+			row.Status, row.Evidence, row.MarkedByType, row.MarkedBy, row.MarkedAt = CriterionStatus(m.Status), m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
 		}
 		c.Marks = append(c.Marks, row)
 	}

@@ -113,7 +113,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 	for i, spec := range in.Tasks {
 		t := store.Task{UUID: derivedFrom(wr, "task", strconv.Itoa(i)), CompanyUUID: in.Actor.CompanyUUID,
 			ProjectUUID: in.ProjectUUID, Title: strings.TrimSpace(spec.Title), Description: emptyToNil(spec.Description),
-			Status: string(TaskOpen), Priority: "medium", StoryPoints: spec.StoryPoints, ProposalUUID: in.ProposalUUID,
+			Status: TaskOpen, Priority: "medium", StoryPoints: spec.StoryPoints, ProposalUUID: in.ProposalUUID,
 			CreatedByType: in.Actor.Type, CreatedByUUID: in.Actor.UUID, Version: 1,
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
 		if spec.Priority != nil {

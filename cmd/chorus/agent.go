@@ -55,18 +55,9 @@ The agent acts with its owner's project access: by default the company owner; --
 			if o.noOwner && o.ownerEmail != "" {
 				return errors.New("--no-owner and --owner-email cannot be used together")
 			}
-			roles := []string{}
-			for _, p := range o.presets {
-				r, err := perm.ParsePreset(p)
-				if err != nil {
-					return err
-				}
-				if !slices.Contains(roles, r) {
-					roles = append(roles, r)
-				}
-			}
-			if len(roles) == 0 && len(o.permissions) == 0 {
-				roles = []string{perm.DeveloperAgent}
+			roles, err := o.roles()
+			if err != nil {
+				return err
 			}
 			custom, err := perm.Sorted(o.permissions)
 			if err != nil {
@@ -112,17 +103,7 @@ The agent acts with its owner's project access: by default the company owner; --
 				return writeJSON(w, map[string]any{"uuid": a.UUID, "name": a.Name, "roles": a.Roles,
 					"permissions": a.Permissions, "effectivePermissions": eff.Strings(), "ownerUuid": a.OwnerUUID, "apiKey": key})
 			}
-			fmt.Fprintf(w, "Created agent %q\n  uuid:        %s\n  roles:       %s\n", a.Name, a.UUID, strings.Join(a.Roles, ", "))
-			if len(a.Permissions) > 0 {
-				fmt.Fprintf(w, "  extra bits:  %s\n", strings.Join(a.Permissions, ", "))
-			}
-			fmt.Fprintf(w, "  permissions: %d of 15 (%s)\n", len(eff.Bits()), strings.Join(eff.Strings(), " "))
-			if owner != nil {
-				fmt.Fprintf(w, "  owner:       %s\n", owner.DisplayName())
-			} else {
-				fmt.Fprintf(w, "  owner:       none (sees public projects only)\n")
-			}
-			fmt.Fprintf(w, "  API key:     %s\n  (the key is shown only now; store it safely)\n", key)
+			printCreatedAgent(w, a, owner, eff, key)
 			return nil
 		},
 	}
@@ -136,6 +117,40 @@ The agent acts with its owner's project access: by default the company owner; --
 	f.BoolVar(&o.asJSON, "json", false, "print JSON")
 	f.BoolVar(&o.keyOnly, "key-only", false, "print only the new API key (for scripts: KEY=$(chorus agent create ... --key-only))")
 	return cmd
+}
+
+// roles are the presets --preset names, each once; with neither presets nor extra bits, a
+// developer agent.
+func (o agentCreateOptions) roles() ([]string, error) {
+	roles := []string{}
+	for _, p := range o.presets {
+		r, err := perm.ParsePreset(p)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(roles, r) {
+			roles = append(roles, r)
+		}
+	}
+	if len(roles) == 0 && len(o.permissions) == 0 {
+		roles = []string{perm.DeveloperAgent}
+	}
+	return roles, nil
+}
+
+// printCreatedAgent tells what chorus agent create made, and the key, once.
+func printCreatedAgent(w io.Writer, a *store.Agent, owner *store.User, eff perm.Set, key string) {
+	fmt.Fprintf(w, "Created agent %q\n  uuid:        %s\n  roles:       %s\n", a.Name, a.UUID, strings.Join(a.Roles, ", "))
+	if len(a.Permissions) > 0 {
+		fmt.Fprintf(w, "  extra bits:  %s\n", strings.Join(a.Permissions, ", "))
+	}
+	fmt.Fprintf(w, "  permissions: %d of 15 (%s)\n", len(eff.Bits()), strings.Join(eff.Strings(), " "))
+	if owner != nil {
+		fmt.Fprintf(w, "  owner:       %s\n", owner.DisplayName())
+	} else {
+		fmt.Fprintf(w, "  owner:       none (sees public projects only)\n")
+	}
+	fmt.Fprintf(w, "  API key:     %s\n  (the key is shown only now; store it safely)\n", key)
 }
 
 func newAgentListCmd(g *globals) *cobra.Command {
@@ -179,6 +194,11 @@ func newAgentListCmd(g *globals) *cobra.Command {
 
 func newKeyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "Create, list and revoke API keys (works while chorus dev is running)"}
+	cmd.AddCommand(newKeyCreateCmd(g), newKeyListCmd(g), newKeyRevokeCmd(g))
+	return cmd
+}
+
+func newKeyCreateCmd(g *globals) *cobra.Command {
 	var agentUUID, name string
 	var expiresIn time.Duration
 	var asJSON, readOnly bool
@@ -230,8 +250,11 @@ agent's permissions and whatever its connection selects (docs/rules.md §3.3).`,
 	create.Flags().DurationVar(&expiresIn, "expires-in", 0, "make the key expire after this long (e.g. 720h); default never")
 	create.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	create.Flags().BoolVar(&readOnly, "read-only", false, "a key that may call only tools that change nothing")
+	return create
+}
 
-	revoke := &cobra.Command{
+func newKeyRevokeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "revoke KEY_PREFIX_OR_UUID",
 		Short: "Revoke a key, named by its uuid, its prefix (cho_ and a few characters), or the whole key",
 		Args:  cobra.ExactArgs(1),
@@ -251,7 +274,9 @@ agent's permissions and whatever its connection selects (docs/rules.md §3.3).`,
 			return nil
 		},
 	}
+}
 
+func newKeyListCmd(g *globals) *cobra.Command {
 	var listAgent string
 	list := &cobra.Command{
 		Use:   "list [--agent UUID]",
@@ -287,8 +312,7 @@ agent's permissions and whatever its connection selects (docs/rules.md §3.3).`,
 		},
 	}
 	list.Flags().StringVar(&listAgent, "agent", "", "only this agent's keys")
-	cmd.AddCommand(create, list, revoke)
-	return cmd
+	return list
 }
 
 func writeJSON(w io.Writer, v any) error {

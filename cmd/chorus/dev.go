@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -89,14 +90,8 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 			"TEMPORAL_ADDRESS; the dev server chorus dev launches takes plain local connections")
 	}
 	if o.temporal.address == "" {
-		ports := []int{o.temporalPort}
-		if o.ui {
-			ports = append(ports, o.uiPort)
-		}
-		for _, p := range ports {
-			if err := devserver.PortFree(p); err != nil {
-				return err
-			}
+		if err := devPortsFree(o); err != nil {
+			return err
 		}
 	}
 
@@ -135,44 +130,12 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	}
 	uiURL := ""
 	if cfg.temporal.address == "" {
-		bin, err := devserver.FindServer(ctx, out)
+		stop, url, err := startDevTemporal(ctx, log, g, o, &cfg, out)
 		if err != nil {
 			return err
 		}
-		if old, err := devserver.PredatesServer(ctx, filepath.Join(g.dataDir, "temporal.db")); err == nil && old {
-			fmt.Fprintf(out, "chorus: %s was made by a Temporal server older than %s (the dev server of earlier "+
-				"Chorus releases); its workflows run on, but %s's new visibility columns are missing, so queries of "+
-				"them (the \"Stuck\" query of docs/operations.md) fail. docs/upgrading.md says how to start a fresh one "+
-				"and keep Chorus's data.\n", filepath.Join(g.dataDir, "temporal.db"), devserver.Version, devserver.Version)
-		}
-		dopts := devserver.Options{Bin: bin, Port: o.temporalPort, DBFile: filepath.Join(g.dataDir, "temporal.db"),
-			LogPath: filepath.Join(g.dataDir, "temporal.log"), Namespace: cfg.temporal.namespace}
-		if o.ui {
-			if dopts.UIBin, err = devserver.FindUI(ctx, out); err != nil {
-				return err
-			}
-			dopts.UIPort = o.uiPort
-		}
-		dev, err := devserver.Start(dopts)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			fmt.Fprintln(out, "chorus: stopping the Temporal dev server...")
-			if err := dev.Stop(20 * time.Second); err != nil {
-				log.Warn("temporal dev server", "err", err)
-			}
-		}()
-		cfg.temporal.address = dev.Address()
-		if err := dev.WaitReady(ctx, 90*time.Second); err != nil {
-			return err
-		}
-		uiURL = "off (chorus dev --ui serves it on 127.0.0.1)"
-		if o.ui {
-			uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.temporal.namespace)
-		}
-		fmt.Fprintf(out, "chorus: temporal-server %s on %s (data %s, log %s)\n", devserver.Version, cfg.temporal.address,
-			filepath.Join(g.dataDir, "temporal.db"), dev.LogPath())
+		defer stop()
+		uiURL = url
 	} else {
 		fmt.Fprintf(out, "chorus: using the Temporal server at %s (TEMPORAL_ADDRESS)\n", cfg.temporal.describe())
 	}
@@ -190,6 +153,68 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		err = nil
 	}
 	return err
+}
+
+// devPortsFree refuses the ports of the Temporal dev server (and its UI, with --ui) when they
+// are taken.
+func devPortsFree(o devOptions) error {
+	ports := []int{o.temporalPort}
+	if o.ui {
+		ports = append(ports, o.uiPort)
+	}
+	for _, p := range ports {
+		if err := devserver.PortFree(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startDevTemporal starts the Temporal dev server (and its UI, with --ui) on the data dir, points
+// cfg at it and waits until it serves. It returns the server's stop and the UI's address as
+// the banner shows it.
+func startDevTemporal(ctx context.Context, log *slog.Logger, g *globals, o devOptions, cfg *serverConfig,
+	out io.Writer) (stop func(), uiURL string, err error) {
+	bin, err := devserver.FindServer(ctx, out)
+	if err != nil {
+		return nil, "", err
+	}
+	if old, err := devserver.PredatesServer(ctx, filepath.Join(g.dataDir, "temporal.db")); err == nil && old {
+		fmt.Fprintf(out, "chorus: %s was made by a Temporal server older than %s (the dev server of earlier "+
+			"Chorus releases); its workflows run on, but %s's new visibility columns are missing, so queries of "+
+			"them (the \"Stuck\" query of docs/operations.md) fail. docs/upgrading.md says how to start a fresh one "+
+			"and keep Chorus's data.\n", filepath.Join(g.dataDir, "temporal.db"), devserver.Version, devserver.Version)
+	}
+	dopts := devserver.Options{Bin: bin, Port: o.temporalPort, DBFile: filepath.Join(g.dataDir, "temporal.db"),
+		LogPath: filepath.Join(g.dataDir, "temporal.log"), Namespace: cfg.temporal.namespace}
+	if o.ui {
+		if dopts.UIBin, err = devserver.FindUI(ctx, out); err != nil {
+			return nil, "", err
+		}
+		dopts.UIPort = o.uiPort
+	}
+	dev, err := devserver.Start(dopts)
+	if err != nil {
+		return nil, "", err
+	}
+	stop = func() {
+		fmt.Fprintln(out, "chorus: stopping the Temporal dev server...")
+		if err := dev.Stop(20 * time.Second); err != nil {
+			log.Warn("temporal dev server", "err", err)
+		}
+	}
+	cfg.temporal.address = dev.Address()
+	if err := dev.WaitReady(ctx, 90*time.Second); err != nil {
+		stop()
+		return nil, "", err
+	}
+	uiURL = "off (chorus dev --ui serves it on 127.0.0.1)"
+	if o.ui {
+		uiURL = fmt.Sprintf("http://127.0.0.1:%d/namespaces/%s/workflows", o.uiPort, cfg.temporal.namespace)
+	}
+	fmt.Fprintf(out, "chorus: temporal-server %s on %s (data %s, log %s)\n", devserver.Version, cfg.temporal.address,
+		filepath.Join(g.dataDir, "temporal.db"), dev.LogPath())
+	return stop, uiURL, nil
 }
 
 // isTerminal reports whether w is a terminal (a character device), not a file or a pipe; it looks

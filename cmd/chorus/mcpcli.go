@@ -37,6 +37,11 @@ lists and calls only the tools that change nothing.`,
 	cmd.PersistentFlags().StringVar(&g.mcpToolsets, "toolsets", "all",
 		"toolsets to select, comma-separated (core, ideas, proposals, develop, sessions, review, collab, projects, all); empty: the key's preset default")
 	cmd.PersistentFlags().BoolVar(&g.mcpReadOnly, "read-only", false, "connect in read-only mode")
+	cmd.AddCommand(newMCPToolsCmd(g), newMCPCallCmd(g))
+	return cmd
+}
+
+func newMCPToolsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	tools := &cobra.Command{
 		Use:   "tools",
@@ -67,7 +72,10 @@ lists and calls only the tools that change nothing.`,
 		},
 	}
 	tools.Flags().BoolVar(&asJSON, "json", false, "print the full tool list (schemas included) as JSON")
+	return tools
+}
 
+func newMCPCallCmd(g *globals) *cobra.Command {
 	var field string
 	call := &cobra.Command{
 		Use:   "call TOOL [JSON_OBJECT | - | key=value ...]",
@@ -127,8 +135,7 @@ that parses as JSON, like 2, true or ["a"], is used as such; anything else is a 
 		},
 	}
 	call.Flags().StringVar(&field, "field", "", "print only this value of the result (dotted path, e.g. uuid or materializedTasks.0.taskUuid)")
-	cmd.AddCommand(tools, call)
-	return cmd
+	return call
 }
 
 // printResult prints a tool's text result; the text carries the JSON in the server's field

@@ -157,38 +157,18 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if err := cfg.edge.checkLimits(); err != nil {
 		return err
 	}
-	tr, err := newTracing(cfg.tracerProvider, nil)
-	if cfg.tracerProvider == nil {
-		tr, err = tracingFromEnv(ctx, cfg.role)
-	}
+	tr, err := serverTracing(ctx, log, st, cfg)
 	if err != nil {
 		return err
 	}
 	if tr != nil {
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := tr.shutdown(sctx); err != nil {
-				log.Warn("tracing: flushing the last spans", "err", err)
-			}
-		}()
-		tr.traceSQL(st)
-		log.Info("tracing on: tool calls, Temporal and SQL (OpenTelemetry)")
+		defer flushTracing(ctx, log, tr)
 	}
-	tc, err := dialTemporalMetrics(ctx, log, cfg.temporal, cfg.temporalWait, metrics.temporal, tr.interceptors()...)
+	tc, err := connectServerTemporal(ctx, log, st, cfg, metrics, tr)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	log.Info("temporal connected", "to", cfg.temporal.describe(), "payloadEncryption", payloadEncryption(cfg.temporal))
-	// The database belongs to one Temporal: the first start records it, and a later one refuses
-	// another deployment's (ops.BindCluster).
-	bindCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err = ops.BindCluster(bindCtx, st, tc, cfg.temporal.namespace, cfg.temporal.address)
-	cancel()
-	if err != nil {
-		return err
-	}
 	seal := cfg.temporal.sealsPayloads()
 	if cfg.pprofAddr != "" {
 		stop, err := servePprof(log, cfg.pprofAddr, cfg.edge, metrics.tools)
@@ -209,59 +189,17 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		go ensurePruneSchedule(ctx, log, tc, queueOrDefault(cfg.taskQueue), cmp.Or(cfg.pruneInterval, workflows.PruneInterval))
 	}
 
-	var w worker.Worker
 	// A worker that stops on a fatal error (its namespace deleted, its credentials refused) makes
 	// the process unready, then ends it with an error, so a supervisor restarts it.
 	health := &workerHealth{role: cfg.role}
 	fatal := make(chan error, 1)
-	if cfg.role != roleAPI {
-		acts := activities.New(st, tc)
-		acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
-		if seal {
-			acts.SealKeywords = workflows.SealKeywords
-		}
-		w = workflows.NewWorker(tc, cfg.taskQueue, acts, worker.Options{WorkerStopTimeout: 10 * time.Second,
-			DeploymentOptions: cfg.deployment.options(),
-			OnFatalError: func(err error) {
-				health.stopped(err)
-				log.Error("the Temporal worker stopped on a fatal error; exiting", "err", err)
-				select {
-				case fatal <- err:
-				default:
-				}
-			}})
-		if err := w.Start(); err != nil {
-			return fmt.Errorf("start worker: %w", err)
-		}
-		log.Info("worker started", "taskQueue", cfg.taskQueue, "namespace", cfg.temporal.namespace)
+	w, err := startServerWorker(log, st, tc, cfg, seal, health, fatal)
+	if err != nil {
+		return err
 	}
-
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	// A client gets 10 s to send its headers and a minute for a whole request (bodies are at most
-	// mcp.MaxRequestBytes), so idle or trickling connections cannot pile up.
-	e.Server.ReadHeaderTimeout = 10 * time.Second
-	e.Server.ReadTimeout = time.Minute
-	e.Server.IdleTimeout = 2 * time.Minute
-	// The MCP endpoint bounds its own bodies (mcp.MaxRequestBytes) and answers in JSON-RPC.
-	e.Use(middleware.Recover(), middleware.RequestID(), requestLogger(log))
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", readyz(log, st, tc, cfg.temporal.namespace, health))
-	if cfg.edge.metricsOnMain(cfg.addr) {
-		e.GET("/metrics", echo.WrapHandler(cfg.edge.guardMetrics(metrics.handler())))
-	}
-	if cfg.role != roleWorker {
-		// The endpoint's Host check covers every path of the server (mcp.EdgeOptions).
-		flows := workflows.NewClient(tc, cfg.taskQueue, st)
-		flows.SealText = seal
-		ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: flows, Log: log,
-			Metrics: metrics.tools, Tracer: tr.tracer(), Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
-		if err != nil {
-			return err
-		}
-		ep.Mount(e)
-	} else {
-		mcp.GuardHost(e, cfg.edge.edgeOptions(cfg.addr), metrics.tools)
+	e, err := newServerEcho(log, st, tc, cfg, metrics, tr, health, seal)
+	if err != nil {
+		return err
 	}
 	if cfg.edge.metricsAddr != "" {
 		stop, err := serveMetrics(log, cfg.edge.metricsAddr, cfg.edge, metrics.tools, cfg.edge.guardMetrics(metrics.handler()))
@@ -309,6 +247,113 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		w.Stop()
 	}
 	return err
+}
+
+// serverTracing is the server's tracing: cfg's provider (tests) or the environment's; nil when
+// tracing is off. When on, it traces SQL too.
+func serverTracing(ctx context.Context, log *slog.Logger, st *store.Store, cfg serverConfig) (*tracing, error) {
+	tr, err := newTracing(cfg.tracerProvider, nil)
+	if cfg.tracerProvider == nil {
+		tr, err = tracingFromEnv(ctx, cfg.role)
+	}
+	if err != nil || tr == nil {
+		return tr, err
+	}
+	tr.traceSQL(st)
+	log.Info("tracing on: tool calls, Temporal and SQL (OpenTelemetry)")
+	return tr, nil
+}
+
+// flushTracing sends the last spans on the way out.
+func flushTracing(ctx context.Context, log *slog.Logger, tr *tracing) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := tr.shutdown(sctx); err != nil {
+		log.Warn("tracing: flushing the last spans", "err", err)
+	}
+}
+
+// connectServerTemporal dials Temporal and binds the database to it.
+func connectServerTemporal(ctx context.Context, log *slog.Logger, st *store.Store, cfg serverConfig,
+	metrics *processMetrics, tr *tracing) (client.Client, error) {
+	tc, err := dialTemporalMetrics(ctx, log, cfg.temporal, cfg.temporalWait, metrics.temporal, tr.interceptors()...)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("temporal connected", "to", cfg.temporal.describe(), "payloadEncryption", payloadEncryption(cfg.temporal))
+	// The database belongs to one Temporal: the first start records it, and a later one refuses
+	// another deployment's (ops.BindCluster).
+	bindCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = ops.BindCluster(bindCtx, st, tc, cfg.temporal.namespace, cfg.temporal.address)
+	cancel()
+	if err != nil {
+		tc.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// startServerWorker starts the Temporal worker, unless cfg.role is the API alone (then it
+// returns nil). A fatal error of the worker goes to health and to fatal.
+func startServerWorker(log *slog.Logger, st *store.Store, tc client.Client, cfg serverConfig, seal bool,
+	health *workerHealth, fatal chan<- error) (worker.Worker, error) {
+	if cfg.role == roleAPI {
+		return nil, nil
+	}
+	acts := activities.New(st, tc)
+	acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
+	if seal {
+		acts.SealKeywords = workflows.SealKeywords
+	}
+	w := workflows.NewWorker(tc, cfg.taskQueue, acts, worker.Options{WorkerStopTimeout: 10 * time.Second,
+		DeploymentOptions: cfg.deployment.options(),
+		OnFatalError: func(err error) {
+			health.stopped(err)
+			log.Error("the Temporal worker stopped on a fatal error; exiting", "err", err)
+			select {
+			case fatal <- err:
+			default:
+			}
+		}})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	log.Info("worker started", "taskQueue", cfg.taskQueue, "namespace", cfg.temporal.namespace)
+	return w, nil
+}
+
+// newServerEcho is the HTTP server: health and readiness, metrics on the main address when
+// allowed, and the MCP endpoint (or, for a worker alone, the endpoint's Host check).
+func newServerEcho(log *slog.Logger, st *store.Store, tc client.Client, cfg serverConfig, metrics *processMetrics,
+	tr *tracing, health *workerHealth, seal bool) (*echo.Echo, error) {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	// A client gets 10 s to send its headers and a minute for a whole request (bodies are at most
+	// mcp.MaxRequestBytes), so idle or trickling connections cannot pile up.
+	e.Server.ReadHeaderTimeout = 10 * time.Second
+	e.Server.ReadTimeout = time.Minute
+	e.Server.IdleTimeout = 2 * time.Minute
+	// The MCP endpoint bounds its own bodies (mcp.MaxRequestBytes) and answers in JSON-RPC.
+	e.Use(middleware.Recover(), middleware.RequestID(), requestLogger(log))
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", readyz(log, st, tc, cfg.temporal.namespace, health))
+	if cfg.edge.metricsOnMain(cfg.addr) {
+		e.GET("/metrics", echo.WrapHandler(cfg.edge.guardMetrics(metrics.handler())))
+	}
+	if cfg.role == roleWorker {
+		mcp.GuardHost(e, cfg.edge.edgeOptions(cfg.addr), metrics.tools)
+		return e, nil
+	}
+	// The endpoint's Host check covers every path of the server (mcp.EdgeOptions).
+	flows := workflows.NewClient(tc, cfg.taskQueue, st)
+	flows.SealText = seal
+	ep, err := mcp.NewEndpoint(&mcp.Deps{Store: st, Flows: flows, Log: log,
+		Metrics: metrics.tools, Tracer: tr.tracer(), Limits: cfg.edge.limits, Edge: cfg.edge.edgeOptions(cfg.addr)}, version)
+	if err != nil {
+		return nil, err
+	}
+	ep.Mount(e)
+	return e, nil
 }
 
 const taskQueueFlagHelp = "Temporal task queue of Chorus's workflows and activities; the same for every process of one " +
