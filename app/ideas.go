@@ -12,19 +12,6 @@ import (
 // Idea use cases (docs/rules.md §4.3, §4.4, §2.1, §2.2). Reads come from the store; every change
 // is an update on the idea's workflow.
 
-// StepError is a failed step of a use case that front ends report under the use case's own
-// words: Prefix, then the text they show for Err ("Failed to move Idea: Project not found").
-type StepError struct {
-	Prefix string
-	Err    error
-	// Always: report Err under Prefix even when it is no known refusal (with its plain text);
-	// otherwise such an error is reported as it is.
-	Always bool
-}
-
-func (e *StepError) Error() string { return e.Prefix + e.Err.Error() }
-func (e *StepError) Unwrap() error { return e.Err }
-
 // ListIdeas is a page of a project's ideas, newest first, and how many there are. A status word
 // other than open, elaborating and elaborated is accepted and matches nothing (docs/rules.md §8.9).
 func (a *App) ListIdeas(ctx context.Context, r Request, projectUUID, status string, size, offset int) ([]store.IdeaRow, int, error) {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/vocab"
@@ -9,6 +10,21 @@ import (
 )
 
 // Edits of an idea that read more than the idea: its new parent (edit) or its new project (move).
+
+// stepRefusal words a failed step of a use case under the use case's own words: prefix, then the
+// sentence Classify gives err ("Failed to move Idea: Project not found"). An error Classify
+// cannot explain is kept as it is, unless always (then its plain text follows the prefix); a
+// sentence that already starts with prefix is not prefixed twice (unless always).
+func stepRefusal(prefix string, err error, always bool) error {
+	v := Classify(err)
+	switch {
+	case always && !v.Known():
+		return Refuse(vocab.RefusedPrecondition, "%s%s", prefix, err.Error())
+	case v.Known() && (always || !strings.HasPrefix(v.Msg, prefix)):
+		return Refuse(vocab.RefusedPrecondition, "%s%s", prefix, v.Msg)
+	}
+	return err
+}
 
 // EditIdeaInput changes an idea; nil fields keep their value.
 type EditIdeaInput struct {
@@ -35,7 +51,7 @@ func (a *App) EditIdea(ctx context.Context, r Request, in EditIdeaInput) (*store
 	if in.ParentUUID != nil {
 		parent, _, err := a.Store.IdeaAccess(ctx, r.Who.Caller, *in.ParentUUID, store.AccessViewer)
 		if err != nil {
-			return nil, &StepError{Prefix: "Failed to edit Idea: ", Err: err, Always: true}
+			return nil, stepRefusal("Failed to edit Idea: ", err, true)
 		}
 		if parent.ProjectUUID != i.ProjectUUID {
 			return nil, Refuse(vocab.RefusedPrecondition, "Failed to edit Idea: Parent idea must be in the same project")
@@ -62,15 +78,15 @@ type MovedIdea struct {
 
 // MoveIdea moves an idea with its descendants and their proposals, documents and tasks of its
 // project to another project the caller edits (docs/rules.md §4.4, §5.9). A failed access check
-// is a StepError under "Failed to move Idea: ".
+// is refused under "Failed to move Idea: ".
 func (a *App) MoveIdea(ctx context.Context, r Request, ideaUUID, targetProjectUUID string) (MovedIdea, error) {
 	const prefix = "Failed to move Idea: "
 	if _, _, err := a.Store.IdeaAccess(ctx, r.Who.Caller, ideaUUID, store.AccessEditor); err != nil {
-		return MovedIdea{}, &StepError{Prefix: prefix, Err: err}
+		return MovedIdea{}, stepRefusal(prefix, err, false)
 	}
 	target, err := a.Store.RequireProject(ctx, r.Who.Caller, targetProjectUUID, store.AccessEditor)
 	if err != nil {
-		return MovedIdea{}, &StepError{Prefix: prefix, Err: err}
+		return MovedIdea{}, stepRefusal(prefix, err, false)
 	}
 	act := r.Who.Actor()
 	res, err := workflows.Send(ctx, a.Flows, workflows.MoveIdea, ideaUUID, r.Flow(), act.UUID,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/chorus-dev/chorus/app"
@@ -45,23 +44,6 @@ func roundOut(r store.ElaborationRound, err error) (RoundView, error) {
 		return RoundView{}, err
 	}
 	return roundView(r), nil
-}
-
-// stepRefusal words an app.StepError as the tool did: the step's prefix, then the known
-// refusal's text (see app.StepError).
-func stepRefusal(err error) error {
-	var se *app.StepError
-	if !errors.As(err, &se) {
-		return err
-	}
-	m, ok := agentMessage(se.Err)
-	switch {
-	case se.Always && !ok:
-		return refuse("%s%s", se.Prefix, se.Err.Error())
-	case ok && (se.Always || !strings.HasPrefix(m, se.Prefix)):
-		return refuse("%s%s", se.Prefix, m)
-	}
-	return se.Err
 }
 
 // ---- reads ----
@@ -290,7 +272,7 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 		i, err := d.app().EditIdea(ctx, call.Request, app.EditIdeaInput{IdeaUUID: string(in.IdeaUUID), Title: in.Title,
 			Content: in.Content, ParentUUID: (*string)(in.ParentUUID), DetachParent: in.DetachParent, IsContainer: in.IsContainer})
 		if err != nil {
-			return EditedIdea{}, stepRefusal(err)
+			return EditedIdea{}, err
 		}
 		return EditedIdea{UUID: i.UUID, Title: i.Title, ParentUUID: i.ParentUUID}, nil
 	},
@@ -428,7 +410,7 @@ var moveIdea = tool[MoveIdeaIn, MovedIdea]{
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveIdeaIn) (MovedIdea, error) {
 		res, err := d.app().MoveIdea(ctx, call.Request, string(in.IdeaUUID), string(in.TargetProjectUUID))
 		if err != nil {
-			return MovedIdea{}, stepRefusal(err)
+			return MovedIdea{}, err
 		}
 		return MovedIdea{UUID: res.UUID, Project: ProjectRef{UUID: res.ProjectUUID, Name: res.ProjectName}, Moved: res.Moved}, nil
 	},
