@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
@@ -16,7 +15,7 @@ import (
 // then asks the ideas whose derived status it may change to refresh their progress.
 func (a *Activities) ApplyIdeaChange(ctx context.Context, c store.IdeaChange) error {
 	var former string
-	if c.Delete || slices.Contains(c.Columns, "parent_uuid") {
+	if c.Delete || c.SetsParent() {
 		var err error
 		if former, err = a.formerParent(ctx, c.UUID); err != nil {
 			return err
@@ -67,8 +66,8 @@ type EntityMoved struct {
 
 // MovedSignal is one workflow to tell about a move.
 type MovedSignal struct {
-	WorkflowID string
-	Moved      EntityMoved
+	WorkflowID string      `json:"workflowId"`
+	Moved      EntityMoved `json:"moved"`
 }
 
 // FollowMove signals each moved entity's workflow, retried until every signal is delivered. A

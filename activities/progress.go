@@ -102,9 +102,6 @@ func (a *Activities) formerParent(ctx context.Context, ideaUUID string) (string,
 // roll-up), and the idea itself when the database decides its status (elaborated) or whether it
 // rolls up (the theme flag).
 func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, former string) error {
-	touches := func(cols ...string) bool {
-		return slices.ContainsFunc(cols, func(col string) bool { return slices.Contains(c.Columns, col) })
-	}
 	var uuids []string
 	switch {
 	case c.Delete:
@@ -113,13 +110,13 @@ func (a *Activities) ideaRefreshes(ctx context.Context, c store.IdeaChange, form
 		if c.Insert.ParentUUID != nil {
 			uuids = []string{*c.Insert.ParentUUID}
 		}
-	case touches("status", "elaboration_status", "is_container", "parent_uuid"):
+	case c.SetsProgress():
 		parent, err := a.Store.IdeaParent(ctx, c.UUID)
 		if err != nil {
 			return err
 		}
 		uuids = []string{parent, former}
-		if (touches("status") && c.Set.Status == vocab.IdeaElaborated) || touches("is_container") {
+		if c.NewStatus() == "elaborated" || c.SetsTheme() {
 			uuids = append(uuids, c.UUID)
 		}
 	}

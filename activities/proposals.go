@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -32,7 +31,7 @@ func (a *Activities) ApplyProposalChange(ctx context.Context, c store.ProposalCh
 	if err != nil {
 		return outcome(err)
 	}
-	if slices.Contains(c.Columns, "status") { // submitted, rejected, approved, closed, revoked
+	if c.SetsStatus() { // submitted, rejected, approved, closed, revoked
 		return a.refreshProposalIdeas(ctx, c.UUID)
 	}
 	return nil
@@ -70,13 +69,13 @@ func (a *Activities) RevokeCascade(ctx context.Context, c store.ProposalChange, 
 // WorkflowStart is one workflow to make sure of: its id, type, input (JSON) and what operators
 // see before it first runs.
 type WorkflowStart struct {
-	ID      string
-	Type    string
-	Input   json.RawMessage
-	Summary string
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Input   json.RawMessage `json:"input"`
+	Summary string          `json:"summary"`
 	// Keywords are keyword search attributes, by name.
-	Keywords map[string]string
-	Memo     map[string]any
+	Keywords map[string]string `json:"keywords"`
+	Memo     map[string]any    `json:"memo"`
 }
 
 // StartWorkflows makes sure each workflow runs: it starts those not started yet, on this

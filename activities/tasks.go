@@ -15,9 +15,9 @@ func (a *Activities) ApplyTaskChange(ctx context.Context, c store.TaskChange) (s
 	if err != nil {
 		return out, outcome(err)
 	}
-	moved := slices.Contains(c.Columns, "status") && slices.Contains(taskRefreshes, c.Set.Status)
-	if c.Set.ProposalUUID != nil && (c.Delete || moved) {
-		return out, a.refreshProposalIdeas(ctx, *c.Set.ProposalUUID)
+	moved := slices.Contains(taskRefreshes, c.NewStatus())
+	if p := c.Proposal(); p != nil && (c.Delete || moved) {
+		return out, a.refreshProposalIdeas(ctx, *p)
 	}
 	return out, nil
 }
@@ -62,8 +62,8 @@ func (a *Activities) refreshBatchIdeas(ctx context.Context, b store.TaskBatch) e
 
 // TaskBatchStart is a chorus_create_tasks batch and the starts of its tasks' workflows.
 type TaskBatchStart struct {
-	Batch  store.TaskBatch
-	Starts []WorkflowStart
+	Batch  store.TaskBatch `json:"batch"`
+	Starts []WorkflowStart `json:"starts"`
 }
 
 // CreateTaskBatchAndStart writes the batch as CreateTaskBatch does, then starts its tasks'

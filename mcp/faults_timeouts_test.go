@@ -49,7 +49,7 @@ func TestWriteEndsItsTransactionBeforeItsActivityTimesOut(t *testing.T) {
 			require.NoError(t, err)
 			title := "Renamed"
 			change := store.TaskChange{Write: store.Write{ID: "test/x#2@k", Expect: row.Version, At: store.Now()},
-				UUID: task, CompanyUUID: row.CompanyUUID, ProjectUUID: project, Set: store.Task{Title: title}, Columns: []string{"title"}}
+				UUID: task, CompanyUUID: row.CompanyUUID, ProjectUUID: project, Patch: store.TaskPatch{Title: &title}}
 			run := func() error {
 				r, err := e.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: e.queue}, shortWrite, change)
 				require.NoError(t, err)

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/chorus-dev/chorus/vocab"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -13,33 +15,76 @@ import (
 // IdeaChange is everything one idea command writes, in one transaction (docs/write-path.md).
 type IdeaChange struct {
 	Write
-	UUID        string
-	CompanyUUID string
-	ProjectUUID string
+	UUID        string `json:"uuid"`
+	CompanyUUID string `json:"companyUuid"`
+	ProjectUUID string `json:"projectUuid"`
 
 	// Parent, when the change gives the idea a parent, is checked again inside the transaction
 	// (docs/rules.md §5.5): with the project locked, the parent must still exist in the project
 	// and not descend from the idea, or the change fails with a *LineageError and writes nothing.
-	Parent *string
+	Parent *string `json:"parent"`
 
 	// Insert creates the idea (chorus_pm_create_idea); Version and ChangeID are set from Write.
-	Insert *Idea
-	// Set and Columns: set these columns of the idea to Set's values.
-	Set     Idea
-	Columns []string
+	Insert *Idea `json:"insert"`
+	// Patch sets fields of the idea's row.
+	Patch IdeaPatch `json:"patch"`
 	// NewRound is an elaboration round to add, with its questions.
-	NewRound *ElaborationRound
+	NewRound *ElaborationRound `json:"newRound"`
 	// Answers set the answer fields of these questions (by uuid).
-	Answers []ElaborationQuestion
+	Answers []ElaborationQuestion `json:"answers"`
 	// RoundStatus sets round statuses, by round uuid.
-	RoundStatus map[string]string
+	RoundStatus map[string]string `json:"roundStatus"`
 	// Delete orphans the idea's children and deletes it with its rounds.
-	Delete bool
+	Delete bool `json:"delete"`
 	// Mentions are the new mentions of a content edit (docs/rules.md §7.3), recorded with it.
-	Mentions *MentionText
+	Mentions *MentionText `json:"mentions"`
 
-	Activities    []Activity
-	Notifications []NotifySpec
+	Activities    []Activity   `json:"activities"`
+	Notifications []NotifySpec `json:"notifications"`
+
+	// The shape of a change before Patch: a row with the columns to set. An activity an older
+	// worker scheduled may be retried by this one with its old input, which these fields keep
+	// decoding; new changes leave them empty.
+	LegacySet     *Idea    `json:"set,omitempty"`
+	LegacyColumns []string `json:"columns,omitempty"`
+}
+
+// row is the idea row's new values and the columns they go to.
+func (c IdeaChange) row() (Idea, []string) {
+	if c.LegacySet != nil {
+		return *c.LegacySet, c.LegacyColumns
+	}
+	return c.Patch.row()
+}
+
+// SetsProgress reports whether the change sets any of the idea's fields that decide its derived status
+// or its place under its parent (docs/rules.md §5.1): status, elaboration status, the theme
+// flag, the parent.
+func (c IdeaChange) SetsProgress() bool {
+	_, cols := c.row()
+	return slices.ContainsFunc(cols, func(col string) bool {
+		return slices.Contains([]string{"status", "elaboration_status", "is_container", "parent_uuid"}, col)
+	})
+}
+
+// SetsParent reports whether the change gives the idea another parent (or none).
+func (c IdeaChange) SetsParent() bool {
+	_, cols := c.row()
+	return slices.Contains(cols, "parent_uuid")
+}
+
+// SetsTheme reports whether the change sets the idea's theme flag.
+func (c IdeaChange) SetsTheme() bool {
+	_, cols := c.row()
+	return slices.Contains(cols, "is_container")
+}
+
+// NewStatus is the status the change moves the idea to, "" when it leaves the status alone.
+func (c IdeaChange) NewStatus() vocab.IdeaStatus {
+	if row, cols := c.row(); slices.Contains(cols, "status") {
+		return row.Status
+	}
+	return ""
 }
 
 // ApplyIdeaChange applies c by the write protocol: once, from the version it expects; a retry of
@@ -82,9 +127,8 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 				return err
 			}
 			var q *bun.UpdateQuery
-			if len(c.Columns) > 0 {
-				row := c.Set
-				q = tx.NewUpdate().Model(&row).ModelTableExpr("ideas").Column(c.Columns...)
+			if row, cols := c.row(); len(cols) > 0 {
+				q = tx.NewUpdate().Model(&row).ModelTableExpr("ideas").Column(cols...)
 			}
 			applied, err = claim(ctx, tx, "ideas", c.UUID, c.Write, q)
 		}
@@ -126,13 +170,13 @@ func (s *Store) ApplyIdeaChange(ctx context.Context, c IdeaChange) error {
 // Lineage is what docs/rules.md §5.5 checks about a proposed parent idea.
 type Lineage struct {
 	// CurrentParent is the idea's parent now (nil: none, or the idea does not exist yet).
-	CurrentParent *string
+	CurrentParent *string `json:"currentParent"`
 	// ParentFound: the proposed parent exists in the company.
-	ParentFound bool
+	ParentFound bool `json:"parentFound"`
 	// ParentProject is the parent's project.
-	ParentProject string
+	ParentProject string `json:"parentProject"`
 	// ParentIsDescendant: the proposed parent is the idea itself or one of its descendants.
-	ParentIsDescendant bool
+	ParentIsDescendant bool `json:"parentIsDescendant"`
 }
 
 // LineageError: a change's parent idea no longer passes docs/rules.md §5.5 when the change is

@@ -62,9 +62,8 @@ type ProposalChange struct {
 
 	// Insert creates the proposal; Version and ChangeID are set from Write.
 	Insert *Proposal
-	// Set and Columns: set these columns to Set's values.
-	Set     Proposal
-	Columns []string
+	// Patch sets fields of the proposal's row.
+	Patch ProposalPatch `json:"patch"`
 	// Draft edits, applied to the stored drafts (at most one kind per change).
 	AddDocument    *DocumentDraft
 	UpdateDocument *DocumentDraftPatch
@@ -76,6 +75,11 @@ type ProposalChange struct {
 
 	Activities    []Activity
 	Notifications []NotifySpec
+
+	// The shape of a change before Patch (a row with the columns to set), which an activity an
+	// older worker scheduled may still carry; new changes leave it empty.
+	LegacySet     *Proposal `json:"set,omitempty"`
+	LegacyColumns []string  `json:"columns,omitempty"`
 }
 
 // ApplyProposalChange applies c by the write protocol. A draft edit that would grow the drafts
@@ -91,7 +95,7 @@ func (s *Store) ApplyProposalChange(ctx context.Context, c ProposalChange) error
 			}
 			return writeAudit(ctx, tx, c.CompanyUUID, c.Activities, c.Notifications)
 		}
-		cols, set := c.Columns, c.Set
+		set, cols := c.row()
 		if c.editsDrafts() {
 			var cur Proposal
 			if err := tx.NewSelect().Model(&cur).Column("document_drafts", "task_drafts").Where("uuid = ?", c.UUID).Scan(ctx); err != nil {
@@ -214,9 +218,8 @@ func (s *Store) ApplyApproval(ctx context.Context, ap Approval) error {
 	c := ap.Change
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var q *bun.UpdateQuery
-		if len(c.Columns) > 0 {
-			row := c.Set
-			q = tx.NewUpdate().Model(&row).ModelTableExpr("proposals").Column(c.Columns...)
+		if row, cols := c.row(); len(cols) > 0 {
+			q = tx.NewUpdate().Model(&row).ModelTableExpr("proposals").Column(cols...)
 		}
 		applied, err := claim(ctx, tx, "proposals", c.UUID, c.Write, q)
 		if err != nil || !applied {
@@ -294,9 +297,8 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = Revoked{ClosedTasks: []ClosedTask{}, DeletedDocuments: []Named{}}
 		var q *bun.UpdateQuery
-		if len(c.Columns) > 0 {
-			row := c.Set
-			q = tx.NewUpdate().Model(&row).ModelTableExpr("proposals").Column(c.Columns...)
+		if row, cols := c.row(); len(cols) > 0 {
+			q = tx.NewUpdate().Model(&row).ModelTableExpr("proposals").Column(cols...)
 		}
 		applied, err := claim(ctx, tx, "proposals", c.UUID, c.Write, q)
 		if err != nil {

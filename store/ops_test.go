@@ -23,7 +23,7 @@ func TestRepairRowIsGuarded(t *testing.T) {
 		require.NoError(t, st.ApplyIdeaChange(ctx, store.IdeaChange{UUID: idea.UUID, CompanyUUID: b.Company.UUID,
 			Write: store.Write{ID: "idea/x#1@run1", Expect: 0, At: at}, Insert: &idea}))
 		require.NoError(t, st.ApplyIdeaChange(ctx, store.IdeaChange{UUID: idea.UUID, CompanyUUID: b.Company.UUID,
-			Write: store.Write{ID: "idea/x#2@run1", Expect: 1, At: at}, Set: store.Idea{Title: "Live"}, Columns: []string{"title"}}))
+			Write: store.Write{ID: "idea/x#2@run1", Expect: 1, At: at}, Patch: store.IdeaPatch{Title: ptr("Live")}}))
 		row := func() store.Idea {
 			i, err := st.IdeaRow(ctx, idea.UUID)
 			require.NoError(t, err)

@@ -53,10 +53,10 @@ func TestPruneKeepsEachWindow(t *testing.T) {
 			require.NoError(t, st.ApplyIdeaChange(ctx, c))
 		}
 		apply(store.IdeaChange{Write: store.Write{ID: "idea/i#1@a", At: at}, Insert: &idea})
-		apply(store.IdeaChange{Write: store.Write{ID: "idea/i#2@b", Expect: 1, At: at}, Set: store.Idea{Title: "J"}, Columns: []string{"title"}})
+		apply(store.IdeaChange{Write: store.Write{ID: "idea/i#2@b", Expect: 1, At: at}, Patch: store.IdeaPatch{Title: ptr("J")}})
 		apply(store.IdeaChange{Write: store.Write{ID: "idea/i#3@c", Expect: 2, At: now.Add(-time.Minute)},
-			Set: store.Idea{Title: "K"}, Columns: []string{"title"}})
-		apply(store.IdeaChange{Write: store.Write{ID: "idea/i#4@d", Expect: 3, At: at}, Set: store.Idea{Title: "L"}, Columns: []string{"title"}})
+			Patch: store.IdeaPatch{Title: ptr("K")}})
+		apply(store.IdeaChange{Write: store.Write{ID: "idea/i#4@d", Expect: 3, At: at}, Patch: store.IdeaPatch{Title: ptr("L")}})
 
 		// Claim attempts: a finished call's, old and recent; an old one of a call still running.
 		for _, a := range []struct {

@@ -115,8 +115,8 @@ func (w *graphWriter) task(uuid string, c store.TaskChange) (store.TaskChange, s
 		delete(w.g.deps, uuid)
 	} else {
 		cur.Version++
-		if slices.Contains(c.Columns, "status") {
-			cur.Status = c.Set.Status
+		if s := c.NewStatus(); s != "" {
+			cur.Status = s
 		}
 		w.g.tasks[uuid] = cur
 		for _, d := range c.AddDeps {
@@ -316,7 +316,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 		checkLists(t, st, g, true)
 		id := func(i int) string { return rows[i].UUID }
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: vocab.TaskStatus(s)}, Columns: []string{"status"}}
+			return statusChange(s)
 		}
 
 		// A dependency moving to done or closed unblocks its dependents.
@@ -380,7 +380,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 			approved[i].CreatedAt, approved[i].UpdatedAt = w.at, w.at
 		}
 		require.NoError(t, st.ApplyApproval(ctx, store.Approval{Change: store.ProposalChange{Write: w.write(prop, 1), UUID: prop,
-			CompanyUUID: w.c.CompanyUUID, Set: store.Proposal{Status: "approved"}, Columns: []string{"status"}},
+			CompanyUUID: w.c.CompanyUUID, Patch: store.ProposalPatch{Status: ptr(vocab.ProposalStatus("approved"))}},
 			Tasks: slices.Clone(approved), Dependencies: []store.TaskDependency{{TaskUUID: approved[1].UUID,
 				DependsOnUUID: approved[0].UUID, CreatedAt: w.at}}}))
 		for _, a := range approved {
@@ -392,7 +392,7 @@ func TestTaskListsMatchTheRules(t *testing.T) {
 		w.task(id(0), store.TaskChange{AddDeps: []string{approved[1].UUID}})
 		require.False(t, g.unblocked(g.tasks[id(0)]))
 		_, err = st.RevokeCascade(ctx, store.ProposalChange{Write: w.write(prop, 2), UUID: prop, CompanyUUID: w.c.CompanyUUID,
-			Set: store.Proposal{Status: "draft"}, Columns: []string{"status"}}, nil)
+			Patch: store.ProposalPatch{Status: ptr(vocab.ProposalStatus("draft"))}}, nil)
 		require.NoError(t, err)
 		for _, a := range approved {
 			a.Status, a.Version = "closed", a.Version+1
@@ -535,7 +535,7 @@ func TestUnresolvedCountsUnderConcurrentWrites(t *testing.T) {
 			return nil
 		}
 		status := func(s string) store.TaskChange {
-			return store.TaskChange{Set: store.Task{Status: vocab.TaskStatus(s)}, Columns: []string{"status"}}
+			return statusChange(s)
 		}
 		errs := make(chan error, deps+dependents)
 		for i, task := range rows {
@@ -602,7 +602,7 @@ func TestUnresolvedCountsRaceOfAnEdgeAndAVerification(t *testing.T) {
 				go func() {
 					<-start
 					if i == 0 {
-						errs <- apply(task, store.TaskChange{Set: store.Task{Status: "done"}, Columns: []string{"status"}})
+						errs <- apply(task, statusChange("done"))
 					} else {
 						errs <- apply(task, store.TaskChange{AddDeps: []string{rows[0].UUID}})
 					}
@@ -617,4 +617,10 @@ func TestUnresolvedCountsRaceOfAnEdgeAndAVerification(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, len(drift), "%d dependents kept a count that differs from a recount, e.g. %+v", len(drift), drift[:min(1, len(drift))])
 	})
+}
+
+// statusChange is a task change that moves the task to status s.
+func statusChange(s string) store.TaskChange {
+	st := vocab.TaskStatus(s)
+	return store.TaskChange{Patch: store.TaskPatch{Status: &st}}
 }

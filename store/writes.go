@@ -21,19 +21,19 @@ import (
 type Write struct {
 	// ID is the change id, "<workflow id>#<new version>@<key>", key being the first 16 hex digits
 	// of Update (or the run id for a change no update made); the row keeps it once applied.
-	ID string
+	ID string `json:"id"`
 	// Update is the update key of the workflow update that made the change (see UpdateKey), ""
 	// for none. The change journal keeps it, so a requestId's update is known to be applied after
 	// its workflow forgot it.
-	Update string
+	Update string `json:"update"`
 	// UpdateID is the id of that update ("" for none; "" too in activity inputs written before
 	// it existed): the change journal keeps it, so a repair that rolls the change back finds the
 	// requestId ledger row of the call that made it.
-	UpdateID string `json:",omitempty"`
+	UpdateID string `json:"updateId,omitempty"`
 	// Expect is the version the row must be at; 0 means the change creates the row.
-	Expect int64
+	Expect int64 `json:"expect"`
 	// At is the change's time: the row's updated_at (and created_at for a create).
-	At time.Time
+	At time.Time `json:"at"`
 }
 
 // Version is the row's version once the change is applied.
@@ -45,19 +45,19 @@ var ErrProjectionConflict = errors.New("the row is not where the change expects 
 // ProjectionConflict says a lifecycle row is not at the version a change expects, or carries
 // another change's id: the row and its workflow disagree. Nothing was written.
 type ProjectionConflict struct {
-	Table string
-	UUID  string
-	Write Write
+	Table string `json:"table"`
+	UUID  string `json:"uuid"`
+	Write Write  `json:"write"`
 	// Found is false when the row does not exist.
-	Found    bool
-	Version  int64
-	ChangeID string
+	Found    bool   `json:"found"`
+	Version  int64  `json:"version"`
+	ChangeID string `json:"changeId"`
 	// Status is the row's status column, where it has one.
-	Status string
+	Status string `json:"status"`
 	// ProjectUUID is the row's project: a move of its idea may have changed it (docs/rules.md §5.9).
-	ProjectUUID string `json:",omitempty"`
+	ProjectUUID string `json:"projectUuid,omitempty"`
 	// ProjectName is that project's name, which the workflow shows operators in its memo.
-	ProjectName string `json:",omitempty"`
+	ProjectName string `json:"projectName,omitempty"`
 }
 
 func (e *ProjectionConflict) Error() string {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // The write protocol (docs/write-path.md, "One write protocol"), on both databases: a change
@@ -31,8 +32,8 @@ func TestWriteProtocol(t *testing.T) {
 			return i
 		}
 		claimed := func(by string) store.IdeaChange {
-			return store.IdeaChange{Set: store.Idea{Status: "elaborating", AssigneeType: ptr("agent"), AssigneeUUID: &by},
-				Columns: []string{"status", "assignee_type", "assignee_uuid"},
+			return store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(vocab.IdeaElaborating),
+				Assignee: store.SetTo(&store.Assignment{Type: "agent", UUID: by, At: at})},
 				Activities: []store.Activity{{UUID: store.NewUUID(), CompanyUUID: b.Company.UUID, ProjectUUID: p.UUID,
 					TargetType: "idea", TargetUUID: idea.UUID, ActorType: "agent", ActorUUID: by, Action: "assigned", CreatedAt: at}}}
 		}
@@ -76,10 +77,10 @@ func TestWriteProtocol(t *testing.T) {
 		// A change applied, then overtaken by the next one before its retry: the change journal
 		// proves it applied, so the retry succeeds and writes nothing. The journal also answers
 		// for its update.
-		edit := store.IdeaChange{Write: write("idea/x#3@u1", 2), Set: store.Idea{Title: "J"}, Columns: []string{"title"}}
+		edit := store.IdeaChange{Write: write("idea/x#3@u1", 2), Patch: store.IdeaPatch{Title: ptr("J")}}
 		edit.Update = store.UpdateKey("idea/x", "update-1")
 		require.NoError(t, apply(edit))
-		next := store.IdeaChange{Write: write("idea/x#4@u2", 3), Set: store.Idea{Title: "K"}, Columns: []string{"title"}}
+		next := store.IdeaChange{Write: write("idea/x#4@u2", 3), Patch: store.IdeaPatch{Title: ptr("K")}}
 		require.NoError(t, apply(next))
 		require.NoError(t, apply(edit), "the journal knows the overtaken change applied")
 		require.Equal(t, "K", row().Title, "the retry wrote nothing")
@@ -89,7 +90,7 @@ func TestWriteProtocol(t *testing.T) {
 		applied, err = st.UpdateOutcome(ctx, store.UpdateKey("idea/x", "update-2"))
 		require.NoError(t, err)
 		require.Equal(t, store.UpdateNotApplied, applied, "an update that never wrote")
-		stranger := store.IdeaChange{Write: write("idea/x#4@u3", 3), Set: store.Idea{Title: "L"}, Columns: []string{"title"}}
+		stranger := store.IdeaChange{Write: write("idea/x#4@u3", 3), Patch: store.IdeaPatch{Title: ptr("L")}}
 		require.ErrorIs(t, apply(stranger), store.ErrProjectionConflict, "a change never applied is still a conflict")
 
 		// A delete from the expected version, its retry, and a change after it.

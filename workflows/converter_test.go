@@ -13,7 +13,7 @@ func TestDataConverterWritesMarkupAsIs(t *testing.T) {
 	in := CreateIdeaInput{Title: "<a & b>", Content: ptr("x < y && y > z")}
 	p, err := DataConverter().ToPayload(in)
 	require.NoError(t, err)
-	require.Contains(t, string(p.GetData()), `"Title":"<a & b>"`)
+	require.Contains(t, string(p.GetData()), `"title":"<a & b>"`)
 	require.Equal(t, converter.MetadataEncodingJSON, string(p.GetMetadata()[converter.MetadataEncoding]))
 
 	escaped, err := converter.GetDefaultDataConverter().ToPayload(in)

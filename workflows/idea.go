@@ -1,3 +1,6 @@
+// The run loop of IdeaWorkflow: its start, its handlers and the commit step that writes each
+// change and adopts it (docs/write-path.md).
+
 package workflows
 
 import (
@@ -12,239 +15,6 @@ import (
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
 )
-
-// IdeaWorkflowName is the registered type of IdeaWorkflow.
-const IdeaWorkflowName = "IdeaWorkflow"
-
-// Update names of IdeaWorkflow, one per tool (docs/rules.md §4.4, §2.1, §2.2).
-const (
-	UpdateCreateIdea          = "chorus_pm_create_idea"
-	UpdateClaimIdea           = "chorus_claim_idea"
-	UpdateAssignIdea          = "chorus_pm_assign_idea"
-	UpdateReleaseIdea         = "chorus_release_idea"
-	UpdateEditIdea            = "chorus_edit_idea"
-	UpdateStartElaboration    = "chorus_pm_start_elaboration"
-	UpdateAnswerElaboration   = "chorus_answer_elaboration"
-	UpdateValidateElaboration = "chorus_pm_validate_elaboration"
-	UpdateSkipElaboration     = "chorus_pm_skip_elaboration"
-	UpdateDeleteIdea          = "chorus_admin_delete_idea"
-)
-
-// IdeaState is everything IdeaWorkflow knows; it is what continue-as-new carries. It holds
-// what the state machine needs and nothing of the idea's text but its title
-// (docs/write-path.md, "Bounded state and payloads"): the content lives in the database, and
-// questions and options are kept as fingerprints of their ids. The parent is the row's alone: a
-// parent's deletion detaches its children in the parent's transaction (docs/rules.md §5.5).
-type IdeaState struct {
-	Created     bool    `json:"created"`
-	Deleted     bool    `json:"deleted,omitempty"`
-	UUID        string  `json:"uuid"`
-	CompanyUUID string  `json:"companyUuid"`
-	ProjectUUID string  `json:"projectUuid"`
-	ProjectName string  `json:"projectName,omitempty"` // for the memo; "" in older histories
-	Title       string  `json:"title"`
-	Status      string  `json:"status"`
-	Assignee    *Holder `json:"assignee,omitempty"`
-	IsContainer bool    `json:"isContainer,omitempty"`
-	// ElaborationDepth and ElaborationStatus are "" where the row has null.
-	ElaborationDepth  string       `json:"elaborationDepth,omitempty"`
-	ElaborationStatus string       `json:"elaborationStatus,omitempty"`
-	CreatedBy         Party        `json:"createdBy"`
-	Rounds            []RoundState `json:"rounds,omitempty"`
-	Row               RowMark      `json:"row"`
-	Recent            Recent       `json:"recent,omitempty"`
-	// Progress is the idea's derived status as its ChorusProgress search attribute shows it
-	// (docs/rules.md §5.1; idea_progress.go); ProgressRollup: the database last said it rolls up
-	// from children (a theme with children).
-	Progress       string `json:"progress,omitempty"`
-	ProgressRollup bool   `json:"progressRollup,omitempty"`
-}
-
-// RoundState is what the workflow keeps of an elaboration round.
-type RoundState struct {
-	UUID      string          `json:"uuid"`
-	Number    int             `json:"number"`
-	Status    string          `json:"status"` // pending_answers | answered
-	Questions []QuestionState `json:"questions"`
-}
-
-// QuestionState is what the workflow keeps of a question: fingerprints of its id and of its
-// options' ids (the ids may be long; the database has them).
-type QuestionState struct {
-	UUID     string   `json:"uuid"`
-	ID       string   `json:"id"`
-	Required bool     `json:"required"`
-	Options  []string `json:"options"`
-	Answered bool     `json:"answered,omitempty"`
-}
-
-func (s IdeaState) clone() IdeaState {
-	c := s
-	if s.Assignee != nil {
-		h := *s.Assignee
-		c.Assignee = &h
-	}
-	c.Rounds = make([]RoundState, len(s.Rounds))
-	for i, r := range s.Rounds {
-		r.Questions = slices.Clone(r.Questions)
-		for j := range r.Questions {
-			r.Questions[j].Options = slices.Clone(r.Questions[j].Options)
-		}
-		c.Rounds[i] = r
-	}
-	c.Recent = slices.Clone(s.Recent)
-	return c
-}
-
-func (s IdeaState) status() IdeaStatus { return IdeaStatus(s.Status) }
-
-// pendingRounds lists the rounds still waiting for answers.
-func (s IdeaState) pendingRounds() []*RoundState {
-	var out []*RoundState
-	for i := range s.Rounds {
-		if s.Rounds[i].Status == "pending_answers" {
-			out = append(out, &s.Rounds[i])
-		}
-	}
-	return out
-}
-
-// isAssignee: the actor is the idea's assignee agent, or (withOwner) its owner user is.
-func (s IdeaState) isAssignee(a Actor, withOwner bool) bool {
-	if s.Assignee == nil {
-		return false
-	}
-	switch s.Assignee.Type {
-	case "agent":
-		return s.Assignee.UUID == a.UUID
-	case "user":
-		return withOwner && a.OwnerUUID != "" && s.Assignee.UUID == a.OwnerUUID
-	}
-	return false
-}
-
-// assigneeText names the assignee for refusals: "agent <uuid>".
-func (s IdeaState) assigneeText() string {
-	if s.Assignee == nil {
-		return "nobody"
-	}
-	return s.Assignee.Type + " " + s.Assignee.UUID
-}
-
-// Projection is the idea's row as far as the workflow owns it: the columns ops repair rewrites and
-// ops check compares (IdeaColumns, with version and change_id).
-func (s IdeaState) Projection() store.Idea {
-	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: IdeaStatus(s.Status),
-		ElaborationDepth: nilIfBlank(s.ElaborationDepth), ElaborationStatus: nilIfBlank(s.ElaborationStatus),
-		IsContainer: s.IsContainer, CreatedByType: s.CreatedBy.Type,
-		CreatedByUUID: s.CreatedBy.UUID, Version: s.Row.Version, ChangeID: s.Row.ChangeID}
-	if h := s.Assignee; h != nil {
-		at := h.At
-		i.AssigneeType, i.AssigneeUUID, i.AssignedAt, i.AssignedByUUID = &h.Type, &h.UUID, &at, h.By
-	}
-	return i
-}
-
-// IdeaColumns are the columns of an idea row its workflow owns (IdeaState.row).
-var IdeaColumns = []string{"project_uuid", "title", "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-	"is_container", "elaboration_depth", "elaboration_status"}
-
-func nilIfBlank(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// ---- inputs and results ----
-
-// IdeaRun is IdeaWorkflow's input: empty for a new idea, the state when continuing as new.
-type IdeaRun struct {
-	State *IdeaState
-}
-
-// CreateIdeaInput creates the idea (update-with-start).
-type CreateIdeaInput struct {
-	Actor       Actor
-	UUID        string
-	ProjectUUID string
-	ProjectName string
-	Title       string
-	Content     *string
-	ParentUUID  *string
-	IsContainer bool
-}
-
-// IdeaCommand is the input of commands that need only the actor.
-type IdeaCommand struct {
-	Actor Actor
-}
-
-// AssignIdeaInput makes an agent or a user of the company the idea's assignee
-// (chorus_pm_assign_idea); who may be assigned is checked by the caller.
-type AssignIdeaInput struct {
-	Actor      Actor
-	TargetType string // agent | user
-	TargetUUID string
-	TargetName string
-}
-
-// EditIdeaInput edits an idea; nil fields are left alone. SetParent with ParentUUID nil detaches.
-type EditIdeaInput struct {
-	Actor       Actor
-	Title       *string
-	Content     *string
-	SetParent   bool
-	ParentUUID  *string
-	IsContainer *bool
-}
-
-// QuestionInput is one question of chorus_pm_start_elaboration.
-type QuestionInput struct {
-	ID       string
-	Text     string
-	Category string
-	Options  []store.QuestionOption
-	Required *bool
-}
-
-// StartElaborationInput starts an elaboration round.
-type StartElaborationInput struct {
-	Actor     Actor
-	Depth     string
-	Questions []QuestionInput
-}
-
-// AnswerInput is one answer of chorus_answer_elaboration.
-type AnswerInput struct {
-	QuestionID       string
-	SelectedOptionID *string
-	CustomText       *string
-}
-
-// AnswerElaborationInput answers questions of a round (the single pending one when RoundUUID is nil).
-type AnswerElaborationInput struct {
-	Actor     Actor
-	RoundUUID *string
-	Answers   []AnswerInput
-}
-
-// SkipElaborationInput skips elaboration with a reason.
-type SkipElaborationInput struct {
-	Actor  Actor
-	Reason string
-}
-
-// IdeaResult is what idea updates return; callers read the full view from the database, which
-// already holds the change when the update completes.
-type IdeaResult struct {
-	UUID        string
-	Status      string
-	RoundUUID   string `json:",omitempty"`
-	RoundNumber int    `json:",omitempty"`
-	// Moved counts what chorus_move_idea moved.
-	Moved *store.MoveCounts `json:",omitempty"`
-}
 
 // ---- the workflow ----
 
@@ -329,16 +99,6 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-var notFoundIdea = Refuse(KindNotFound, "Idea not found")
-
-// exists refuses commands on an idea that was never created or is deleted.
-func (s IdeaState) exists() error {
-	if !s.Created || s.Deleted {
-		return notFoundIdea
-	}
-	return nil
-}
-
 // next starts a change: a copy of the state, and the write that will move the row.
 func (w *ideaWorkflow) next(ctx workflow.Context) (IdeaState, store.Write) {
 	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
@@ -375,9 +135,18 @@ func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write,
 	return nil
 }
 
-// set is a change that sets the given columns of the idea to n's values.
-func set(n IdeaState, cols ...string) store.IdeaChange {
-	return store.IdeaChange{Set: n.Projection(), Columns: cols}
+// ideaAssignmentChange is the change that sets the idea's status and assignee to n's.
+func ideaAssignmentChange(n IdeaState) store.IdeaChange {
+	return store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), Assignee: assignmentOf(n.Assignee)}}
+}
+
+// elaborationDepth and elaborationStatus patch the elaboration columns to n's ("" is NULL).
+func elaborationDepth(n IdeaState) *store.Nullable[string] {
+	return store.SetTo(nilIfBlank(n.ElaborationDepth))
+}
+
+func elaborationStatus(n IdeaState) *store.Nullable[string] {
+	return store.SetTo(nilIfBlank(n.ElaborationStatus))
 }
 
 // activity builds an audit row of this idea for the change wr.
@@ -458,15 +227,6 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
 }
 
-// ---- create ----
-
-func (s IdeaState) checkCreate(in CreateIdeaInput) error {
-	if s.Created {
-		return nil // a retried create returns the idea
-	}
-	return CheckTitle("", "title", &in.Title)
-}
-
 func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaResult, error) {
 	if w.state.Created {
 		if w.state.Deleted {
@@ -517,21 +277,6 @@ func (w *ideaWorkflow) lineage(ctx workflow.Context, a Actor, ideaUUID, parentUU
 	return refs, nil
 }
 
-// checkParent applies docs/rules.md §5.5 to a proposed parent, given its lineage.
-func checkParent(ideaUUID, projectUUID, parentUUID string, refs store.Lineage) *Error {
-	switch {
-	case parentUUID == ideaUUID:
-		return Refuse(KindInvalid, "An idea cannot be its own parent")
-	case !refs.ParentFound:
-		return Refuse(KindNotFound, "Parent idea not found")
-	case refs.ParentProject != projectUUID:
-		return Refuse(KindInvalid, "Parent idea must be in the same project")
-	case refs.ParentIsDescendant:
-		return Refuse(KindConflict, "Cannot set parent: would create a cycle (the new parent is this idea's descendant)")
-	}
-	return nil
-}
-
 func emptyToNil(s *string) *string {
 	if s == nil || *s == "" {
 		return nil
@@ -539,52 +284,19 @@ func emptyToNil(s *string) *string {
 	return s
 }
 
-// ---- claim / release ----
-
-func (s IdeaState) checkClaim(in IdeaCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if s.Assignee != nil {
-		if s.isAssignee(in.Actor, false) {
-			return Refuse(KindConflict, "Can only claim Ideas with open status: you already hold this idea (status %s)", s.Status)
-		}
-		return Refuse(KindConflict, "Can only claim Ideas with open status: this idea is %s and already assigned (%s). "+
-			"Ask the assignee to release it, or pick another idea with chorus_get_available_ideas.", s.Status, s.assigneeText())
-	}
-	if s.status() == IdeaElaborated {
-		return Refuse(KindConflict, "Cannot claim an elaborated Idea: its elaboration is resolved; create a proposal from it instead")
-	}
-	if _, err := s.status().Next(IdeaClaim); err != nil {
-		return Refuse(KindConflict, "Can only claim Ideas with open status (current status: %s)", s.Status)
-	}
-	return nil
-}
-
 func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaClaim)
 	n.Status = string(to)
 	n.Assignee = &Holder{Type: "agent", UUID: in.Actor.UUID, Name: in.Actor.Name, At: wr.At}
-	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
-	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned", map[string]string{"assigneeType": "agent", "assigneeUuid": in.Actor.UUID})}
+	change := ideaAssignmentChange(n)
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned", assignedValue{AssigneeType: "agent", AssigneeUUID: in.Actor.UUID})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
 		fmt.Sprintf("%s claimed idea %q", in.Actor.Name, n.Title), creatorOf(n), assigneeOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
-}
-
-// checkAssign: any idea that exists may be assigned, held or not (docs/rules.md §4.4).
-func (s IdeaState) checkAssign(in AssignIdeaInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if in.TargetType != "agent" && in.TargetType != "user" {
-		return Refuse(KindInvalid, "assigneeType must be agent or user, got %q", in.TargetType)
-	}
-	return nil
 }
 
 // assign makes the target the assignee, as assigned by the actor: an open idea moves to
@@ -599,31 +311,15 @@ func (w *ideaWorkflow) assign(ctx workflow.Context, in AssignIdeaInput) (IdeaRes
 		n.Status = string(to)
 	}
 	n.Assignee = &Holder{Type: in.TargetType, UUID: in.TargetUUID, Name: in.TargetName, At: wr.At, By: ptr(in.Actor.UUID)}
-	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	change := ideaAssignmentChange(n)
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "assigned",
-		map[string]string{"assigneeType": in.TargetType, "assigneeUuid": in.TargetUUID, "assignedBy": in.Actor.UUID})}
+		assignedValue{AssigneeType: in.TargetType, AssigneeUUID: in.TargetUUID, AssignedBy: ptr(in.Actor.UUID)})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "idea_claimed",
 		fmt.Sprintf("%s assigned idea %q to %s", in.Actor.Name, n.Title, in.TargetName), creatorOf(n), assigneeOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
-}
-
-func (s IdeaState) checkRelease(in IdeaCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if !s.isAssignee(in.Actor, true) {
-		if s.Assignee == nil {
-			return Refuse(KindForbidden, "Only the assignee can release a claimed Idea: this idea is not claimed (status %s)", s.Status)
-		}
-		return Refuse(KindForbidden, "Only the assignee can release a claimed Idea (assignee: %s)", s.assigneeText())
-	}
-	if s.status() == IdeaElaborated {
-		return Refuse(KindConflict, "Cannot release an elaborated Idea: its elaboration is resolved and it stays with its assignee")
-	}
-	return nil
 }
 
 func (w *ideaWorkflow) release(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
@@ -633,31 +329,13 @@ func (w *ideaWorkflow) release(ctx workflow.Context, in IdeaCommand) (IdeaResult
 	}
 	n, wr := w.next(ctx)
 	n.Status, n.Assignee, n.ElaborationDepth, n.ElaborationStatus = string(to), nil, "", ""
-	change := set(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-		"elaboration_depth", "elaboration_status")
+	change := ideaAssignmentChange(n)
+	change.Patch.ElaborationDepth, change.Patch.ElaborationStatus = elaborationDepth(n), elaborationStatus(n)
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
 	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
-}
-
-// ---- edit ----
-
-func (s IdeaState) checkEdit(in EditIdeaInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if in.Title == nil && in.Content == nil && !in.SetParent && in.IsContainer == nil {
-		return Refuse(KindInvalid, "Provide at least one of title, content, parentUuid, detachParent, or isContainer to edit.")
-	}
-	if err := CheckTitle("Failed to edit Idea", "title", in.Title); err != nil {
-		return err
-	}
-	if in.SetParent && in.ParentUUID != nil && *in.ParentUUID == s.UUID {
-		return Refuse(KindInvalid, "Failed to edit Idea: An idea cannot be its own parent")
-	}
-	return nil
 }
 
 // edit changes the title and theme flag (state and row) and the content and parent (row only).
@@ -685,19 +363,20 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 		current = lineage.CurrentParent
 	}
 	n, wr := w.next(ctx)
-	var cols, changed []string
+	var patch store.IdeaPatch
+	var changed []string
 	var acts []store.Activity
 	if in.SetParent && deref(in.ParentUUID) != deref(current) {
-		cols = append(cols, "parent_uuid")
-		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", map[string]*string{"fromParentUuid": current, "toParentUuid": in.ParentUUID}))
+		patch.ParentUUID = store.SetTo(in.ParentUUID)
+		acts = append(acts, w.activity(n, wr, in.Actor, "reparented", reparentedValue{FromParentUUID: current, ToParentUUID: in.ParentUUID}))
 	}
 	if in.Title != nil {
 		n.Title = strings.TrimSpace(*in.Title)
-		cols, changed = append(cols, "title"), append(changed, "title")
+		patch.Title, changed = &n.Title, append(changed, "title")
 	}
 	var mentions *store.MentionText
 	if in.Content != nil {
-		cols, changed = append(cols, "content"), append(changed, "content")
+		patch.Content, changed = store.SetTo(emptyToNil(in.Content)), append(changed, "content")
 		// Only mentions the old content did not have are new (docs/rules.md §7.3).
 		mentions = &store.MentionText{Seed: wr.ID + "/mentions", Text: *in.Content, PreviousColumn: "content",
 			SourceType: "idea", SourceUUID: n.UUID, TargetType: "idea", TargetUUID: n.UUID, TargetTitle: n.Title,
@@ -705,90 +384,21 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 	}
 	if in.IsContainer != nil {
 		n.IsContainer = *in.IsContainer
-		cols = append(cols, "is_container")
+		patch.IsContainer = &n.IsContainer
 	}
-	change := set(n, cols...)
-	change.Set.Content, change.Set.ParentUUID = emptyToNil(in.Content), in.ParentUUID
-	if slices.Contains(cols, "parent_uuid") {
+	change := store.IdeaChange{Patch: patch}
+	if patch.ParentUUID != nil {
 		change.Parent = in.ParentUUID
 	}
 	change.Activities = acts
 	change.Mentions = mentions
 	if len(changed) > 0 {
-		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", map[string][]string{"changedFields": changed}))
+		change.Activities = append(change.Activities, w.activity(n, wr, in.Actor, "edited", editedValue{ChangedFields: changed}))
 	}
 	if err := w.commit(ctx, n, wr, change); err != nil {
 		return IdeaResult{}, err
 	}
 	return result(w.state), nil
-}
-
-// ---- elaboration ----
-
-// maxRounds and the question limits of docs/rules.md §2.2.
-const (
-	maxRounds       = 10
-	maxQuestions    = 15
-	minOptions      = 2
-	maxOptions      = 5
-	startErrPrefix  = "Failed to start elaboration: "
-	answerErrPrefix = "Failed to answer elaboration: "
-)
-
-func (s IdeaState) checkStart(in StartElaborationInput) error {
-	fail := func(kind Kind, format string, args ...any) error {
-		return Refuse(kind, startErrPrefix+format, args...)
-	}
-	// 1. question format
-	switch {
-	case len(in.Questions) == 0:
-		return fail(KindInvalid, "At least 1 question is required")
-	case len(in.Questions) > maxQuestions:
-		return fail(KindInvalid, "Maximum %d questions per round", maxQuestions)
-	}
-	seen := map[string]bool{}
-	for _, q := range in.Questions {
-		if strings.TrimSpace(q.ID) == "" {
-			return fail(KindInvalid, "Every question needs a non-empty id (answers refer to it)")
-		}
-		if strings.TrimSpace(q.Text) == "" {
-			return fail(KindInvalid, "Question '%s' has empty text", q.ID)
-		}
-		if n := len(q.Options); n < minOptions || n > maxOptions {
-			return fail(KindInvalid, "Question '%s' must have %d-%d options, got %d", q.ID, minOptions, maxOptions, n)
-		}
-		optSeen := map[string]bool{}
-		for _, o := range q.Options {
-			if strings.TrimSpace(o.ID) == "" || strings.TrimSpace(o.Label) == "" {
-				return fail(KindInvalid, "Question '%s' has an option with missing id or label", q.ID)
-			}
-			if optSeen[o.ID] {
-				return fail(KindInvalid, "Question '%s' has two options with id '%s'", q.ID, o.ID)
-			}
-			optSeen[o.ID] = true
-		}
-		if seen[q.ID] {
-			return fail(KindInvalid, "Duplicate question id '%s'", q.ID)
-		}
-		seen[q.ID] = true
-	}
-	// 2. idea exists
-	if err := s.exists(); err != nil {
-		return err
-	}
-	// 3. assignee
-	if !s.isAssignee(in.Actor, false) {
-		return fail(KindForbidden, "Only the assigned agent can start elaboration (claim the idea first with chorus_claim_idea)")
-	}
-	// 4. status
-	if _, err := s.status().Next(IdeaStartElaboration); err != nil {
-		return fail(KindConflict, "Cannot start elaboration from status '%s'. Idea must be in 'elaborating' or 'elaborated' status (claim it first).", s.Status)
-	}
-	// 5. round cap
-	if len(s.Rounds)+1 > maxRounds {
-		return fail(KindConflict, "Maximum %d elaboration rounds per Idea", maxRounds)
-	}
-	return nil
 }
 
 func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaborationInput) (IdeaResult, error) {
@@ -812,15 +422,14 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	}
 	n.Rounds = append(n.Rounds, rs)
 	n.ElaborationDepth = in.Depth
-	cols := []string{"elaboration_depth"}
+	change := store.IdeaChange{Patch: store.IdeaPatch{ElaborationDepth: elaborationDepth(n)}}
 	if !appended {
 		n.Status, n.ElaborationStatus = string(IdeaElaborating), "pending_answers"
-		cols = append(cols, "status", "elaboration_status")
+		change.Patch.Status, change.Patch.ElaborationStatus = ptr(n.status()), elaborationStatus(n)
 	}
-	change := set(n, cols...)
 	change.NewRound = &round
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_started",
-		map[string]any{"depth": in.Depth, "questionCount": len(in.Questions), "roundNumber": number})}
+		elaborationStartedValue{Depth: in.Depth, QuestionCount: len(in.Questions), RoundNumber: number})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_requested",
 		fmt.Sprintf("%s requested elaboration on idea %q", in.Actor.Name, n.Title),
 		creatorOf(n), store.Recipient{Type: "user", UUID: in.Actor.OwnerUUID})}
@@ -830,59 +439,6 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	r := result(w.state)
 	r.RoundUUID, r.RoundNumber = round.UUID, number
 	return r, nil
-}
-
-// locateRound finds the round an answer call targets (docs/rules.md §2.2).
-func (s IdeaState) locateRound(in AnswerElaborationInput) (*RoundState, error) {
-	if in.RoundUUID != nil {
-		for i := range s.Rounds {
-			if s.Rounds[i].UUID == *in.RoundUUID {
-				r := &s.Rounds[i]
-				if r.Status != "pending_answers" {
-					return nil, Refuse(KindConflict, answerErrPrefix+"Round is '%s', expected 'pending_answers' (round %d is already answered; "+
-						"ask for a new round with chorus_pm_start_elaboration)", r.Status, r.Number)
-				}
-				return r, nil
-			}
-		}
-		return nil, Refuse(KindNotFound, answerErrPrefix+"Elaboration round not found")
-	}
-	pending := s.pendingRounds()
-	switch len(pending) {
-	case 0:
-		return nil, Refuse(KindConflict, answerErrPrefix+"no active round to answer (every round of this idea is answered)")
-	case 1:
-		return pending[0], nil
-	}
-	return nil, Refuse(KindInvalid, answerErrPrefix+"multiple active rounds; specify roundUuid (see chorus_get_elaboration)")
-}
-
-func (s IdeaState) checkAnswer(in AnswerElaborationInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	r, err := s.locateRound(in)
-	if err != nil {
-		return err
-	}
-	if len(in.Answers) == 0 {
-		return Refuse(KindInvalid, answerErrPrefix+"answers must contain at least one answer")
-	}
-	for _, a := range in.Answers {
-		qi := slices.IndexFunc(r.Questions, func(q QuestionState) bool { return q.ID == fingerprint(a.QuestionID) })
-		if qi < 0 {
-			return Refuse(KindInvalid, answerErrPrefix+"Question '%s' not found in round", a.QuestionID)
-		}
-		if a.SelectedOptionID != nil {
-			if !slices.Contains(r.Questions[qi].Options, fingerprint(*a.SelectedOptionID)) {
-				return Refuse(KindInvalid, answerErrPrefix+"Invalid option '%s' for question '%s': it is not one of the "+
-					"question's option ids (chorus_get_elaboration lists them)", *a.SelectedOptionID, a.QuestionID)
-			}
-		} else if a.CustomText == nil || strings.TrimSpace(*a.CustomText) == "" {
-			return Refuse(KindInvalid, answerErrPrefix+"Question '%s': custom text is required when no option is selected", a.QuestionID)
-		}
-	}
-	return nil
 }
 
 func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (IdeaResult, error) {
@@ -908,10 +464,9 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 		change.RoundStatus = map[string]string{r.UUID: "answered"}
 		if n.ElaborationStatus != "resolved" {
 			n.ElaborationStatus = "validating"
-			change.Columns = []string{"elaboration_status"}
+			change.Patch.ElaborationStatus = elaborationStatus(n)
 		}
 	}
-	change.Set = n.Projection()
 	answered := 0
 	for _, q := range r.Questions {
 		if q.Answered {
@@ -919,7 +474,7 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 		}
 	}
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_answered",
-		map[string]int{"roundNumber": r.Number, "answeredCount": answered})}
+		elaborationAnsweredValue{RoundNumber: r.Number, AnsweredCount: answered})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s answered elaboration questions for idea %q", in.Actor.Name, n.Title),
 		assigneeOf(n), creatorOf(n))}
@@ -931,32 +486,12 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 	return res, nil
 }
 
-const resolveErrPrefix = "Failed to resolve elaboration: "
-
-func (s IdeaState) checkValidate(in IdeaCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if !s.isAssignee(in.Actor, false) {
-		return Refuse(KindForbidden, resolveErrPrefix+"Only the assigned agent can resolve elaboration")
-	}
-	if len(s.Rounds) == 0 {
-		return Refuse(KindConflict, resolveErrPrefix+"Cannot resolve: the Idea has no elaboration rounds (start one with "+
-			"chorus_pm_start_elaboration, or skip elaboration with chorus_pm_skip_elaboration)")
-	}
-	if p := len(s.pendingRounds()); p > 0 {
-		return Refuse(KindConflict, resolveErrPrefix+"Cannot resolve: %d round(s) still have unanswered questions "+
-			"(answer them with chorus_answer_elaboration first)", p)
-	}
-	return nil
-}
-
 func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaValidate)
 	n.Status, n.ElaborationStatus = string(to), "resolved"
-	change := set(n, "status", "elaboration_status")
-	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_resolved", map[string]int{"totalRounds": len(n.Rounds)})}
+	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationStatus: elaborationStatus(n)}}
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_resolved", elaborationResolvedValue{TotalRounds: len(n.Rounds)})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s resolved the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
@@ -965,27 +500,13 @@ func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand)
 	return result(w.state), nil
 }
 
-const skipErrPrefix = "Failed to skip elaboration: "
-
-func (s IdeaState) checkSkip(in SkipElaborationInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if !s.isAssignee(in.Actor, false) {
-		return Refuse(KindForbidden, skipErrPrefix+"Only the assigned agent can skip elaboration (claim the idea first)")
-	}
-	if _, err := s.status().Next(IdeaSkipElaboration); err != nil {
-		return Refuse(KindConflict, skipErrPrefix+"Cannot skip elaboration from status '%s' (only an elaborating idea can skip)", s.Status)
-	}
-	return nil
-}
-
 func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (IdeaResult, error) {
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(IdeaSkipElaboration)
 	n.Status, n.ElaborationDepth, n.ElaborationStatus = string(to), "minimal", "resolved"
-	change := set(n, "status", "elaboration_depth", "elaboration_status")
-	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_skipped", map[string]string{"reason": in.Reason})}
+	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationDepth: elaborationDepth(n),
+		ElaborationStatus: elaborationStatus(n)}}
+	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_skipped", elaborationSkippedValue{Reason: in.Reason})}
 	change.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "elaboration_answered",
 		fmt.Sprintf("%s skipped the elaboration of idea %q", in.Actor.Name, n.Title), assigneeOf(n), creatorOf(n))}
 	if err := w.commit(ctx, n, wr, change); err != nil {
@@ -993,10 +514,6 @@ func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (Idea
 	}
 	return result(w.state), nil
 }
-
-// ---- delete ----
-
-func (s IdeaState) checkDelete(in IdeaCommand) error { return s.exists() }
 
 func (w *ideaWorkflow) delete(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
 	n, wr := w.next(ctx)

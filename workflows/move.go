@@ -32,10 +32,10 @@ type EntityMoved = activities.EntityMoved
 
 // MoveIdeaInput moves an idea with its cascade to another project.
 type MoveIdeaInput struct {
-	Actor             Actor
-	TargetProjectUUID string
+	Actor             Actor  `json:"actor"`
+	TargetProjectUUID string `json:"targetProjectUuid"`
 	// TargetProjectName is the target project's name, for the memos ("" in older histories).
-	TargetProjectName string
+	TargetProjectName string `json:"targetProjectName"`
 }
 
 // MoveIdea is chorus_move_idea.

@@ -1,3 +1,6 @@
+// The run loop of ProposalWorkflow: its start, its handlers and the commit step that writes each
+// change and adopts it (docs/write-path.md).
+
 package workflows
 
 import (
@@ -15,162 +18,6 @@ import (
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
 )
-
-// ProposalWorkflowName is the registered type of ProposalWorkflow.
-const ProposalWorkflowName = "ProposalWorkflow"
-
-// Update names of ProposalWorkflow, one per tool (docs/rules.md §4.6, §2.3).
-const (
-	UpdateCreateProposal      = "chorus_pm_create_proposal"
-	UpdateAddDocumentDraft    = "chorus_pm_add_document_draft"
-	UpdateAddTaskDraft        = "chorus_pm_add_task_draft"
-	UpdateUpdateDocumentDraft = "chorus_pm_update_document_draft"
-	UpdateUpdateTaskDraft     = "chorus_pm_update_task_draft"
-	UpdateRemoveDocumentDraft = "chorus_pm_remove_document_draft"
-	UpdateRemoveTaskDraft     = "chorus_pm_remove_task_draft"
-	UpdateSubmitProposal      = "chorus_pm_submit_proposal"
-	UpdateRejectProposal      = "chorus_pm_reject_proposal"
-	UpdateApproveProposal     = "chorus_admin_approve_proposal"
-	UpdateCloseProposal       = "chorus_admin_close_proposal"
-	UpdateRevokeProposal      = "chorus_pm_revoke_proposal"
-)
-
-// ProposalState is everything ProposalWorkflow knows; it is what continue-as-new carries. The
-// drafts live in the database (docs/write-path.md, "Bounded state and payloads"): the state
-// keeps their uuids, and validation and approval read them back.
-type ProposalState struct {
-	Created     bool       `json:"created"`
-	UUID        string     `json:"uuid"`
-	CompanyUUID string     `json:"companyUuid"`
-	ProjectUUID string     `json:"projectUuid"`
-	ProjectName string     `json:"projectName,omitempty"` // for the memo; "" in older histories
-	Title       string     `json:"title"`
-	Status      string     `json:"status"`
-	InputType   string     `json:"inputType"`
-	InputUUIDs  []string   `json:"inputUuids"`
-	CreatedBy   Party      `json:"createdBy"`
-	ReviewedBy  string     `json:"reviewedBy,omitempty"`
-	ReviewedAt  *time.Time `json:"reviewedAt,omitempty"`
-	// Documents and Tasks are the uuids of the document and task drafts, in order.
-	Documents []string `json:"documents,omitempty"`
-	Tasks     []string `json:"tasks,omitempty"`
-	// Approvals counts approvals so far.
-	Approvals int `json:"approvals,omitempty"`
-	// Finished lists the tasks of the current approval that reached done or closed, as their
-	// workflows reported (for operators; the database is the truth).
-	Finished []string `json:"finished,omitempty"`
-	Row      RowMark  `json:"row"`
-	Recent   Recent   `json:"recent,omitempty"`
-}
-
-func (s ProposalState) clone() ProposalState {
-	c := s
-	c.InputUUIDs = slices.Clone(s.InputUUIDs)
-	c.Documents, c.Tasks = slices.Clone(s.Documents), slices.Clone(s.Tasks)
-	c.Finished = slices.Clone(s.Finished)
-	c.Recent = slices.Clone(s.Recent)
-	return c
-}
-
-func (s ProposalState) status() ProposalStatus { return ProposalStatus(s.Status) }
-
-// Projection is the proposal's row as far as the workflow owns it (ProposalColumns, with version
-// and change_id).
-func (s ProposalState) Projection() store.Proposal {
-	return store.Proposal{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title,
-		InputType: s.InputType, InputUUIDs: s.InputUUIDs, Status: ProposalStatus(s.Status), CreatedByType: s.CreatedBy.Type,
-		CreatedByUUID: s.CreatedBy.UUID, ReviewedByUUID: nilIfBlank(s.ReviewedBy), ReviewedAt: s.ReviewedAt,
-		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
-}
-
-// ProposalColumns are the columns of a proposal row its workflow owns (ProposalState.row).
-var ProposalColumns = []string{"project_uuid", "title", "status", "input_type", "input_uuids", "reviewed_by_uuid", "reviewed_at"}
-
-// Draft limits (docs/write-path.md): the drafts' text is bounded by store.MaxDraftBytes.
-const (
-	maxTaskDrafts     = 100
-	maxDocumentDrafts = 50
-)
-
-// ProposalRun is ProposalWorkflow's input: empty for a new proposal, the state when continuing.
-type ProposalRun struct {
-	State *ProposalState
-}
-
-// CreateProposalInput creates the proposal (update-with-start). The caller has checked the
-// inputs (they exist, are visible, are ideas the caller holds, are not themes).
-type CreateProposalInput struct {
-	Actor       Actor
-	UUID        string
-	ProjectUUID string
-	ProjectName string
-	Title       string
-	Description *string
-	InputType   string
-	InputUUIDs  []string
-}
-
-// ProposalCommand is the input of commands that need only the actor and an optional note.
-type ProposalCommand struct {
-	Actor      Actor
-	ReviewNote *string
-}
-
-// DocumentDraftInput adds or (with DraftUUID, nil fields untouched) updates a document draft.
-type DocumentDraftInput struct {
-	Actor     Actor
-	DraftUUID string
-	Type      *string
-	Title     *string
-	Content   *string
-}
-
-// TaskDraftInput adds or (with DraftUUID, nil fields untouched) updates a task draft.
-type TaskDraftInput struct {
-	Actor       Actor
-	DraftUUID   string
-	Title       *string
-	Description *string
-	StoryPoints *float64
-	Priority    *string
-	Kind        *string
-	// Criteria replaces the acceptance criteria when SetCriteria (always, for add).
-	SetCriteria bool
-	Criteria    []store.CriterionDraft
-	// DependsOn replaces the dependencies when SetDependsOn.
-	SetDependsOn bool
-	DependsOn    []string
-}
-
-// RemoveDraftInput removes a draft.
-type RemoveDraftInput struct {
-	Actor     Actor
-	DraftUUID string
-}
-
-// ProposalResult is what proposal updates return.
-type ProposalResult struct {
-	UUID         string
-	Status       string
-	DraftUUID    string         `json:",omitempty"`
-	DraftTitle   string         `json:",omitempty"`
-	Materialized *Materialized  `json:",omitempty"`
-	Revoked      *store.Revoked `json:",omitempty"`
-	Validation   *Validation    `json:",omitempty"`
-}
-
-// Materialized lists what an approval created, in draft order.
-type Materialized struct {
-	Tasks     []MaterializedItem
-	Documents []MaterializedItem
-}
-
-// MaterializedItem pairs a draft with the entity made from it.
-type MaterializedItem struct {
-	DraftUUID string
-	UUID      string
-	Title     string
-}
 
 // current is the state, for the rules bound with on.
 func (w *proposalWorkflow) current() ProposalState { return w.state }
@@ -248,23 +95,14 @@ func (w *proposalWorkflow) register(ctx workflow.Context) error {
 	)
 }
 
-var notFoundProposal = Refuse(KindNotFound, "Proposal not found")
-
-func (s ProposalState) exists() error {
-	if !s.Created {
-		return notFoundProposal
-	}
-	return nil
-}
-
 // next starts a change: a copy of the state, and the write that will move the row.
 func (w *proposalWorkflow) next(ctx workflow.Context) (ProposalState, store.Write) {
 	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
 }
 
-// change is a write of the given columns of the proposal, from n.
-func (w *proposalWorkflow) change(n ProposalState, cols ...string) store.ProposalChange {
-	return store.ProposalChange{Set: n.Projection(), Columns: cols}
+// statusChange is the change that moves the proposal's status to n's.
+func statusChange(n ProposalState) store.ProposalChange {
+	return store.ProposalChange{Patch: store.ProposalPatch{Status: ptr(n.status())}}
 }
 
 func (w *proposalWorkflow) activity(n ProposalState, wr store.Write, a Actor, action string, value any) store.Activity {
@@ -297,8 +135,8 @@ func (w *proposalWorkflow) failed(ctx workflow.Context, what string, err error) 
 	return fmt.Errorf("could not %s: %w", what, err)
 }
 
-// persist writes c (made on n by wr) and adopts n.
-func (w *proposalWorkflow) persist(ctx workflow.Context, n ProposalState, wr store.Write, c store.ProposalChange) error {
+// commit writes c (made on n by wr) and adopts n.
+func (w *proposalWorkflow) commit(ctx workflow.Context, n ProposalState, wr store.Write, c store.ProposalChange) error {
 	var a *activities.Activities
 	c.Write, c.UUID, c.CompanyUUID = wr, n.UUID, n.CompanyUUID
 	if err := persist(ctx, a.ApplyProposalChange, c).Get(ctx, nil); err != nil {
@@ -332,15 +170,6 @@ func (w *proposalWorkflow) publish(ctx workflow.Context) {
 	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
 }
 
-// ---- create ----
-
-func (s ProposalState) checkCreate(in CreateProposalInput) error {
-	if s.Created {
-		return nil
-	}
-	return CheckTitle("", "title", &in.Title)
-}
-
 func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) (ProposalResult, error) {
 	if w.state.Created {
 		return w.result(), nil
@@ -355,56 +184,11 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 		CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID}, Recent: w.state.Recent}
 	row := n.Projection()
 	row.Description, row.CreatedAt, row.UpdatedAt = in.Description, wr.At, wr.At
-	if err := w.persist(ctx, n, wr, store.ProposalChange{Insert: &row}); err != nil {
+	if err := w.commit(ctx, n, wr, store.ProposalChange{Insert: &row}); err != nil {
 		w.abandoned = true // nothing was created: end rather than linger as an empty workflow
 		return ProposalResult{}, err
 	}
 	return w.result(), nil
-}
-
-// ---- drafts ----
-
-// inDraft refuses draft edits unless the proposal is a draft (docs/rules.md §2.3).
-func (s ProposalState) inDraft(verb, kind string) error {
-	if err := s.exists(); err != nil {
-		return Refuse(KindNotFound, "Failed to %s %s draft: Proposal not found or not in draft status", verb, kind)
-	}
-	if _, err := s.status().Next(ProposalEditDrafts); err != nil {
-		return Refuse(KindConflict, "Failed to %s %s draft: Proposal not found or not in draft status (it is %s; %s)",
-			verb, kind, s.Status, backToDraftHint(s.status()))
-	}
-	return nil
-}
-
-func backToDraftHint(s ProposalStatus) string {
-	switch s {
-	case ProposalPending:
-		return "a reviewer can reject it back to draft"
-	case ProposalApproved:
-		return "revoke it with chorus_pm_revoke_proposal to edit its drafts again"
-	case ProposalClosed:
-		return "a closed proposal cannot change; create a new proposal"
-	}
-	return "only draft proposals can be edited"
-}
-
-func (s ProposalState) checkDocumentDraft(verb string, existing bool, in DocumentDraftInput) error {
-	if err := s.inDraft(verb, "document"); err != nil {
-		return err
-	}
-	if existing {
-		if !slices.Contains(s.Documents, in.DraftUUID) {
-			return Refuse(KindNotFound, "Failed to update document draft: Document draft not found")
-		}
-	} else {
-		if in.Type == nil || in.Title == nil || in.Content == nil {
-			return Refuse(KindInvalid, "Failed to add document draft: type, title and content are required")
-		}
-		if len(s.Documents) >= maxDocumentDrafts {
-			return Refuse(KindConflict, "Failed to add document draft: a proposal holds at most %d document drafts", maxDocumentDrafts)
-		}
-	}
-	return CheckTitle("Failed to "+verb+" document draft", "title", in.Title)
 }
 
 func (w *proposalWorkflow) draftResult(uuid, title string) ProposalResult {
@@ -413,9 +197,9 @@ func (w *proposalWorkflow) draftResult(uuid, title string) ProposalResult {
 	return r
 }
 
-// persistDraft writes a draft edit; a store refusal for size is worded for the agent.
-func (w *proposalWorkflow) persistDraft(ctx workflow.Context, verb, kind string, n ProposalState, wr store.Write, c store.ProposalChange) error {
-	err := w.persist(ctx, n, wr, c)
+// commitDraft writes a draft edit; a store refusal for size is worded for the agent.
+func (w *proposalWorkflow) commitDraft(ctx workflow.Context, verb, kind string, n ProposalState, wr store.Write, c store.ProposalChange) error {
+	err := w.commit(ctx, n, wr, c)
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.Type() == activities.ErrDraftsTooLarge {
 		return Refuse(KindInvalid, "Failed to %s %s draft: %s. Keep long material in documents (chorus_pm_create_document) "+
@@ -428,7 +212,7 @@ func (w *proposalWorkflow) addDocumentDraft(ctx workflow.Context, in DocumentDra
 	n, wr := w.next(ctx)
 	d := store.DocumentDraft{UUID: derivedFrom(wr, "document-draft"), Type: *in.Type, Title: strings.TrimSpace(*in.Title), Content: *in.Content}
 	n.Documents = append(n.Documents, d.UUID)
-	if err := w.persistDraft(ctx, "add", "document", n, wr, store.ProposalChange{AddDocument: &d}); err != nil {
+	if err := w.commitDraft(ctx, "add", "document", n, wr, store.ProposalChange{AddDocument: &d}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(d.UUID, d.Title), nil
@@ -442,30 +226,10 @@ func (w *proposalWorkflow) updateDocumentDraft(ctx workflow.Context, in Document
 		title = strings.TrimSpace(*in.Title)
 		p.Title = &title
 	}
-	if err := w.persistDraft(ctx, "update", "document", n, wr, store.ProposalChange{UpdateDocument: &p}); err != nil {
+	if err := w.commitDraft(ctx, "update", "document", n, wr, store.ProposalChange{UpdateDocument: &p}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(in.DraftUUID, title), nil
-}
-
-func (s ProposalState) checkAddTaskDraft(in TaskDraftInput) error {
-	if err := s.inDraft("add", "task"); err != nil {
-		return err
-	}
-	title := "" // required: an absent title is a blank one
-	if in.Title != nil {
-		title = *in.Title
-	}
-	if err := CheckTitle("Failed to add task draft", "title", &title); err != nil {
-		return err
-	}
-	if err := CheckCriteria("Failed to add task draft", in.Criteria); err != nil {
-		return err
-	}
-	if len(s.Tasks) >= maxTaskDrafts {
-		return Refuse(KindConflict, "Failed to add task draft: a proposal holds at most %d task drafts", maxTaskDrafts)
-	}
-	return nil
 }
 
 func (w *proposalWorkflow) addTaskDraft(ctx workflow.Context, in TaskDraftInput) (ProposalResult, error) {
@@ -474,28 +238,10 @@ func (w *proposalWorkflow) addTaskDraft(ctx workflow.Context, in TaskDraftInput)
 		StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind, AcceptanceCriteriaItems: NormalizeCriteria(in.Criteria),
 		DependsOnDraftUUIDs: nilIfEmpty(in.DependsOn)}
 	n.Tasks = append(n.Tasks, t.UUID)
-	if err := w.persistDraft(ctx, "add", "task", n, wr, store.ProposalChange{AddTask: &t}); err != nil {
+	if err := w.commitDraft(ctx, "add", "task", n, wr, store.ProposalChange{AddTask: &t}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(t.UUID, t.Title), nil
-}
-
-func (s ProposalState) checkUpdateTaskDraft(in TaskDraftInput) error {
-	if err := s.inDraft("update", "task"); err != nil {
-		return err
-	}
-	if !slices.Contains(s.Tasks, in.DraftUUID) {
-		return Refuse(KindNotFound, "Failed to update task draft: Task draft not found")
-	}
-	if err := CheckTitle("Failed to update task draft", "title", in.Title); err != nil {
-		return err
-	}
-	if in.SetCriteria {
-		if err := CheckCriteria("Failed to update task draft", in.Criteria); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (w *proposalWorkflow) updateTaskDraft(ctx workflow.Context, in TaskDraftInput) (ProposalResult, error) {
@@ -511,13 +257,11 @@ func (w *proposalWorkflow) updateTaskDraft(ctx workflow.Context, in TaskDraftInp
 		title = strings.TrimSpace(*in.Title)
 		p.Title = &title
 	}
-	if err := w.persistDraft(ctx, "update", "task", n, wr, store.ProposalChange{UpdateTask: &p}); err != nil {
+	if err := w.commitDraft(ctx, "update", "task", n, wr, store.ProposalChange{UpdateTask: &p}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(in.DraftUUID, title), nil
 }
-
-func (s ProposalState) checkRemove(kind string) error { return s.inDraft("remove", kind) }
 
 func (w *proposalWorkflow) removeDocumentDraft(ctx workflow.Context, in RemoveDraftInput) (ProposalResult, error) {
 	if !slices.Contains(w.state.Documents, in.DraftUUID) {
@@ -525,7 +269,7 @@ func (w *proposalWorkflow) removeDocumentDraft(ctx workflow.Context, in RemoveDr
 	}
 	n, wr := w.next(ctx)
 	n.Documents = nilIfEmpty(slices.DeleteFunc(n.Documents, func(u string) bool { return u == in.DraftUUID }))
-	if err := w.persist(ctx, n, wr, store.ProposalChange{RemoveDocument: in.DraftUUID}); err != nil {
+	if err := w.commit(ctx, n, wr, store.ProposalChange{RemoveDocument: in.DraftUUID}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(in.DraftUUID, ""), nil
@@ -537,7 +281,7 @@ func (w *proposalWorkflow) removeTaskDraft(ctx workflow.Context, in RemoveDraftI
 	}
 	n, wr := w.next(ctx)
 	n.Tasks = nilIfEmpty(slices.DeleteFunc(n.Tasks, func(u string) bool { return u == in.DraftUUID }))
-	if err := w.persist(ctx, n, wr, store.ProposalChange{RemoveTask: in.DraftUUID}); err != nil {
+	if err := w.commit(ctx, n, wr, store.ProposalChange{RemoveTask: in.DraftUUID}); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.draftResult(in.DraftUUID, ""), nil
@@ -548,18 +292,6 @@ func nilIfEmpty[T any](s []T) []T {
 		return nil
 	}
 	return s
-}
-
-// ---- submit / reject / close ----
-
-func (s ProposalState) checkSubmit(in ProposalCommand) error {
-	if err := s.exists(); err != nil {
-		return Refuse(KindNotFound, "Failed to submit Proposal: Proposal not found")
-	}
-	if _, err := s.status().Next(ProposalSubmit); err != nil {
-		return Refuse(KindConflict, "Failed to submit Proposal: Only draft proposals can be submitted for review (it is %s)", s.Status)
-	}
-	return nil
 }
 
 // drafts reads the proposal's row with its drafts back from the database.
@@ -607,7 +339,7 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalSubmit)
 	n.Status = string(to)
-	if err := w.persist(ctx, n, wr, w.change(n, "status")); err != nil {
+	if err := w.commit(ctx, n, wr, statusChange(n)); err != nil {
 		return ProposalResult{}, err
 	}
 	r := w.result()
@@ -615,94 +347,37 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 	return r, nil
 }
 
-func (s ProposalState) ownOrAdmin(a Actor, verb string) error {
-	if a.ProposalAdmin || a.UUID == s.CreatedBy.UUID {
-		return nil
-	}
-	return Refuse(KindForbidden, "You can only %s your own proposals (this one was created by %s %s)", verb,
-		s.CreatedBy.Type, s.CreatedBy.UUID)
-}
-
-func (s ProposalState) checkReject(in ProposalCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if in.ReviewNote == nil || strings.TrimSpace(*in.ReviewNote) == "" {
-		return Refuse(KindInvalid, "Input validation error: reviewNote is required to reject a proposal")
-	}
-	if err := s.ownOrAdmin(in.Actor, "reject"); err != nil {
-		return err
-	}
-	if _, err := s.status().Next(ProposalReject); err != nil {
-		return Refuse(KindConflict, "Can only reject pending Proposals, current status: %s", s.Status)
-	}
-	return nil
-}
-
 // reviewed moves n to status to, reviewed by a at wr.At with note, and returns the change.
 func (w *proposalWorkflow) reviewed(n *ProposalState, wr store.Write, a Actor, to ProposalStatus, note *string) store.ProposalChange {
 	at := wr.At
 	n.Status, n.ReviewedBy, n.ReviewedAt = string(to), a.UUID, &at
-	c := w.change(*n, reviewColumns...)
-	c.Set.ReviewNote = note
+	c := statusChange(*n)
+	c.Patch.Review = &store.ProposalReview{By: a.UUID, At: at, Note: note}
 	return c
 }
-
-var reviewColumns = []string{"status", "reviewed_by_uuid", "review_note", "reviewed_at"}
 
 func (w *proposalWorkflow) reject(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalReject)
 	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
-	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "rejected_to_draft", map[string]any{"reviewNote": in.ReviewNote})}
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "rejected_to_draft", reviewedValue{ReviewNote: in.ReviewNote})}
 	c.Notifications = []store.NotifySpec{w.notifyCreator(n, wr, in.Actor, "proposal_rejected",
 		fmt.Sprintf("Proposal %q has been rejected. Reason: %s", n.Title, deref(in.ReviewNote)))}
-	if err := w.persist(ctx, n, wr, c); err != nil {
+	if err := w.commit(ctx, n, wr, c); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.result(), nil
-}
-
-func (s ProposalState) checkClose(in ProposalCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if in.ReviewNote == nil || strings.TrimSpace(*in.ReviewNote) == "" {
-		return Refuse(KindInvalid, "Input validation error: reviewNote is required to close a proposal")
-	}
-	if _, err := s.status().Next(ProposalClose); err != nil {
-		return Refuse(KindConflict, "Can only close pending Proposals, current status: %s", s.Status)
-	}
-	return nil
 }
 
 func (w *proposalWorkflow) close(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	n, wr := w.next(ctx)
 	to, _ := w.state.status().Next(ProposalClose)
 	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
-	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", map[string]any{"reviewNote": in.ReviewNote})}
-	if err := w.persist(ctx, n, wr, c); err != nil {
+	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", reviewedValue{ReviewNote: in.ReviewNote})}
+	if err := w.commit(ctx, n, wr, c); err != nil {
 		return ProposalResult{}, err
 	}
 	return w.result(), nil
-}
-
-// ---- approve ----
-
-func (s ProposalState) checkApprove(in ProposalCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if _, err := s.status().Next(ProposalApprove); err != nil {
-		hint := ""
-		if s.status() == ProposalApproved {
-			hint = " (it was already approved)"
-		} else if s.status() == ProposalDraft {
-			hint = " (its author must submit it first)"
-		}
-		return Refuse(KindConflict, "Can only approve pending Proposals, current status: %s%s", s.Status, hint)
-	}
-	return nil
 }
 
 // approve materializes the stored drafts (docs/rules.md §5.6) in one transaction, then makes sure a
@@ -723,7 +398,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 	ap := store.Approval{Change: w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)}
 	var value any
 	if in.ReviewNote != nil {
-		value = map[string]any{"reviewNote": in.ReviewNote}
+		value = reviewedValue{ReviewNote: in.ReviewNote}
 	}
 	ap.Change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "approved", value)}
 	msg := fmt.Sprintf("Proposal %q has been approved", n.Title)
@@ -861,21 +536,6 @@ func taskStart(st TaskState) activities.WorkflowStart {
 	return activities.WorkflowStart{ID: TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
 		Memo:     taskStartMemo(st),
 		Keywords: initialKeywords(EntityTask, st.ProjectUUID, st.Title, st.Status, st.CreatedBy.UUID)}
-}
-
-// ---- revoke ----
-
-func (s ProposalState) checkRevoke(in ProposalCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if err := s.ownOrAdmin(in.Actor, "revoke"); err != nil {
-		return err
-	}
-	if _, err := s.status().Next(ProposalRevoke); err != nil {
-		return Refuse(KindConflict, "Can only revoke approved Proposals, current status: %s", s.Status)
-	}
-	return nil
 }
 
 // revoke runs the cascade of docs/rules.md §5.7 in one transaction, then tells each closed task's

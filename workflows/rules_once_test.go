@@ -33,7 +33,7 @@ var producedBy = map[string][]string{
 	// chorus_create_tasks' rule on its draftUuid labels.
 	"is used by two tasks": {"workflows/task_batch.go:ValidateTaskBatch"},
 	// The dependency gate of a move to in_progress (docs/rules.md §5.3).
-	"Cannot move to in_progress": {"workflows/task.go:BlockedError"},
+	"Cannot move to in_progress": {"workflows/task_rules.go:BlockedError"},
 	// "Resolved" in SQL is store.resolvedSQL, derived from vocab.ResolvedTaskStatuses; the one
 	// literal list left is "unfinished" (my assignments), not the dependency rule.
 	"NOT IN ('done', 'closed')": {"store/assignments.go:Store.MyAssignments"},
@@ -44,10 +44,10 @@ var callers = []struct{ place, callee string }{
 	{"mcp/tools_tasks.go:createTasks", "workflows.ValidateTaskBatch"},
 	{"workflows/task_batch.go:CreateTasksWorkflow", "ValidateTaskBatch"},
 	{"mcp/tools_tasks.go:updateTask", "workflows.CheckTitle"},
-	{"workflows/task.go:TaskState.checkUpdate", "CheckTitle"},
-	{"workflows/task.go:TaskState.checkUpdate", "CheckCriteria"},
-	{"workflows/proposal.go:ProposalState.checkAddTaskDraft", "CheckCriteria"},
-	{"workflows/proposal.go:ProposalState.checkUpdateTaskDraft", "CheckCriteria"},
+	{"workflows/task_rules.go:TaskState.checkUpdate", "CheckTitle"},
+	{"workflows/task_rules.go:TaskState.checkUpdate", "CheckCriteria"},
+	{"workflows/proposal_rules.go:ProposalState.checkAddTaskDraft", "CheckCriteria"},
+	{"workflows/proposal_rules.go:ProposalState.checkUpdateTaskDraft", "CheckCriteria"},
 }
 
 func TestEachRefusalIsWrittenOnce(t *testing.T) {

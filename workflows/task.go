@@ -1,3 +1,6 @@
+// The run loop of TaskWorkflow: its start, its handlers and the commit step that writes each
+// change and adopts it (docs/write-path.md).
+
 package workflows
 
 import (
@@ -13,294 +16,6 @@ import (
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
 )
-
-// TaskWorkflowName is the registered type of TaskWorkflow.
-const TaskWorkflowName = "TaskWorkflow"
-
-// Update names of TaskWorkflow, one per tool (docs/rules.md §4.9, §2.4).
-const (
-	UpdateClaimTask       = "chorus_claim_task"
-	UpdateClaimNextTask   = "chorus_claim_next_task"
-	UpdateReleaseTask     = "chorus_release_task"
-	UpdateAssignTask      = "chorus_pm_assign_task"
-	UpdateUpdateTask      = "chorus_update_task"
-	UpdateReportWork      = "chorus_report_work"
-	UpdateSelfCheck       = "chorus_report_criteria_self_check"
-	UpdateSubmitForVerify = "chorus_submit_for_verify"
-	UpdateMarkCriteria    = "chorus_mark_acceptance_criteria"
-	UpdateVerifyTask      = "chorus_admin_verify_task"
-	UpdateReopenTask      = "chorus_admin_reopen_task"
-	UpdateCloseTask       = "chorus_admin_close_task"
-	UpdateDeleteTask      = "chorus_admin_delete_task"
-	SignalProposalRevoked = "proposal_revoked"
-	SignalTaskFinished    = "task_finished"
-)
-
-// ProposalRevoked is the payload of SignalProposalRevoked: the revoke cascade has closed the
-// task's row and moved it to Row, and the task's workflow adopts it.
-type ProposalRevoked struct {
-	ProposalUUID string
-	Row          RowMark
-	At           time.Time
-}
-
-// TaskFinished is the payload of SignalTaskFinished, sent to a task's proposal when the task
-// reaches done or closed.
-type TaskFinished struct {
-	TaskUUID string
-	Status   string
-}
-
-// TaskState is everything TaskWorkflow knows; it is what continue-as-new carries. Text lives in
-// the database, but for the title (docs/write-path.md, "Bounded state and payloads").
-type TaskState struct {
-	Created      bool             `json:"created"`
-	Deleted      bool             `json:"deleted,omitempty"`
-	UUID         string           `json:"uuid"`
-	CompanyUUID  string           `json:"companyUuid"`
-	ProjectUUID  string           `json:"projectUuid"`
-	ProjectName  string           `json:"projectName,omitempty"` // for the memo; "" in older histories
-	ProposalUUID string           `json:"proposalUuid,omitempty"`
-	Title        string           `json:"title"`
-	Status       string           `json:"status"`
-	Priority     string           `json:"priority"`
-	Assignee     *Holder          `json:"assignee,omitempty"`
-	CreatedBy    Party            `json:"createdBy"`
-	Criteria     []CriterionState `json:"criteria,omitempty"`
-	// Lease is the current claim's time to live (docs/rules.md §5.10); nil when it does not lapse.
-	Lease *Lease `json:"lease,omitempty"`
-	// Lapsed is the latest claim that lapsed, so its holder's later commands are told why they
-	// are refused.
-	Lapsed *Lapse  `json:"lapsed,omitempty"`
-	Row    RowMark `json:"row"`
-	Recent Recent  `json:"recent,omitempty"`
-}
-
-// Lease is a claim's time to live: it lapses at ExpiresAt unless the holder renews it.
-type Lease struct {
-	TTLSeconds int64     `json:"ttlSeconds"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-}
-
-func (l *Lease) ttl() time.Duration { return time.Duration(l.TTLSeconds) * time.Second }
-
-// leaseFrom is a fresh lease of ttlSeconds from at, or nil for none.
-func leaseFrom(ttlSeconds int64, at time.Time) *Lease {
-	if ttlSeconds <= 0 {
-		return nil
-	}
-	return &Lease{TTLSeconds: ttlSeconds, ExpiresAt: at.Add(time.Duration(ttlSeconds) * time.Second)}
-}
-
-func sameLease(a, b *Lease) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-// Lapse is a claim that lapsed: whose it was, its time to live, and when it lapsed.
-type Lapse struct {
-	UUID       string    `json:"uuid"`
-	TTLSeconds int64     `json:"ttlSeconds"`
-	At         time.Time `json:"at"`
-}
-
-// CriterionState is what the workflow keeps of an acceptance criterion.
-type CriterionState struct {
-	UUID      string `json:"uuid"`
-	Required  bool   `json:"required"`
-	Status    string `json:"status"`    // admin verification: pending | passed | failed
-	DevStatus string `json:"devStatus"` // developer self-check: pending | passed | failed
-}
-
-func (s TaskState) clone() TaskState {
-	c := s
-	if s.Assignee != nil {
-		h := *s.Assignee
-		c.Assignee = &h
-	}
-	if s.Lease != nil {
-		l := *s.Lease
-		c.Lease = &l
-	}
-	if s.Lapsed != nil {
-		l := *s.Lapsed
-		c.Lapsed = &l
-	}
-	c.Criteria = slices.Clone(s.Criteria)
-	c.Recent = slices.Clone(s.Recent)
-	return c
-}
-
-func (s TaskState) status() TaskStatus { return TaskStatus(s.Status) }
-
-func (s TaskState) isAssignee(a Actor) bool {
-	return s.Assignee != nil && s.Assignee.UUID == a.UUID
-}
-
-// lapsedNote tells a command's actor whose claim lapsed why it is no longer the assignee
-// (docs/rules.md §5.10): the fencing of a superseded holder, in words.
-func (s TaskState) lapsedNote(a Actor) string {
-	if s.Lapsed == nil || s.Lapsed.UUID != a.UUID || s.isAssignee(a) {
-		return ""
-	}
-	return fmt.Sprintf("; your claim lapsed at %s after %ds without a task command or session heartbeat from you, "+
-		"and the task was released", s.Lapsed.At.Format(time.RFC3339), s.Lapsed.TTLSeconds)
-}
-
-// assigneeText names the assignee for refusals.
-func (s TaskState) assigneeText() string {
-	if s.Assignee == nil {
-		return "nobody"
-	}
-	if s.Assignee.Name != "" {
-		return s.Assignee.Name
-	}
-	return s.Assignee.UUID
-}
-
-// Projection is the task's row as far as the workflow owns it (TaskColumns, with version and
-// change_id).
-func (s TaskState) Projection() store.Task {
-	t := store.Task{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, ProposalUUID: nilIfBlank(s.ProposalUUID),
-		Title: s.Title, Status: TaskStatus(s.Status), Priority: s.Priority, CreatedByType: s.CreatedBy.Type, CreatedByUUID: s.CreatedBy.UUID,
-		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
-	if h := s.Assignee; h != nil {
-		at := h.At
-		t.AssigneeType, t.AssigneeUUID, t.AssignedAt, t.AssignedByUUID = &h.Type, &h.UUID, &at, h.By
-	}
-	if l := s.Lease; l != nil {
-		ttl, until := l.TTLSeconds, l.ExpiresAt
-		t.ClaimTTLSeconds, t.ClaimExpiresAt = &ttl, &until
-	}
-	return t
-}
-
-// TaskColumns are the columns of a task row its workflow owns (TaskState.row).
-var TaskColumns = []string{"project_uuid", "title", "status", "priority", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid",
-	"claim_ttl_seconds", "claim_expires_at"}
-
-// leaseColumns are the columns of a claim's lease.
-var leaseColumns = []string{"claim_ttl_seconds", "claim_expires_at"}
-
-// NewTaskState is the state a task's workflow starts from: the row as approval or
-// chorus_create_tasks inserted it (or as ops repair finds it), with its criteria.
-func NewTaskState(t store.Task, criteria []store.AcceptanceCriterion) TaskState {
-	s := TaskState{Created: true, UUID: t.UUID, CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID,
-		ProposalUUID: deref(t.ProposalUUID), Title: t.Title, Status: string(t.Status), Priority: t.Priority,
-		CreatedBy: Party{Type: t.CreatedByType, UUID: t.CreatedByUUID}, Row: RowMark{Version: t.Version, ChangeID: t.ChangeID}}
-	if t.AssigneeUUID != nil {
-		s.Assignee = &Holder{Type: deref(t.AssigneeType), UUID: *t.AssigneeUUID, By: t.AssignedByUUID}
-		if t.AssignedAt != nil {
-			s.Assignee.At = *t.AssignedAt
-		}
-		if t.ClaimTTLSeconds != nil && t.ClaimExpiresAt != nil {
-			s.Lease = &Lease{TTLSeconds: *t.ClaimTTLSeconds, ExpiresAt: *t.ClaimExpiresAt}
-		}
-	}
-	for _, c := range criteria {
-		if c.TaskUUID == t.UUID {
-			s.Criteria = append(s.Criteria, CriterionState{UUID: c.UUID, Required: c.Required, Status: string(c.Status), DevStatus: string(c.DevStatus)})
-		}
-	}
-	return s
-}
-
-// TaskRun is TaskWorkflow's input: the task's state (approval and chorus_create_tasks pass the
-// new task, continue-as-new the current state).
-type TaskRun struct {
-	State *TaskState
-}
-
-// TaskCommand is the input of commands that need only the actor. A claim carries the project's
-// claim time to live (docs/rules.md §5.10).
-type TaskCommand struct {
-	Actor    Actor
-	ClaimTTL int64 `json:",omitempty"`
-	// Project is the project whose access the caller was checked on before sending a claim; a
-	// claim finding the task in another project (moved meanwhile) is refused. Empty: not checked.
-	Project string `json:",omitempty"`
-}
-
-// checkProject refuses a claim whose access check saw the task in another project than the
-// workflow's: the task moved between the check and the claim, and the caller may not see it now.
-func (s TaskState) checkProject(in TaskCommand) error {
-	if in.Project != "" && in.Project != s.ProjectUUID {
-		return movedRefusal(EntityTask)
-	}
-	return nil
-}
-
-// AssignTaskInput assigns a task to another agent (chorus_pm_assign_task).
-type AssignTaskInput struct {
-	Actor      Actor
-	TargetUUID string
-	TargetName string
-	ClaimTTL   int64 `json:",omitempty"`
-}
-
-// UpdateTaskInput is chorus_update_task: field edits by anyone, criteria replacement,
-// dependency edits, and a status move by the assignee.
-type UpdateTaskInput struct {
-	Actor          Actor
-	Title          *string
-	Description    *string
-	Priority       *string
-	StoryPoints    *float64
-	SetCriteria    bool
-	Criteria       []store.CriterionDraft
-	AddDependsOn   []string
-	RemoveDepends  []string
-	Status         *string
-	SessionUUID    *string
-	SessionName    *string
-	DescriptionSet bool
-}
-
-// ReportWorkInput is chorus_report_work.
-type ReportWorkInput struct {
-	Actor       Actor
-	Report      string
-	Status      *string
-	SessionUUID *string
-	SessionName *string
-}
-
-// CriterionMark is one criterion's self-check or verification.
-type CriterionMark struct {
-	UUID     string
-	Status   string // passed | failed
-	Evidence *string
-}
-
-// MarkCriteriaInput is a self-check (developer fields) or a verification mark (admin fields).
-type MarkCriteriaInput struct {
-	Actor Actor
-	Marks []CriterionMark
-}
-
-// SubmitInput is chorus_submit_for_verify.
-type SubmitInput struct {
-	Actor   Actor
-	Summary *string
-}
-
-// ReopenInput is chorus_admin_reopen_task.
-type ReopenInput struct {
-	Actor    Actor
-	Force    bool
-	ClaimTTL int64 `json:",omitempty"`
-}
-
-// TaskResult is what task updates return; callers read the full view from the database.
-type TaskResult struct {
-	UUID     string
-	Status   string
-	Warnings []string `json:",omitempty"`
-	// Unchanged: the command was a no-op (re-claiming a task you hold).
-	Unchanged bool `json:",omitempty"`
-}
 
 // current is the state, for the rules bound with on.
 func (w *taskWorkflow) current() TaskState { return w.state }
@@ -384,23 +99,14 @@ func (w *taskWorkflow) register(ctx workflow.Context) error {
 	)
 }
 
-var notFoundTask = Refuse(KindNotFound, "Task not found")
-
-func (s TaskState) exists() error {
-	if !s.Created || s.Deleted {
-		return notFoundTask
-	}
-	return nil
-}
-
 // next starts a change: a copy of the state, and the write that will move the row.
 func (w *taskWorkflow) next(ctx workflow.Context) (TaskState, store.Write) {
 	return w.state.clone(), nextWrite(ctx, w.state.Row, stamp(ctx))
 }
 
-// change is a write of the given columns of the task, from n.
-func (w *taskWorkflow) change(n TaskState, cols ...string) store.TaskChange {
-	return store.TaskChange{Set: n.Projection(), Columns: cols}
+// taskAssignmentChange is the change that sets the task's status and assignee to n's.
+func taskAssignmentChange(n TaskState) store.TaskChange {
+	return store.TaskChange{Patch: store.TaskPatch{Status: ptr(n.status()), Assignee: assignmentOf(n.Assignee)}}
 }
 
 func (w *taskWorkflow) activity(n TaskState, wr store.Write, a Actor, action string, value any, session ...*string) store.Activity {
@@ -448,7 +154,7 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 	w.settleLease(&n, &c, by, wr.At)
 	var a *activities.Activities
 	var out store.TaskOutcome
-	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID
+	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID, c.ProposalUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID, nilIfBlank(n.ProposalUUID)
 	if err := persist(ctx, a.ApplyTaskChange, c).Get(ctx, &out); err != nil {
 		if conflict, ok := activities.AsProjectionConflict(err); ok && w.closedByRevoke(conflict) {
 			w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}, nil
@@ -489,13 +195,7 @@ func (w *taskWorkflow) settleLease(n *TaskState, c *store.TaskChange, by string,
 	if sameLease(w.state.Lease, n.Lease) {
 		return
 	}
-	p := n.Projection()
-	c.Set.ClaimTTLSeconds, c.Set.ClaimExpiresAt = p.ClaimTTLSeconds, p.ClaimExpiresAt
-	for _, col := range leaseColumns {
-		if !slices.Contains(c.Columns, col) {
-			c.Columns = append(c.Columns, col)
-		}
-	}
+	c.Patch.Lease = n.lease()
 }
 
 // closedByRevoke: the row moved past this workflow because the task's proposal was revoked (the
@@ -550,42 +250,6 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
 }
 
-// ---- claim / release / assign ----
-
-func (s TaskState) checkClaim(in TaskCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if err := s.checkProject(in); err != nil {
-		return err
-	}
-	switch {
-	case s.isAssignee(in.Actor):
-		return nil // re-claiming your own task changes nothing (docs/rules.md §8.1)
-	case s.Assignee != nil && (s.status() == TaskOpen || s.status() == TaskAssigned):
-		return Refuse(KindConflict, "Task is already assigned to %s; ask an admin to reassign it", s.assigneeText())
-	case s.status() != TaskOpen && s.status() != TaskAssigned:
-		return Refuse(KindConflict, "Can only claim tasks with open status: this task is %s%s. Find open work with chorus_get_available_tasks.",
-			s.Status, heldBy(s))
-	}
-	return nil
-}
-
-// checkClaimNext is a claim by chorus_claim_next_task: only a task nobody holds that is open
-// (docs/rules.md §4.14). The caller tries the next candidate when this one is refused.
-func (s TaskState) checkClaimNext(in TaskCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if err := s.checkProject(in); err != nil {
-		return err
-	}
-	if s.status() != TaskOpen || s.Assignee != nil {
-		return Refuse(KindConflict, "Task is no longer open to claim: it is %s%s", s.Status, heldBy(s))
-	}
-	return nil
-}
-
 // claimNext claims the task for the caller if it is still unblocked: its dependencies are read
 // under the task's lock, and an edge can only be added to it through this workflow, so the
 // answer holds until the claim is written (a resolved dependency never becomes unresolved).
@@ -598,13 +262,6 @@ func (w *taskWorkflow) claimNext(ctx workflow.Context, in TaskCommand) (TaskResu
 		return TaskResult{}, Refuse(KindConflict, "Task is blocked by %d unresolved dependency(ies)", len(blockers))
 	}
 	return w.assignTo(ctx, in.Actor, in.Actor.UUID, in.Actor.Name, nil, in.ClaimTTL)
-}
-
-func heldBy(s TaskState) string {
-	if s.Assignee == nil {
-		return ""
-	}
-	return " (assigned to " + s.assigneeText() + ")"
 }
 
 func (w *taskWorkflow) claim(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
@@ -629,11 +286,11 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	if n.Lapsed != nil && n.Lapsed.UUID == agentUUID {
 		n.Lapsed = nil
 	}
-	value := map[string]any{"assigneeType": "agent", "assigneeUuid": agentUUID}
+	value := assignedValue{AssigneeType: "agent", AssigneeUUID: agentUUID}
 	if by != nil {
-		value["agentUuid"], value["assignedBy"] = agentUUID, *by
+		value.AgentUUID, value.AssignedBy = &agentUUID, by
 	}
-	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c := taskAssignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, a, "assigned", value)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, a, "task_assigned",
 		fmt.Sprintf("%s assigned you to task %q", a.Name, n.Title), taskAssignee(n))}
@@ -643,38 +300,15 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 	return w.result(), nil
 }
 
-func (s TaskState) checkRelease(in TaskCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
-	}
-	if s.status() != TaskAssigned {
-		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", s.Status)
-	}
-	return nil
-}
-
 func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	n.Status, n.Assignee = string(TaskOpen), nil
-	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c := taskAssignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
-}
-
-func (s TaskState) checkAssign(in AssignTaskInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if s := s.status(); s != TaskOpen && s != TaskAssigned {
-		return Refuse(KindConflict, "Can only assign tasks with open or assigned status, current status: %s", s)
-	}
-	return nil
 }
 
 func (w *taskWorkflow) assign(ctx workflow.Context, in AssignTaskInput) (TaskResult, error) {
@@ -703,87 +337,6 @@ func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) 
 	return out, nil
 }
 
-// BlockedError is the refusal of a move to in_progress while dependencies are open (docs/rules.md §5.3).
-func BlockedError(blockers []store.TaskLink) *Error {
-	counted := "dependencies"
-	if len(blockers) == 1 {
-		counted = "dependency"
-	}
-	msg := fmt.Sprintf("Cannot move to in_progress: %d %s not resolved.\n\nBlockers:", len(blockers), counted)
-	for i, x := range blockers {
-		assignee := "none"
-		if x.AssigneeUUID != nil {
-			name := deref(x.AssigneeName)
-			if name == "" {
-				name = *x.AssigneeUUID
-			}
-			assignee = fmt.Sprintf("%s [%s]", name, deref(x.AssigneeType))
-		}
-		session := "no active session"
-		if x.SessionName != nil {
-			session = *x.SessionName
-		}
-		msg += fmt.Sprintf("\n%d. %q (status: %s, assignee: %s, session: %s)", i+1, x.Title, x.Status, assignee, session)
-	}
-	msg += "\n\nTip: Use chorus_get_unblocked_tasks to find tasks you can start now."
-	return Refuse(KindConflict, "%s", msg)
-}
-
-// move applies a status change to n with the reset rule of docs/rules.md §5.2: leaving to_verify
-// for anything but done resets every acceptance mark.
-func move(n *TaskState, c *store.TaskChange, to TaskStatus) {
-	from := n.status()
-	n.Status = string(to)
-	c.Set = n.Projection()
-	if !slices.Contains(c.Columns, "status") {
-		c.Columns = append(c.Columns, "status")
-	}
-	if from == TaskToVerify && to != TaskDone {
-		c.ResetCriteria = true
-		for i := range n.Criteria {
-			n.Criteria[i].Status, n.Criteria[i].DevStatus = "pending", "pending"
-		}
-	}
-}
-
-func legalMoves(s TaskStatus) string {
-	var names []string
-	for _, m := range s.Moves() {
-		names = append(names, string(m))
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
-
-// ---- update_task ----
-
-func (s TaskState) checkUpdate(in UpdateTaskInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if err := CheckTitle("", "title", in.Title); err != nil {
-		return err
-	}
-	if in.SetCriteria {
-		if err := CheckCriteria("", in.Criteria); err != nil {
-			return err
-		}
-	}
-	if in.Status != nil {
-		to := TaskStatus(*in.Status)
-		if !s.isAssignee(in.Actor) {
-			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
-		}
-		if !s.status().CanMove(to) {
-			return Refuse(KindConflict, "Invalid status transition: %s -> %s (from %s the task may go to: %s)",
-				s.Status, to, s.Status, legalMoves(s.status()))
-		}
-	}
-	return nil
-}
-
 func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskResult, error) {
 	if in.Status != nil && TaskStatus(*in.Status) == TaskInProgress {
 		blockers, err := w.unlessApplied(ctx)
@@ -795,28 +348,26 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 		}
 	}
 	n, wr := w.next(ctx)
-	c := w.change(n)
-	value := map[string]any{}
+	c := store.TaskChange{}
+	var value taskUpdatedValue
 	if in.Title != nil {
 		n.Title = strings.TrimSpace(*in.Title)
-		c.Columns, value["title"] = append(c.Columns, "title"), n.Title
+		c.Patch.Title, value.Title = &n.Title, &n.Title
 	}
 	if in.DescriptionSet {
-		c.Set.Description = emptyToNil(in.Description)
-		c.Columns, value["descriptionUpdated"] = append(c.Columns, "description"), true
+		c.Patch.Description, value.DescriptionUpdated = store.SetTo(emptyToNil(in.Description)), true
 		// Only mentions the old description did not have are new (docs/rules.md §7.3).
 		c.Mentions = w.mentions(n, wr, in.Actor, "task", n.UUID, deref(in.Description), "description", in.SessionUUID, in.SessionName)
 	}
 	if in.Priority != nil {
 		n.Priority = *in.Priority
-		c.Columns, value["priority"] = append(c.Columns, "priority"), *in.Priority
+		c.Patch.Priority, value.Priority = in.Priority, in.Priority
 	}
 	if in.StoryPoints != nil {
-		c.Set.StoryPoints = in.StoryPoints
-		c.Columns, value["storyPoints"] = append(c.Columns, "story_points"), *in.StoryPoints
+		c.Patch.StoryPoints, value.StoryPoints = store.SetTo(in.StoryPoints), in.StoryPoints
 	}
 	if in.SetCriteria {
-		c.ReplacingAll, value["acceptanceCriteriaReplaced"] = true, true
+		c.ReplacingAll, value.AcceptanceCriteriaReplaced = true, true
 		n.Criteria = nil
 		for k, item := range NormalizeCriteria(in.Criteria) {
 			id := derivedFrom(wr, "criterion", strconv.Itoa(k))
@@ -830,22 +381,19 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	action := "updated"
 	if in.Status != nil {
 		move(&n, &c, TaskStatus(*in.Status))
-		action, value["status"] = "status_changed", *in.Status
+		action, value.Status = "status_changed", in.Status
 		c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_status_changed",
 			fmt.Sprintf("%s changed the status of task %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
 	}
 	if len(in.RemoveDepends) > 0 {
-		value["removedDependencies"] = len(in.RemoveDepends)
+		value.RemovedDependencies = len(in.RemoveDepends)
 	}
-	requested := len(value) > 0 || len(in.AddDependsOn) > 0
+	requested := value != (taskUpdatedValue{}) || len(in.AddDependsOn) > 0
 	if requested {
 		// The store adds addedDependencies: only it knows which edges passed their checks.
 		c.Activities = []store.Activity{w.activity(n, wr, in.Actor, action, value, in.SessionUUID, in.SessionName)}
 		c.CountAddedDepsIn = action
 	}
-	desc, points := c.Set.Description, c.Set.StoryPoints
-	c.Set = n.Projection()
-	c.Set.Description, c.Set.StoryPoints = desc, points
 	out, err := w.commit(ctx, n, wr, c, in.Actor.UUID)
 	if err != nil {
 		return TaskResult{}, err
@@ -861,29 +409,9 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	return r, nil
 }
 
-// ---- report_work ----
-
-func (s TaskState) checkReport(in ReportWorkInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can report work (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
-	}
-	if strings.TrimSpace(in.Report) == "" {
-		return Refuse(KindInvalid, "Input validation error: report must not be blank")
-	}
-	if in.Status != nil && !s.status().CanMove(TaskStatus(*in.Status)) {
-		// docs/rules.md §8.3: an illegal status is refused, and nothing (not even the report) is recorded.
-		return Refuse(KindConflict, "Cannot report work with status %s: the task is %s, and from %s it may go to: %s. Nothing was recorded.",
-			*in.Status, s.Status, s.Status, legalMoves(s.status()))
-	}
-	return nil
-}
-
 func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	var statusUpdated *string
 	if in.Status != nil {
 		move(&n, &c, TaskStatus(*in.Status))
@@ -895,7 +423,7 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 	// and reads its mentions from it (a report of the largest call would otherwise take three
 	// quarters of a payload's 2 MB in the activity's input).
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "comment_added",
-		map[string]any{"statusUpdated": statusUpdated}, in.SessionUUID, in.SessionName)}
+		workReportValue{StatusUpdated: statusUpdated}, in.SessionUUID, in.SessionName)}
 	c.ReportIn = "comment_added"
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "comment_added",
 		fmt.Sprintf("%s commented on %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
@@ -907,39 +435,8 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 	return w.result(), nil
 }
 
-// ---- acceptance criteria ----
-
-func (s TaskState) checkOwnership(marks []CriterionMark) error {
-	for _, m := range marks {
-		if !slices.ContainsFunc(s.Criteria, func(c CriterionState) bool { return c.UUID == m.UUID }) {
-			return Refuse(KindInvalid, "Criterion %s does not belong to task %s", m.UUID, s.UUID)
-		}
-	}
-	if len(marks) == 0 {
-		return Refuse(KindInvalid, "Input validation error: criteria must list at least one criterion")
-	}
-	return nil
-}
-
-func (s TaskState) checkSelfCheck(in MarkCriteriaInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can self-check acceptance criteria (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
-	}
-	return s.checkOwnership(in.Marks)
-}
-
 func (w *taskWorkflow) selfCheck(ctx workflow.Context, in MarkCriteriaInput) (TaskResult, error) {
 	return w.applyMarks(ctx, in, true)
-}
-
-func (s TaskState) checkMark(in MarkCriteriaInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	return s.checkOwnership(in.Marks)
 }
 
 func (w *taskWorkflow) mark(ctx workflow.Context, in MarkCriteriaInput) (TaskResult, error) {
@@ -949,24 +446,16 @@ func (w *taskWorkflow) mark(ctx workflow.Context, in MarkCriteriaInput) (TaskRes
 // applyMarks writes developer (dev) or admin marks; neither changes the task's status.
 func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, dev bool) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
-	now := wr.At
+	c := store.TaskChange{SelfCheck: dev}
 	for _, m := range in.Marks {
 		i := slices.IndexFunc(n.Criteria, func(x CriterionState) bool { return x.UUID == m.UUID })
-		row := store.AcceptanceCriterion{UUID: m.UUID}
 		if dev {
 			n.Criteria[i].DevStatus = m.Status
-			row.DevStatus, row.DevEvidence, row.DevMarkedByType, row.DevMarkedBy, row.DevMarkedAt = CriterionStatus(m.Status), m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
 		} else {
 			n.Criteria[i].Status = m.Status
-			row.Status, row.Evidence, row.MarkedByType, row.MarkedBy, row.MarkedAt = CriterionStatus(m.Status), m.Evidence, ptr(in.Actor.Type), ptr(in.Actor.UUID), &now
 		}
-		c.Marks = append(c.Marks, row)
-	}
-	if dev {
-		c.MarkColumns = []string{"dev_status", "dev_evidence", "dev_marked_by_type", "dev_marked_by", "dev_marked_at"}
-	} else {
-		c.MarkColumns = []string{"status", "evidence", "marked_by_type", "marked_by", "marked_at"}
+		c.Verdicts = append(c.Verdicts, store.Verdict{UUID: m.UUID, Status: CriterionStatus(m.Status), Evidence: m.Evidence,
+			ByType: in.Actor.Type, By: in.Actor.UUID, At: wr.At})
 	}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
@@ -974,39 +463,13 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 	return w.result(), nil
 }
 
-// ---- submit / verify / reopen / close / delete ----
-
-func (s TaskState) checkSubmit(in SubmitInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if !s.isAssignee(in.Actor) {
-		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
-	}
-	if s.status() != TaskInProgress {
-		return Refuse(KindConflict, "Can only submit for verification from in_progress status: this task is %s%s",
-			s.Status, nextStepForSubmit(s.status()))
-	}
-	return nil
-}
-
-func nextStepForSubmit(s TaskStatus) string {
-	switch s {
-	case TaskAssigned:
-		return "; move it to in_progress with chorus_update_task first"
-	case TaskToVerify:
-		return "; it is already waiting for an admin to verify it"
-	}
-	return ""
-}
-
 func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskToVerify)
 	var value any
 	if in.Summary != nil {
-		value = map[string]string{"summary": *in.Summary}
+		value = submittedValue{Summary: *in.Summary}
 	}
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "submitted", value)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_submitted_for_verify",
@@ -1018,39 +481,9 @@ func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult,
 	return w.result(), nil
 }
 
-func (s TaskState) checkVerify(in TaskCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if s.status() != TaskToVerify {
-		return Refuse(KindConflict, "Can only verify Tasks in to_verify status, current status: %s%s", s.Status,
-			map[TaskStatus]string{TaskInProgress: " (the assignee must submit it first)", TaskDone: " (it is already verified)"}[s.status()])
-	}
-	required, passed, failed, pending := 0, 0, 0, 0
-	for _, c := range s.Criteria {
-		if !c.Required {
-			continue
-		}
-		required++
-		switch c.Status {
-		case "passed":
-			passed++
-		case "failed":
-			failed++
-		default:
-			pending++
-		}
-	}
-	if passed < required {
-		return Refuse(KindConflict, "Cannot verify task: Not all required acceptance criteria are passed. Required: %d, Passed: %d, Failed: %d, Pending: %d. "+
-			"Mark them with chorus_mark_acceptance_criteria, or reopen the task.", required, passed, failed, pending)
-	}
-	return nil
-}
-
 func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskDone)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "verified", nil)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_verified",
@@ -1059,53 +492,6 @@ func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult,
 		return TaskResult{}, err
 	}
 	return w.result(), nil
-}
-
-func (s TaskState) checkReopen(in ReopenInput) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if s.status() != TaskToVerify {
-		return Refuse(KindConflict, "Can only reopen Tasks in to_verify status, current status: %s", s.Status)
-	}
-	return nil
-}
-
-// BlockedByDependencies is the JSON text of a refused reopen (docs/rules.md §2.4, §5.3).
-type BlockedByDependencies struct {
-	Error    string        `json:"error"`
-	Message  string        `json:"message"`
-	Blockers []BlockerView `json:"blockers"`
-}
-
-// BlockerView is one unresolved dependency as docs/rules.md §5.3 reports it.
-type BlockerView struct {
-	UUID           string          `json:"uuid"`
-	Title          string          `json:"title"`
-	Status         string          `json:"status"`
-	Assignee       *store.ActorRef `json:"assignee"`
-	SessionCheckin *SessionRef     `json:"sessionCheckin"`
-}
-
-// SessionRef names the session working on a blocker: the active session with an open check-in
-// on it (docs/rules.md §5.3).
-type SessionRef struct {
-	SessionUUID string `json:"sessionUuid"`
-	SessionName string `json:"sessionName"`
-}
-
-func blockerViews(ls []store.TaskLink) []BlockerView {
-	out := make([]BlockerView, len(ls))
-	for i, l := range ls {
-		out[i] = BlockerView{UUID: l.UUID, Title: l.Title, Status: l.Status}
-		if l.AssigneeUUID != nil {
-			out[i].Assignee = &store.ActorRef{Type: deref(l.AssigneeType), UUID: *l.AssigneeUUID, Name: deref(l.AssigneeName)}
-		}
-		if l.SessionUUID != nil {
-			out[i].SessionCheckin = &SessionRef{SessionUUID: *l.SessionUUID, SessionName: deref(l.SessionName)}
-		}
-	}
-	return out
 }
 
 func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult, error) {
@@ -1124,13 +510,13 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 		}
 	}
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskInProgress)
 	if n.Assignee != nil {
 		n.Lease = leaseFrom(in.ClaimTTL, wr.At) // the holder is back at work: a fresh lease (docs/rules.md §5.10)
 	}
 	if in.Force {
-		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", map[string]any{"status": "in_progress", "force": true}))
+		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", forcedValue{Force: true, Status: string(TaskInProgress)}))
 	}
 	c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "reopened", nil))
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_reopened",
@@ -1141,19 +527,9 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 	return w.result(), nil
 }
 
-func (s TaskState) checkClose(in TaskCommand) error {
-	if err := s.exists(); err != nil {
-		return err
-	}
-	if s.status() == TaskClosed {
-		return Refuse(KindConflict, "Task is already in closed status")
-	}
-	return nil
-}
-
 func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	c := w.change(n)
+	c := store.TaskChange{}
 	move(&n, &c, TaskClosed)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", nil)}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
@@ -1162,12 +538,10 @@ func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, 
 	return w.result(), nil
 }
 
-func (s TaskState) checkDelete(in TaskCommand) error { return s.exists() }
-
 func (w *taskWorkflow) delete(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	n.Deleted = true
-	c := w.change(n)
+	c := store.TaskChange{}
 	c.Delete = true
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err

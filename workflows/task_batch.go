@@ -23,26 +23,26 @@ func TaskBatchID(batchUUID string) string { return "task-batch/" + batchUUID }
 
 // NewTaskSpec is one task of chorus_create_tasks.
 type NewTaskSpec struct {
-	Title               string
-	Description         *string
-	Priority            *string
-	StoryPoints         *float64
-	Criteria            []store.CriterionDraft
-	DraftUUID           *string
-	DependsOnDraftUUIDs []string
-	DependsOnTaskUUIDs  []string
+	Title               string                 `json:"title"`
+	Description         *string                `json:"description"`
+	Priority            *string                `json:"priority"`
+	StoryPoints         *float64               `json:"storyPoints"`
+	Criteria            []store.CriterionDraft `json:"criteria"`
+	DraftUUID           *string                `json:"draftUuid"`
+	DependsOnDraftUUIDs []string               `json:"dependsOnDraftUuiDs"`
+	DependsOnTaskUUIDs  []string               `json:"dependsOnTaskUuiDs"`
 }
 
 // CreateTasksInput is one chorus_create_tasks call. The caller has checked the project, the
 // proposal and the existing tasks named as dependencies (they need the database); the rules on
 // the tasks themselves are ValidateTaskBatch's, which the workflow applies before it writes.
 type CreateTasksInput struct {
-	Actor        Actor
-	BatchUUID    string
-	ProjectUUID  string
-	ProjectName  string // for the memos; "" in older histories
-	ProposalUUID *string
-	Tasks        []NewTaskSpec
+	Actor        Actor         `json:"actor"`
+	BatchUUID    string        `json:"batchUuid"`
+	ProjectUUID  string        `json:"projectUuid"`
+	ProjectName  string        `json:"projectName"` // for the memos; "" in older histories
+	ProposalUUID *string       `json:"proposalUuid"`
+	Tasks        []NewTaskSpec `json:"tasks"`
 }
 
 // ValidateTaskBatch is the rule of chorus_create_tasks on its tasks (docs/rules.md §4.9), in
@@ -76,8 +76,8 @@ func ValidateTaskBatch(tasks []NewTaskSpec) error {
 
 // CreateTasksResult lists the created tasks in input order and the dependency warnings.
 type CreateTasksResult struct {
-	Tasks    []MaterializedItem
-	Warnings []string
+	Tasks    []MaterializedItem `json:"tasks"`
+	Warnings []string           `json:"warnings"`
 }
 
 // oneActivityBatch is the workflow.GetVersion change id of CreateTasksWorkflow writing its batch
@@ -128,12 +128,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 		if spec.DraftUUID != nil {
 			byDraft[*spec.DraftUUID] = t.UUID
 		}
-		value := map[string]any{"title": t.Title}
-		if in.ProposalUUID != nil {
-			value["proposalUuid"] = *in.ProposalUUID
-		} else {
-			value["quickTask"] = true
-		}
+		value := taskCreatedValue{Title: t.Title, ProposalUUID: in.ProposalUUID, QuickTask: in.ProposalUUID == nil}
 		batch.Activities = append(batch.Activities, store.Activity{UUID: DerivedUUID(t.UUID, "created"),
 			CompanyUUID: t.CompanyUUID, ProjectUUID: t.ProjectUUID, TargetType: "task", TargetUUID: t.UUID, ActorType: in.Actor.Type,
 			ActorUUID: in.Actor.UUID, Action: "created", Value: activities.MarshalValue(value), CreatedAt: now})

@@ -50,7 +50,7 @@ func (s TaskState) checkRenew(in TaskCommand) error {
 // renew writes the holder's renewed lease and nothing else.
 func (w *taskWorkflow) renew(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	if _, err := w.commit(ctx, n, wr, w.change(n), in.Actor.UUID); err != nil {
+	if _, err := w.commit(ctx, n, wr, store.TaskChange{}, in.Actor.UUID); err != nil {
 		return TaskResult{}, err
 	}
 	return w.result(), nil
@@ -112,7 +112,7 @@ func (w *taskWorkflow) expire(ctx workflow.Context) {
 	from := n.status()
 	n.Status, n.Assignee, n.Lease = string(TaskOpen), nil, nil
 	n.Lapsed = &Lapse{UUID: holder.UUID, TTLSeconds: lease.TTLSeconds, At: lease.ExpiresAt}
-	c := w.change(n, "status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid")
+	c := taskAssignmentChange(n)
 	if from == TaskInProgress {
 		// The work restarts with whoever claims it next: the lapsed holder's marks go (docs/rules.md §5.10).
 		c.ResetCriteria = true
@@ -125,9 +125,9 @@ func (w *taskWorkflow) expire(ctx workflow.Context) {
 	if name == "" {
 		name = holder.UUID
 	}
-	c.Activities = []store.Activity{w.activity(n, wr, system, "claim_expired", map[string]any{
-		"assigneeType": holder.Type, "assigneeUuid": holder.UUID, "assigneeName": holder.Name, "fromStatus": string(from),
-		"ttlSeconds": lease.TTLSeconds, "expiredAt": lease.ExpiresAt})}
+	c.Activities = []store.Activity{w.activity(n, wr, system, "claim_expired", claimExpiredValue{
+		AssigneeType: holder.Type, AssigneeUUID: holder.UUID, AssigneeName: holder.Name, FromStatus: string(from),
+		TTLSeconds: lease.TTLSeconds, ExpiredAt: lease.ExpiresAt})}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, system, "task_claim_expired",
 		fmt.Sprintf("The claim of %s on task %q lapsed after %ds without activity; the task is open again", name, n.Title,
 			lease.TTLSeconds), store.Recipient{Type: holder.Type, UUID: holder.UUID}, taskCreator(n))}

@@ -107,13 +107,14 @@ func TestIdeaWorkflowClaimIsExclusive(t *testing.T) {
 	// Rejected updates wrote nothing: create, claim, skip and delete did.
 	require.Len(t, writes, 4)
 	require.NotNil(t, writes[0].Insert)
-	require.Equal(t, []string{"status", "assignee_type", "assignee_uuid", "assigned_at", "assigned_by_uuid"}, writes[1].Columns)
-	require.Equal(t, IdeaElaborating, writes[1].Set.Status)
+	require.Equal(t, store.IdeaPatch{Status: ptr(IdeaElaborating), Assignee: writes[1].Patch.Assignee}, writes[1].Patch)
+	require.Equal(t, "agent", writes[1].Patch.Assignee.Value.Type)
+	require.Equal(t, "elaborating", writes[1].NewStatus())
 	require.Equal(t, int64(1), writes[1].Expect, "the claim applies from the create's version")
 	require.Equal(t, int64(2), writes[1].Version())
 	require.True(t, strings.HasPrefix(writes[1].ID, "default-test-workflow-id#2@"), writes[1].ID)
 	require.Equal(t, "assigned", writes[1].Activities[0].Action)
-	require.Equal(t, IdeaElaborated, writes[2].Set.Status)
+	require.Equal(t, "elaborated", writes[2].NewStatus())
 	require.True(t, writes[3].Delete)
 	require.Equal(t, int64(3), writes[3].Expect)
 }
