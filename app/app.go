@@ -10,7 +10,9 @@ import (
 )
 
 // App is what the use cases run on: the store for reads and records, the lifecycle client for
-// workflow commands, and the logger. The zero value is unusable; every field must be set.
+// workflow commands, and the logger. Store is always needed; a use case that sends no workflow
+// command (the operator's access changes of `chorus project`) runs without Flows, and a nil Log
+// logs nothing.
 type App struct {
 	Store *store.Store
 	Flows *workflows.Client

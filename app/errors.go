@@ -85,8 +85,6 @@ func refusalOf(err error) *Refusal {
 		as  AsRefusal
 		ar  *Refusal
 		nf  *store.NotFoundError
-		rf  *store.Refusal
-		gw  *store.ErrGroupHasWork
 		wfe *workflows.Error
 	)
 	switch {
@@ -96,10 +94,6 @@ func refusalOf(err error) *Refusal {
 		return ar
 	case errors.As(err, &nf):
 		return &Refusal{Kind: vocab.RefusedNotFound, Msg: nf.Error()}
-	case errors.As(err, &rf):
-		return &Refusal{Kind: vocab.RefusedPrecondition, Msg: rf.Msg}
-	case errors.As(err, &gw):
-		return &Refusal{Kind: vocab.RefusedPrecondition, Msg: gw.Error()}
 	case errors.Is(err, store.ErrForbidden):
 		return &Refusal{Kind: vocab.RefusedForbidden, Msg: store.ErrForbidden.Error()}
 	case errors.As(err, &wfe):

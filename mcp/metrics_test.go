@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -24,8 +26,8 @@ func TestClassify(t *testing.T) {
 		{refuse("Target Agent not found"), outcomeRefused, "precondition"},
 		{refuseAs("forbidden", "Only the assignee can release a task"), outcomeRefused, "forbidden"},
 		{refuseAs("invalid_input", "Invalid reference type: blog"), outcomeRefused, "invalid_input"},
-		{&store.Refusal{Msg: "Only group admins can manage this group"}, outcomeRefused, "precondition"},
-		{&store.ErrGroupHasWork{Tasks: 2}, outcomeRefused, "precondition"},
+		{app.Refuse(vocab.RefusedPrecondition, "Only group admins can manage this group"), outcomeRefused, "precondition"},
+		{app.Refuse(vocab.RefusedPrecondition, "Cannot delete the group's projects"), outcomeRefused, "precondition"},
 		{&store.NotFoundError{Entity: "Task"}, outcomeRefused, "not_found"},
 		{fmt.Errorf("wrapped: %w", store.ErrForbidden), outcomeRefused, "forbidden"},
 		{workflows.Refuse(workflows.KindConflict, "Cannot verify"), outcomeRefused, "conflict"},

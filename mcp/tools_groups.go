@@ -7,12 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
 
 // Project groups (docs/rules.md §4.11, §6.5): plain records; visibility changes and moves that
-// change anyone's access go through a preview and its confirmation token.
+// change anyone's access go through a preview and its confirmation token. The rules, previews
+// and refusals are package app's (app/groups*.go); these tools map arguments and results.
+
+// appOf is the use-case layer the group, member, project and session tools call.
+func appOf(d *Deps) *app.App { return &app.App{Store: d.Store, Flows: d.Flows, Log: d.Log} }
 
 // GroupView is a project group as chorus_admin_create_project_group, chorus_admin_update_project_group
 // and chorus_get_project_groups show it.
@@ -50,7 +55,7 @@ var getProjectGroups = tool[PageIn, GroupList]{
 	Desc: "List the project groups you can see.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (GroupList, error) {
 		page, size, offset := in.window(20)
-		rows, total, ungrouped, err := d.Store.ListGroups(ctx, call.Who.Caller, size, offset)
+		rows, total, ungrouped, err := appOf(d).ListGroups(ctx, call.Request, size, offset)
 		if err != nil {
 			return GroupList{}, err
 		}
@@ -84,11 +89,7 @@ var getProjectGroup = tool[GroupIn, GroupDetail]{
 	Name: "chorus_get_project_group", Title: "Get a project group", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "Get a project group with the projects in it you can see.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (GroupDetail, error) {
-		g, err := d.Store.GetGroup(ctx, call.Who.Caller, string(in.GroupUUID))
-		if err != nil {
-			return GroupDetail{}, err
-		}
-		ps, err := d.Store.GroupProjects(ctx, call.Who.Caller, g.UUID)
+		g, ps, err := appOf(d).GetGroup(ctx, call.Request, string(in.GroupUUID))
 		if err != nil {
 			return GroupDetail{}, err
 		}
@@ -152,7 +153,7 @@ var getGroupDashboard = tool[GroupIn, DashboardOut]{
 	Name: "chorus_get_group_dashboard", Title: "Group dashboard", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "A project group's progress: task totals, completion, open ideas, active proposals, recent activity.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (DashboardOut, error) {
-		g, dash, err := d.Store.Dashboard(ctx, call.Who.Caller, string(in.GroupUUID))
+		g, dash, err := appOf(d).GroupDashboard(ctx, call.Request, string(in.GroupUUID))
 		if err != nil {
 			return DashboardOut{}, err
 		}
@@ -190,16 +191,11 @@ var adminCreateProjectGroup = tool[CreateGroupIn, GroupView]{
 		if strings.TrimSpace(in.Name) == "" {
 			return GroupView{}, invalid("name must not be blank")
 		}
-		if in.Visibility == "private" && call.Who.Caller.OwnerUUID == "" {
-			return GroupView{}, refuse("An agent without an owner cannot create a private group: its members are users, " +
-				"and no user would be one. Create it public, or give the agent an owner.")
-		}
 		desc := ""
 		if in.Description != nil {
 			desc = *in.Description
 		}
-		g, err := d.Store.CreateGroup(ctx, call.Who.Caller, store.NewGroup{UUID: call.newID("project-group"), Name: in.Name,
-			Description: desc, Visibility: in.Visibility})
+		g, err := appOf(d).CreateGroup(ctx, call.Request, app.NewGroup{Name: in.Name, Description: desc, Visibility: in.Visibility})
 		if err != nil {
 			return GroupView{}, err
 		}
@@ -252,7 +248,7 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 	Desc: "Change a group's name and description, its visibility (preview, then confirmationToken) or one " +
 		"member; one per call.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateGroupIn) (UpdatedGroup, error) {
-		u := store.GroupUpdate{GroupUUID: string(in.GroupUUID), Name: in.Name, Description: in.Description,
+		u := app.GroupUpdate{GroupUUID: string(in.GroupUUID), Name: in.Name, Description: in.Description,
 			Preview: in.Preview, Token: in.ConfirmationToken}
 		if in.Visibility != "" {
 			u.Visibility = &in.Visibility
@@ -269,7 +265,7 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 			if in.Role == "" && in.MemberAction != "remove" {
 				return UpdatedGroup{}, invalid("role is required to %s a member: viewer, editor or admin", in.MemberAction)
 			}
-			u.Member = &store.MemberAction{Action: in.MemberAction, UserUUID: string(*in.UserUUID), Role: in.Role}
+			u.Member = &app.MemberAction{Action: in.MemberAction, UserUUID: string(*in.UserUUID), Role: in.Role}
 		} else if !edits {
 			return UpdatedGroup{}, invalid("provide name, description, visibility or memberAction")
 		}
@@ -280,7 +276,7 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 			return UpdatedGroup{}, invalid("preview and confirmationToken go with a visibility change; give visibility " +
 				"(renames and member changes apply directly)")
 		}
-		g, p, err := d.Store.UpdateGroup(ctx, call.Who.Caller, u)
+		g, p, err := appOf(d).UpdateGroup(ctx, call.Request, u)
 		if err != nil {
 			return UpdatedGroup{}, err
 		}
@@ -291,9 +287,6 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 				out.Projects = append(out.Projects, ProjectImpact(pi))
 			}
 			return out, nil
-		}
-		if g == nil {
-			return UpdatedGroup{}, refuse("The member was removed; you no longer have access to this private group")
 		}
 		return UpdatedGroup{UUID: g.UUID, Name: g.Name, Description: &g.Description, Visibility: g.Visibility,
 			ProjectCount: &g.ProjectCount, CreatedAt: &g.CreatedAt, UpdatedAt: &g.UpdatedAt}, nil
@@ -321,8 +314,15 @@ type DeletedGroup struct {
 	ConfirmationToken string            `json:"confirmationToken,omitempty" jsonschema:"preview: pass it back to apply this very deletion"`
 }
 
-// DeletionProject is one project of a group being deleted.
-type DeletionProject = store.ProjectDeletion
+// DeletionProject is one project of a group being deleted: "deleted" (with its documents, their
+// comments and its activities) or "ungrouped".
+type DeletionProject struct {
+	UUID       string `json:"uuid"`
+	Name       string `json:"name"`
+	Visibility string `json:"visibility"`
+	Action     string `json:"action"`
+	Documents  int    `json:"documents"`
+}
 
 var adminDeleteProjectGroup = tool[DeleteGroupIn, DeletedGroup]{
 	Name: "chorus_admin_delete_project_group", Title: "Delete a project group", Toolset: tsProjects, Perm: perm.ProjectAdmin,
@@ -334,13 +334,17 @@ var adminDeleteProjectGroup = tool[DeleteGroupIn, DeletedGroup]{
 			return DeletedGroup{}, invalid("preview and confirmationToken do not go together: preview first, then " +
 				"apply with the token it returned (nothing was changed)")
 		}
-		p, err := d.Store.DeleteGroup(ctx, call.Who.Caller, store.GroupDeletion{GroupUUID: string(in.GroupUUID),
+		p, err := appOf(d).DeleteGroup(ctx, call.Request, app.GroupDeletion{GroupUUID: string(in.GroupUUID),
 			DeleteProjects: in.DeleteProjects, Preview: in.Preview, Token: in.ConfirmationToken})
 		if err != nil {
 			return DeletedGroup{}, err
 		}
-		out := DeletedGroup{GroupUUID: p.GroupUUID, Name: p.Name, DeleteProjects: p.DeleteProjects, Projects: p.Projects,
-			Members: p.Members, Summary: p.Summary, Deleted: !in.Preview, ConfirmationToken: p.Token}
+		out := DeletedGroup{GroupUUID: p.GroupUUID, Name: p.Name, DeleteProjects: p.DeleteProjects,
+			Projects: make([]DeletionProject, len(p.Projects)), Members: p.Members, Summary: p.Summary, Deleted: !in.Preview,
+			ConfirmationToken: p.Token}
+		for i, pd := range p.Projects {
+			out.Projects[i] = DeletionProject(pd)
+		}
 		if !in.Preview {
 			out.Summary = fmt.Sprintf("Project group %s deleted", p.GroupUUID)
 		}
@@ -390,14 +394,15 @@ var adminMoveProjectToGroup = tool[MoveProjectIn, MovedProject]{
 		if (in.GroupUUID != nil) == in.RemoveFromGroup {
 			return MovedProject{}, invalid("give groupUuid (the target group) or removeFromGroup: true (no group), one of them")
 		}
-		p, prev, err := d.Store.MoveProject(ctx, call.Who.Caller, store.ProjectMove{ProjectUUID: string(in.ProjectUUID),
+		p, prev, err := appOf(d).MoveProject(ctx, call.Request, app.ProjectMove{ProjectUUID: string(in.ProjectUUID),
 			GroupUUID: (*string)(in.GroupUUID), Preview: in.Preview, Token: in.ConfirmationToken})
 		if err != nil {
 			return MovedProject{}, err
 		}
 		changes := []RoleChange{}
 		for _, c := range prev.Changes {
-			changes = append(changes, RoleChange(c))
+			changes = append(changes, RoleChange{UserUUID: c.UserUUID, UserName: c.UserName, BeforeRole: c.Before.String(),
+				AfterRole: c.After.String()})
 		}
 		if in.Preview {
 			out := MovedProject{ProjectUUID: prev.ProjectUUID, Name: prev.Name, SourceGroupUUID: prev.SourceGroupUUID,

@@ -4,15 +4,16 @@ import (
 	"context"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
 
-// Members of projects and project groups (docs/rules.md §6.3, §4.11). The rules live in the
-// store and are the same for the operators' chorus project member commands: project members
-// are managed by the project's admins (store.GrantProjectRole), group members by the group's
-// admins (store.UpdateGroup, as chorus_admin_update_project_group does); neither may take the
-// last admin role away.
+// Members of projects and project groups (docs/rules.md §6.3, §4.11). The rules are package
+// app's and the same for the operators' chorus project member commands: project members are
+// managed by the project's admins (app.GrantProjectRole), group members by the group's admins
+// (app.SetGroupMember, as chorus_admin_update_project_group does); neither may take the last
+// admin role away.
 
 // MemberView is one user's role on a project or group.
 type MemberView struct {
@@ -67,13 +68,11 @@ type AddGroupMemberIn struct {
 	Role string `json:"role" chorus:"enum=viewer|editor|admin"`
 }
 
-func agentManager(c *Call) store.Manager { return store.Manager{Caller: c.Who.Caller} }
-
 var listProjectMembers = tool[ProjectIn, ProjectMembersOut]{
 	Name: "chorus_list_project_members", Title: "List a project's members", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "List a project's members and their roles.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectIn) (ProjectMembersOut, error) {
-		p, ms, err := d.Store.ProjectMembers(ctx, agentManager(call), string(in.ProjectUUID))
+		p, ms, err := appOf(d).ProjectMembers(ctx, call.Agent(), string(in.ProjectUUID))
 		if err != nil {
 			return ProjectMembersOut{}, err
 		}
@@ -86,7 +85,7 @@ var adminAddProjectMember = tool[AddProjectMemberIn, ProjectMembersOut]{
 	Idempotent: true,
 	Desc:       "Give a user of your company a role on a project, or change it. Needs admin on the project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddProjectMemberIn) (ProjectMembersOut, error) {
-		p, _, _, err := d.Store.GrantProjectRole(ctx, agentManager(call), string(in.ProjectUUID), string(in.UserUUID), in.Role)
+		p, _, _, err := appOf(d).GrantProjectRole(ctx, call.Agent(), string(in.ProjectUUID), string(in.UserUUID), in.Role)
 		if err != nil {
 			return ProjectMembersOut{}, err
 		}
@@ -99,7 +98,7 @@ var adminRemoveProjectMember = tool[ProjectMemberIn, ProjectMembersOut]{
 	Effect: destroys, Idempotent: true,
 	Desc: "Take a user's role on a project away. Needs admin on the project; the last admin stays.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectMemberIn) (ProjectMembersOut, error) {
-		p, _, _, err := d.Store.RevokeProjectRole(ctx, agentManager(call), string(in.ProjectUUID), string(in.UserUUID))
+		p, _, _, err := appOf(d).RevokeProjectRole(ctx, call.Agent(), string(in.ProjectUUID), string(in.UserUUID))
 		if err != nil {
 			return ProjectMembersOut{}, err
 		}
@@ -121,7 +120,7 @@ var listProjectGroupMembers = tool[GroupIn, GroupMembersOut]{
 	Name: "chorus_list_project_group_members", Title: "List a project group's members", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "List a project group's members and their roles.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (GroupMembersOut, error) {
-		g, ms, err := d.Store.GroupMembers(ctx, call.Who.Caller, string(in.GroupUUID))
+		g, ms, err := appOf(d).GroupMembers(ctx, call.Request, string(in.GroupUUID))
 		if err != nil {
 			return GroupMembersOut{}, err
 		}
@@ -134,7 +133,7 @@ var adminAddProjectGroupMember = tool[AddGroupMemberIn, GroupMembersOut]{
 	Effect: writes, Idempotent: true,
 	Desc: "Give a user of your company a role on every project of a group, or change it. Needs admin on the group.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddGroupMemberIn) (GroupMembersOut, error) {
-		return groupMemberAction(ctx, d, call, in.GroupMemberIn, store.MemberAction{Action: "add", UserUUID: string(in.UserUUID), Role: in.Role})
+		return groupMemberAction(ctx, d, call, in.GroupMemberIn, app.MemberAction{Action: "add", UserUUID: string(in.UserUUID), Role: in.Role})
 	},
 }
 
@@ -143,14 +142,14 @@ var adminRemoveProjectGroupMember = tool[GroupMemberIn, GroupMembersOut]{
 	Perm: perm.ProjectWrite, Effect: destroys, Idempotent: true,
 	Desc: "Take a user's role on a project group away. Needs admin on the group; the last admin stays.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupMemberIn) (GroupMembersOut, error) {
-		return groupMemberAction(ctx, d, call, in, store.MemberAction{Action: "remove", UserUUID: string(in.UserUUID)})
+		return groupMemberAction(ctx, d, call, in, app.MemberAction{Action: "remove", UserUUID: string(in.UserUUID)})
 	},
 }
 
 // groupMemberAction applies a member action the way chorus_admin_update_project_group does and
 // lists the group's members after it.
-func groupMemberAction(ctx context.Context, d *Deps, call *Call, in GroupMemberIn, a store.MemberAction) (GroupMembersOut, error) {
-	if _, _, err := d.Store.UpdateGroup(ctx, call.Who.Caller, store.GroupUpdate{GroupUUID: string(in.GroupUUID), Member: &a}); err != nil {
+func groupMemberAction(ctx context.Context, d *Deps, call *Call, in GroupMemberIn, a app.MemberAction) (GroupMembersOut, error) {
+	if err := appOf(d).SetGroupMember(ctx, call.Request, string(in.GroupUUID), a); err != nil {
 		return GroupMembersOut{}, err
 	}
 	ms, err := d.Store.ListGroupMembers(ctx, string(in.GroupUUID))

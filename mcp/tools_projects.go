@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
@@ -114,15 +115,7 @@ var checkin = tool[NoInput, CheckinOut]{
 		"(returned ones are marked read), sessions.",
 	ReadOnlyForm: true,
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (CheckinOut, error) {
-		checkin := d.Store.Checkin
-		if call.Conn.ReadOnly {
-			checkin = d.Store.CheckinReadOnly
-		}
-		res, err := checkin(ctx, call.Who.Caller)
-		if err != nil {
-			return CheckinOut{}, err
-		}
-		active, err := d.Store.ActiveProjects(ctx, call.Who.Caller)
+		res, err := appOf(d).CheckIn(ctx, call.Request, call.Conn.ReadOnly, maxCheckinSessions)
 		if err != nil {
 			return CheckinOut{}, err
 		}
@@ -140,23 +133,11 @@ var checkin = tool[NoInput, CheckinOut]{
 		if res.Owner != nil {
 			out.Agent.Owner = &PersonRef{UUID: res.Owner.UUID, Name: res.Owner.DisplayName(), Email: res.Owner.Email}
 		}
-		sessions, err := d.Store.ActiveSessions(ctx, call.Who.Caller, maxCheckinSessions)
-		if err != nil {
-			return CheckinOut{}, err
-		}
-		ids := make([]string, len(sessions))
-		for i, ss := range sessions {
-			ids[i] = ss.UUID
-		}
-		open, err := d.Store.OpenCheckins(ctx, ids...)
-		if err != nil {
-			return CheckinOut{}, err
-		}
 		out.Sessions = []SessionView{}
-		for _, ss := range sessions {
-			out.Sessions = append(out.Sessions, sessionView(ss, open[ss.UUID], res.At))
+		for _, ss := range res.Sessions {
+			out.Sessions = append(out.Sessions, sessionView(ss, res.Open[ss.UUID], res.At))
 		}
-		for _, ap := range active {
+		for _, ap := range res.Active {
 			out.ActiveProjects[ap.UUID] = ActiveProject{Name: ap.Name, ActiveIdeaCount: ap.ActiveIdeaCount}
 		}
 		for _, n := range res.Recent {
@@ -224,7 +205,7 @@ var listProjects = tool[PageIn, ProjectList]{
 	Desc:    "List the projects you can see, most recently updated first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (ProjectList, error) {
 		page, size, offset := in.window(20)
-		views, total, err := d.Store.ListProjects(ctx, call.Who.Caller, size, offset)
+		views, total, err := appOf(d).ListProjects(ctx, call.Request, size, offset)
 		if err != nil {
 			return ProjectList{}, err
 		}
@@ -253,7 +234,7 @@ var getProject = tool[GetProjectIn, ProjectDetail]{
 	Effect:  reads,
 	Desc:    "Get a project with your access level on it and its counts.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProjectIn) (ProjectDetail, error) {
-		v, err := d.Store.GetProject(ctx, call.Who.Caller, string(in.ProjectUUID))
+		v, err := appOf(d).GetProject(ctx, call.Request, string(in.ProjectUUID))
 		if err != nil {
 			return ProjectDetail{}, err
 		}
@@ -295,12 +276,7 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 		if strings.TrimSpace(in.Name) == "" {
 			return CreatedProject{}, invalid("name must not be blank")
 		}
-		if in.Visibility == "private" && call.Who.Caller.OwnerUUID == "" {
-			return CreatedProject{}, refuse("An agent without an owner cannot create a private project: its members are users, " +
-				"and no user would be one. Create it public, or give the agent an owner (chorus agent create --owner-email).")
-		}
-		p, err := d.Store.CreateProject(ctx, call.Who.Caller, store.NewProject{UUID: call.newID("project"),
-			Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility,
+		p, err := appOf(d).CreateProject(ctx, call.Request, app.NewProject{Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility,
 			ClaimTTLSeconds: in.ClaimTTL})
 		if err != nil {
 			return CreatedProject{}, err

@@ -12,8 +12,9 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Session tools (docs/rules.md §2.5, §4.10). A session is a plain record, not a workflow: its
-// state machine (active <-> closed) has no timer, and "stale" is derived when it is read.
+// Session tools (docs/rules.md §2.5, §4.10), adapters over app/sessions.go. A session is a plain
+// record, not a workflow. The claims a check-in takes and a heartbeat renews are sent here until
+// package app has the one error classifier that tells a refused claim from an outage.
 
 // SessionIn names a session.
 type SessionIn struct {
@@ -51,86 +52,6 @@ func sessionView(s store.AgentSession, open []store.SessionCheckin, now time.Tim
 	return v
 }
 
-// readSession reads the caller's session with its open check-ins, as Session JSON.
-func readSession(ctx context.Context, d *Deps, c store.Caller, sessionUUID string) (SessionView, error) {
-	s, err := d.Store.Session(ctx, c, sessionUUID)
-	if err != nil {
-		return SessionView{}, sessionError(err)
-	}
-	open, err := d.Store.OpenCheckins(ctx, s.UUID)
-	if err != nil {
-		return SessionView{}, err
-	}
-	return sessionView(*s, open[s.UUID], store.Now()), nil
-}
-
-// sessionError words the store's session refusals for agents.
-func sessionError(err error) error {
-	if errors.Is(err, store.ErrSessionNotActive) {
-		return refuse("%s", err.Error())
-	}
-	return err
-}
-
-// sessionGate resolves a sessionUuid argument (docs/rules.md §2.5, §6.3): the session must be the
-// caller's ("Session not found" for any other), and the caller needs
-// level need on the task of every open check-in of the session.
-func sessionGate(ctx context.Context, d *Deps, c store.Caller, sessionUUID string, need store.Access) (*store.AgentSession, []store.SessionCheckin, error) {
-	s, err := d.Store.Session(ctx, c, sessionUUID)
-	if err != nil {
-		return nil, nil, sessionError(err)
-	}
-	open, err := d.Store.OpenCheckins(ctx, s.UUID)
-	if err != nil {
-		return nil, nil, err
-	}
-	var kept []store.SessionCheckin
-	for _, ci := range open[s.UUID] {
-		if _, _, err := d.Store.TaskAccess(ctx, c, ci.TaskUUID, need); err != nil {
-			if !lostAccess(err) {
-				return nil, nil, err
-			}
-			// The caller can no longer work on the task (it moved to a project the caller cannot
-			// see, or the caller's role was lowered): the session's commands end the check-in, so
-			// the session stays usable; a read only leaves it out (docs/rules.md §2.5, §8.14).
-			if need == store.AccessEditor {
-				if err := d.Store.CheckoutTask(ctx, s.UUID, ci.TaskUUID); err != nil {
-					return nil, nil, err
-				}
-			}
-			continue
-		}
-		kept = append(kept, ci)
-	}
-	return s, kept, nil
-}
-
-// lostAccess says whether err is the project-access gate's refusal: the task is hidden from the
-// caller, or the caller's role is too low.
-func lostAccess(err error) bool {
-	var nf *store.NotFoundError
-	return errors.As(err, &nf) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrForbidden)
-}
-
-// sessionOf resolves the optional sessionUuid of chorus_update_task and chorus_report_work: it
-// must be the caller's; its name is recorded with the change.
-func sessionOf(ctx context.Context, d *Deps, c store.Caller, sessionUUID *UUID) (*store.AgentSession, error) {
-	if sessionUUID == nil {
-		return nil, nil
-	}
-	s, err := d.Store.Session(ctx, c, string(*sessionUUID))
-	return s, sessionError(err)
-}
-
-// touchSession is the implicit heartbeat of a change made in a session (docs/rules.md §2.5).
-func touchSession(ctx context.Context, d *Deps, s *store.AgentSession) error {
-	if s == nil {
-		return nil
-	}
-	_, err := d.Store.TouchSession(ctx, s.UUID)
-	return err
-}
-
 // ---- create / list / get ----
 
 // CreateSessionIn is chorus_create_session's input.
@@ -147,10 +68,9 @@ var createSession = tool[CreateSessionIn, SessionView]{
 		if name == "" {
 			return SessionView{}, invalid("name must not be blank")
 		}
-		s, err := d.Store.CreateSession(ctx, call.Who.Caller, store.NewSession{UUID: call.newID("session"), Name: name,
-			Description: in.Description})
+		s, err := appOf(d).CreateSession(ctx, call.Request, name, in.Description)
 		if err != nil {
-			return SessionView{}, sessionError(err)
+			return SessionView{}, err
 		}
 		return sessionView(*s, nil, store.Now()), nil
 	},
@@ -184,7 +104,7 @@ var listSessions = tool[ListSessionsIn, SessionList]{
 	Desc: "List your sessions, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ListSessionsIn) (SessionList, error) {
 		page, size, offset := in.window(20)
-		ss, total, err := d.Store.ListSessions(ctx, call.Who.Caller, in.Status, size, offset)
+		ss, total, err := appOf(d).ListSessions(ctx, call.Request, in.Status, size, offset)
 		if err != nil {
 			return SessionList{}, err
 		}
@@ -205,7 +125,7 @@ var getSession = tool[SessionIn, SessionView]{
 	Name: "chorus_get_session", Title: "Get a session", Toolset: tsSessions, Perm: perm.Public, Effect: reads,
 	Desc: "Get one of your sessions with the tasks it is checked in to.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
-		s, open, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessViewer)
+		s, open, err := appOf(d).SessionFor(ctx, call.Request, string(in.SessionUUID), store.AccessViewer)
 		if err != nil {
 			return SessionView{}, err
 		}
@@ -219,14 +139,11 @@ var closeSession = tool[SessionIn, SessionView]{
 	Name: "chorus_close_session", Title: "Close a session", Toolset: tsSessions, Perm: perm.Public, Effect: destroys, Idempotent: true,
 	Desc: "Close one of your sessions and check it out of its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
-		s, _, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
+		s, open, err := appOf(d).CloseSession(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
 			return SessionView{}, err
 		}
-		if err := d.Store.CloseSession(ctx, s.UUID); err != nil {
-			return SessionView{}, err
-		}
-		return readSession(ctx, d, call.Who.Caller, s.UUID)
+		return sessionView(*s, open, store.Now()), nil
 	},
 }
 
@@ -234,16 +151,11 @@ var reopenSession = tool[SessionIn, SessionView]{
 	Name: "chorus_reopen_session", Title: "Reopen a session", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
 	Desc: "Make one of your closed sessions active again.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
-		s, _, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
+		s, open, err := appOf(d).ReopenSession(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
 			return SessionView{}, err
 		}
-		if err := d.Store.ReopenSession(ctx, s.UUID); errors.Is(err, store.ErrSessionNotClosed) {
-			return SessionView{}, refuse("Session is %s, only closed sessions can be reopened", s.Status)
-		} else if err != nil {
-			return SessionView{}, err
-		}
-		return readSession(ctx, d, call.Who.Caller, s.UUID)
+		return sessionView(*s, open, store.Now()), nil
 	},
 }
 
@@ -251,15 +163,7 @@ var sessionHeartbeat = tool[SessionIn, textResult]{
 	Name: "chorus_session_heartbeat", Title: "Session heartbeat", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
 	Desc: "Keep your session active and renew your claims on its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (textResult, error) {
-		s, open, err := sessionGate(ctx, d, call.Who.Caller, string(in.SessionUUID), store.AccessEditor)
-		if err != nil {
-			return "", err
-		}
-		if s.Status != "active" {
-			return "", refuse("Session %s is closed: a heartbeat keeps only active sessions alive. Reopen it with "+
-				"chorus_reopen_session first.", s.UUID)
-		}
-		at, err := d.Store.TouchSession(ctx, s.UUID)
+		at, open, err := appOf(d).SessionHeartbeat(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
 			return "", err
 		}
@@ -330,12 +234,9 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 		if err != nil {
 			return CheckedIn{}, err
 		}
-		s, err := d.Store.Session(ctx, call.Who.Caller, string(in.SessionUUID))
+		s, err := appOf(d).ActiveSessionFor(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
-			return CheckedIn{}, sessionError(err)
-		}
-		if s.Status != "active" {
-			return CheckedIn{}, refuse("%s", store.ErrSessionNotActive.Error())
+			return CheckedIn{}, err
 		}
 		if task.AssigneeUUID == nil && call.Who.Perms.Has(perm.TaskWrite) {
 			// docs/rules.md §2.5: an unheld task is claimed for the session's agent; a refusal (someone
@@ -346,9 +247,9 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 				return CheckedIn{}, fmt.Errorf("claim the task for the session: %w", err)
 			}
 		}
-		at, err := d.Store.CheckinTask(ctx, s.UUID, task.UUID)
+		at, err := appOf(d).RecordCheckin(ctx, s.UUID, task.UUID)
 		if err != nil {
-			return CheckedIn{}, sessionError(err)
+			return CheckedIn{}, err
 		}
 		return CheckedIn{SessionUUID: s.UUID, TaskUUID: task.UUID, CheckedInAt: at}, nil
 	},
@@ -359,29 +260,7 @@ var sessionCheckoutTask = tool[SessionTaskIn, textResult]{
 	Desc: "Record that your session stopped working on a task.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (textResult, error) {
 		taskUUID := string(in.TaskUUID)
-		_, _, accessErr := d.Store.TaskAccess(ctx, call.Who.Caller, taskUUID, store.AccessEditor)
-		if accessErr != nil && !lostAccess(accessErr) {
-			return "", accessErr
-		}
-		s, err := d.Store.Session(ctx, call.Who.Caller, string(in.SessionUUID))
-		if err != nil {
-			if accessErr != nil {
-				return "", accessErr
-			}
-			return "", sessionError(err)
-		}
-		if accessErr != nil {
-			// Leaving a task one can no longer see or edit is allowed, for a session that was checked
-			// in to it: it only ends the caller's own check-in, if still open (docs/rules.md §2.5).
-			was, err := d.Store.HasCheckin(ctx, s.UUID, taskUUID)
-			if err != nil {
-				return "", err
-			}
-			if !was {
-				return "", accessErr
-			}
-		}
-		if err := d.Store.CheckoutTask(ctx, s.UUID, taskUUID); err != nil {
+		if err := appOf(d).CheckoutTask(ctx, call.Request, string(in.SessionUUID), taskUUID); err != nil {
 			return "", err
 		}
 		return textResult("Successfully checked out from task " + taskUUID), nil

@@ -307,99 +307,139 @@ func (s *Store) RevokeCascade(ctx context.Context, c ProposalChange, reviewNote 
 		if !applied {
 			return recordedRevoke(ctx, tx, c, &out)
 		}
-		// Closing tasks and removing edges changes counts of unresolved dependencies
-		// (store/unresolved.go): the project's lock, after the proposal's row as in every write
-		// on a proposal, before any task's.
-		var project []string
-		if err := tx.NewSelect().Table("proposals").Column("project_uuid").Where("uuid = ?", c.UUID).Scan(ctx, &project); err != nil {
-			return err
-		}
-		if len(project) != 1 {
-			return NotFound("Proposal")
-		}
-		if err := lockProject(ctx, tx, project[0]); err != nil {
-			return err
-		}
-		// Only the proposal's own project's rows (docs/rules.md §6.3, "Across projects").
-		var tasks []Task
-		if err := tx.NewSelect().Model(&tasks).Column("uuid", "title").Where("proposal_uuid = ?", c.UUID).
-			Where("project_uuid = ?", project[0]).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
-			return err
-		}
-		var docs []Document
-		if err := tx.NewSelect().Model(&docs).Column("uuid", "title").Where("proposal_uuid = ?", c.UUID).
-			Where("project_uuid = ?", project[0]).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
-			return err
-		}
-		var ids []string
-		for _, t := range tasks {
-			ids = append(ids, t.UUID)
-		}
-		for _, d := range docs {
-			out.DeletedDocuments = append(out.DeletedDocuments, Named{UUID: d.UUID, Title: d.Title})
-		}
-		// Every task depending on one of them is recounted at the end: those of the proposal,
-		// whose dependencies close, and the others, whose edges to them are removed.
-		affected, err := dependents(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		// Edges of the project's other tasks go; a task of another project keeps its edge, which a
-		// closed task resolves (docs/rules.md §5.7).
-		if len(ids) > 0 {
-			if _, err := tx.NewDelete().Table("task_dependencies").Where("depends_on_uuid IN (?)", bun.List(ids)).
-				Where("task_uuid NOT IN (?)", bun.List(ids)).
-				Where("task_uuid IN (SELECT uuid FROM tasks WHERE project_uuid = ?)", project[0]).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		// Each row moves on from wherever its own workflow left it (the row lock orders the two
-		// writers); the version it reaches is what that workflow adopts.
-		for _, t := range tasks {
-			var version []int64
-			// A closed task's claim no longer lapses (docs/rules.md §5.10): its lease goes with it.
-			if err := tx.NewUpdate().Table("tasks").Set("status = 'closed'").Set("version = version + 1").
-				Set("claim_ttl_seconds = NULL").Set("claim_expires_at = NULL").
-				Set("change_id = ?", c.ID).Set("updated_at = ?", c.At).Where("uuid = ?", t.UUID).Where("status <> 'closed'").
-				Returning("version").Scan(ctx, &version); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if len(version) == 1 {
-				out.ClosedTasks = append(out.ClosedTasks, ClosedTask{UUID: t.UUID, Title: t.Title, Version: version[0]})
-				w := c.Write
-				w.Expect = version[0] - 1
-				if err := journal(ctx, tx, "tasks", t.UUID, w); err != nil {
-					return err
-				}
-			}
-		}
-		if err := recount(ctx, tx, affected); err != nil {
-			return err
-		}
-		if len(docs) > 0 {
-			var docIDs []string
-			for _, d := range docs {
-				docIDs = append(docIDs, d.UUID)
-			}
-			if _, err := tx.NewDelete().Table("comments").Where("target_type = 'document'").
-				Where("target_uuid IN (?)", bun.List(docIDs)).Exec(ctx); err != nil {
-				return err
-			}
-			if _, err := tx.NewDelete().Table("documents").Where("uuid IN (?)", bun.List(docIDs)).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		acts := append([]Activity(nil), c.Activities...)
-		for i := range acts {
-			if acts[i].Action == "revoked" {
-				acts[i].Value, _ = json.Marshal(map[string]any{"reviewNote": reviewNote,
-					"closedTaskCount": len(out.ClosedTasks), "deletedDocumentCount": len(out.DeletedDocuments),
-					"closedTasks": out.ClosedTasks, "deletedDocuments": out.DeletedDocuments})
-			}
-		}
-		return writeAudit(ctx, tx, c.CompanyUUID, acts, c.Notifications)
+		return revokeRows(ctx, tx, c, reviewNote, &out)
 	})
 	return out, err
+}
+
+// revokeRows is the cascade of an applied revoke, after the proposal's own row: the project's
+// lock, the proposal's tasks closed and their outside edges removed, its documents deleted, and
+// the audit rows.
+func revokeRows(ctx context.Context, tx bun.Tx, c ProposalChange, reviewNote *string, out *Revoked) error {
+	// Closing tasks and removing edges changes counts of unresolved dependencies
+	// (store/unresolved.go): the project's lock, after the proposal's row as in every write
+	// on a proposal, before any task's.
+	project, err := lockProposalProject(ctx, tx, c.UUID)
+	if err != nil {
+		return err
+	}
+	// Only the proposal's own project's rows (docs/rules.md §6.3, "Across projects").
+	var tasks []Task
+	if err := tx.NewSelect().Model(&tasks).Column("uuid", "title").Where("proposal_uuid = ?", c.UUID).
+		Where("project_uuid = ?", project).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
+		return err
+	}
+	var docs []Document
+	if err := tx.NewSelect().Model(&docs).Column("uuid", "title").Where("proposal_uuid = ?", c.UUID).
+		Where("project_uuid = ?", project).Order("created_at ASC", "uuid ASC").Scan(ctx); err != nil {
+		return err
+	}
+	var ids []string
+	for _, t := range tasks {
+		ids = append(ids, t.UUID)
+	}
+	for _, d := range docs {
+		out.DeletedDocuments = append(out.DeletedDocuments, Named{UUID: d.UUID, Title: d.Title})
+	}
+	// Every task depending on one of them is recounted at the end: those of the proposal,
+	// whose dependencies close, and the others, whose edges to them are removed.
+	affected, err := dependents(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	if err := dropProjectEdgesTo(ctx, tx, project, ids); err != nil {
+		return err
+	}
+	if out.ClosedTasks, err = closeRevokedTasks(ctx, tx, c, tasks); err != nil {
+		return err
+	}
+	if err := recount(ctx, tx, affected); err != nil {
+		return err
+	}
+	if err := deleteDocuments(ctx, tx, docs); err != nil {
+		return err
+	}
+	return writeAudit(ctx, tx, c.CompanyUUID, revokedActivities(c, reviewNote, *out), c.Notifications)
+}
+
+// lockProposalProject reads the proposal's project and takes the project's lock.
+func lockProposalProject(ctx context.Context, tx bun.Tx, proposalUUID string) (string, error) {
+	var project []string
+	if err := tx.NewSelect().Table("proposals").Column("project_uuid").Where("uuid = ?", proposalUUID).Scan(ctx, &project); err != nil {
+		return "", err
+	}
+	if len(project) != 1 {
+		return "", NotFound("Proposal")
+	}
+	return project[0], lockProject(ctx, tx, project[0])
+}
+
+// dropProjectEdgesTo removes the edges the project's other tasks have on ids; a task of another
+// project keeps its edge, which a closed task resolves (docs/rules.md §5.7).
+func dropProjectEdgesTo(ctx context.Context, tx bun.Tx, project string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.NewDelete().Table("task_dependencies").Where("depends_on_uuid IN (?)", bun.List(ids)).
+		Where("task_uuid NOT IN (?)", bun.List(ids)).
+		Where("task_uuid IN (SELECT uuid FROM tasks WHERE project_uuid = ?)", project).Exec(ctx)
+	return err
+}
+
+// closeRevokedTasks closes each of tasks that is not closed yet and returns those it closed. Each
+// row moves on from wherever its own workflow left it (the row lock orders the two writers); the
+// version it reaches is what that workflow adopts.
+func closeRevokedTasks(ctx context.Context, tx bun.Tx, c ProposalChange, tasks []Task) ([]ClosedTask, error) {
+	closed := []ClosedTask{}
+	for _, t := range tasks {
+		var version []int64
+		// A closed task's claim no longer lapses (docs/rules.md §5.10): its lease goes with it.
+		if err := tx.NewUpdate().Table("tasks").Set("status = 'closed'").Set("version = version + 1").
+			Set("claim_ttl_seconds = NULL").Set("claim_expires_at = NULL").
+			Set("change_id = ?", c.ID).Set("updated_at = ?", c.At).Where("uuid = ?", t.UUID).Where("status <> 'closed'").
+			Returning("version").Scan(ctx, &version); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		if len(version) == 1 {
+			closed = append(closed, ClosedTask{UUID: t.UUID, Title: t.Title, Version: version[0]})
+			w := c.Write
+			w.Expect = version[0] - 1
+			if err := journal(ctx, tx, "tasks", t.UUID, w); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return closed, nil
+}
+
+// deleteDocuments deletes docs and their comments.
+func deleteDocuments(ctx context.Context, tx bun.Tx, docs []Document) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	var docIDs []string
+	for _, d := range docs {
+		docIDs = append(docIDs, d.UUID)
+	}
+	if _, err := tx.NewDelete().Table("comments").Where("target_type = 'document'").
+		Where("target_uuid IN (?)", bun.List(docIDs)).Exec(ctx); err != nil {
+		return err
+	}
+	_, err := tx.NewDelete().Table("documents").Where("uuid IN (?)", bun.List(docIDs)).Exec(ctx)
+	return err
+}
+
+// revokedActivities is c's activities with what the revoke did recorded on its "revoked" row.
+func revokedActivities(c ProposalChange, reviewNote *string, out Revoked) []Activity {
+	acts := append([]Activity(nil), c.Activities...)
+	for i := range acts {
+		if acts[i].Action == "revoked" {
+			acts[i].Value, _ = json.Marshal(map[string]any{"reviewNote": reviewNote,
+				"closedTaskCount": len(out.ClosedTasks), "deletedDocumentCount": len(out.DeletedDocuments),
+				"closedTasks": out.ClosedTasks, "deletedDocuments": out.DeletedDocuments})
+		}
+	}
+	return acts
 }
 
 // recordedRevoke reads back what an applied revoke did, from its "revoked" activity row.

@@ -67,9 +67,3 @@ func IsConstraintViolation(err error) bool {
 	}
 	return strings.Contains(err.Error(), "constraint failed")
 }
-
-// Refusal is a rule's refusal worded for the agent (a right too low, a stale confirmation
-// token): the call changed nothing, and the text says what to do.
-type Refusal struct{ Msg string }
-
-func (e *Refusal) Error() string { return e.Msg }

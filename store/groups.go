@@ -8,15 +8,14 @@ import (
 )
 
 // Project groups and their access (docs/rules.md §6.5, §4.11): plain records in transactions.
-// A visibility or membership change bumps the group's access_version, and every change that
-// alters who may see what is applied only with a confirmation token computed from the access
-// state it was previewed on (accessState.token), so a token goes stale when access changes.
+// A visibility or membership change bumps the group's access_version. Who may change what, and
+// the confirmation tokens and previews of changes to access, are package app's; store reads the
+// facts and writes the changes (store.AccessTx).
 //
-// By concern: this file reads and creates groups; groups_rights.go holds who may do what (the
-// caller's level, manage rights and their refusals); groups_tokens.go the confirmation tokens;
-// groups_update.go renames and visibility changes (with their preview), groups_members.go member
-// actions, groups_delete.go deleting a group and groups_move.go moving a project between groups
-// (each with its preview), groups_dashboard.go chorus_get_group_dashboard.
+// By concern: this file reads and creates groups; groups_tx.go is the transaction of a change
+// to access and its reads; groups_access.go the access facts a confirmation token covers and the
+// role changes of a move; groups_writes.go the writes; groups_dashboard.go
+// chorus_get_group_dashboard.
 
 // GroupView is a group as one caller sees it: the row, the caller's explicit role, and the
 // number of the group's projects the caller can see.
@@ -139,3 +138,16 @@ func (s *Store) groupIn(ctx context.Context, db bun.IDB, c Caller, groupUUID str
 	}
 	return &v, nil
 }
+
+// Level is the caller's level on the group: its explicit role, at least editor on a public
+// group (docs/rules.md §6.5).
+func (v *GroupView) Level() Access {
+	l := parseRole(v.MemberRole)
+	if v.Visibility == "public" {
+		l = max(l, AccessEditor)
+	}
+	return l
+}
+
+// IsAdmin: the caller is an explicit admin of the group.
+func (v *GroupView) IsAdmin() bool { return parseRole(v.MemberRole) == AccessAdmin }

@@ -154,50 +154,21 @@ func (s *Store) ProjectName(ctx context.Context, uuid string) (string, error) {
 	return names[0], nil
 }
 
-// ---- members as agents and operators manage them (one rule for both) ----
+// ---- members as agents and operators manage them (the rules are app's) ----
 
-// Manager is who changes a project's or group's members: an agent acting with its owner's
-// access (Caller), or an operator (the chorus project member commands), who manages every
-// project of the company whatever its roles.
-type Manager struct {
-	Caller   Caller
-	Operator bool
+// CompanyProject returns a project of the company whoever sees it (for operators); another is
+// "Project not found".
+func (s *Store) CompanyProject(ctx context.Context, companyUUID, projectUUID string) (*Project, error) {
+	return companyProject(ctx, s.DB, companyUUID, projectUUID)
 }
 
-// ErrLastAdmin: the change would leave the project or group without an admin, whom only an
-// operator could then replace.
-func errLastAdmin(what string) error {
-	return &Refusal{Msg: fmt.Sprintf("Cannot take away the last admin role of this %s: make another user admin first", what)}
-}
-
-// CheckRole refuses a role that is not one of the three.
-func CheckRole(role string) error {
-	if parseRole(&role) == AccessNone {
-		return &Refusal{Msg: fmt.Sprintf("role must be viewer, editor or admin, got %q", role)}
-	}
-	return nil
-}
-
-// managedProject finds the project m may manage the members of: one it can see (else "Project
-// not found") on which it is admin (else ErrProjectManage); an operator, any of the company's.
-func (s *Store) managedProject(ctx context.Context, db bun.IDB, m Manager, projectUUID string, manage bool) (*Project, error) {
+func companyProject(ctx context.Context, db bun.IDB, companyUUID, projectUUID string) (*Project, error) {
 	if !IsUUID(projectUUID) {
 		return nil, NotFound("Project")
 	}
-	if m.Operator {
-		var p Project
-		err := db.NewSelect().Model(&p).Where("uuid = ?", projectUUID).Where("company_uuid = ?", m.Caller.CompanyUUID).Scan(ctx)
-		return &p, mapErr(err, "Project")
-	}
-	var v ProjectView
-	if err := db.NewSelect().TableExpr("(?) AS v", s.projectRoles(m.Caller)).ColumnExpr("v.*").
-		Where("v.uuid = ?", projectUUID).Limit(1).Scan(ctx, &v); err != nil {
-		return nil, mapErr(err, "Project")
-	}
-	if manage && v.Level() < AccessAdmin {
-		return nil, ErrProjectManage
-	}
-	return &v.Project, nil
+	var p Project
+	err := db.NewSelect().Model(&p).Where("uuid = ?", projectUUID).Where("company_uuid = ?", companyUUID).Scan(ctx)
+	return &p, mapErr(err, "Project")
 }
 
 // companyUser finds a user of the company ("User not found" otherwise).
@@ -210,94 +181,33 @@ func companyUser(ctx context.Context, db bun.IDB, companyUUID, userUUID string) 
 	return &u, mapErr(err, "User")
 }
 
-// ProjectMembers lists the members of a project m can see, oldest first.
-func (s *Store) ProjectMembers(ctx context.Context, m Manager, projectUUID string) (*Project, []MemberListing, error) {
-	p, err := s.managedProject(ctx, s.DB, m, projectUUID, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	ms, err := s.ListProjectMembers(ctx, p.UUID)
-	return p, ms, err
-}
-
-// GrantProjectRole gives a user of the company a role on a project, or changes the one it has
-// (docs/rules.md §6.3): the project admins, or an operator, manage members. It refuses to take
-// the project's last admin role away, and reports whether anything changed.
-func (s *Store) GrantProjectRole(ctx context.Context, m Manager, projectUUID, userUUID, role string) (*Project, *User, bool, error) {
-	return s.changeProjectRole(ctx, m, projectUUID, userUUID, role)
-}
-
-// RevokeProjectRole takes a user's role on a project away, with GrantProjectRole's rights and
-// guard, and reports whether it had one.
-func (s *Store) RevokeProjectRole(ctx context.Context, m Manager, projectUUID, userUUID string) (*Project, *User, bool, error) {
-	return s.changeProjectRole(ctx, m, projectUUID, userUUID, "")
-}
-
-// changeProjectRole sets the user's role ("" removes it), checking in the order of
-// docs/rules.md §3.4: the role, the project and the right to manage it, the user, the guard.
-func (s *Store) changeProjectRole(ctx context.Context, m Manager, projectUUID, userUUID, role string) (*Project, *User, bool, error) {
-	if role != "" {
-		if err := CheckRole(role); err != nil {
-			return nil, nil, false, err
-		}
-	}
-	var (
-		p       *Project
-		u       *User
-		changed bool
-	)
-	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		changed = false
-		if err := lockProject(ctx, tx, projectUUID); err != nil {
-			return err
-		}
-		var err error
-		if p, err = s.managedProject(ctx, tx, m, projectUUID, true); err != nil {
-			return err
-		}
-		if u, err = companyUser(ctx, tx, m.Caller.CompanyUUID, userUUID); err != nil {
-			return err
-		}
-		var cur ProjectMember
-		err = tx.NewSelect().Model(&cur).Where("project_uuid = ?", p.UUID).Where("user_uuid = ?", u.UUID).Scan(ctx)
-		found := err == nil
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if (!found && role == "") || (found && cur.Role == role) {
-			return nil
-		}
-		if found && cur.Role == "admin" {
-			n, err := tx.NewSelect().Model((*ProjectMember)(nil)).Where("project_uuid = ?", p.UUID).Where("role = 'admin'").Count(ctx)
-			if err != nil {
-				return err
-			}
-			if n <= 1 {
-				return errLastAdmin("project")
-			}
-		}
-		changed = true
-		now := Now()
-		switch {
-		case role == "":
-			_, err = tx.NewDelete().Model(&cur).WherePK().Exec(ctx)
-		case found:
-			_, err = tx.NewUpdate().Model(&cur).Set("role = ?", role).Set("updated_at = ?", now).WherePK().Exec(ctx)
-		default:
-			row := ProjectMember{UUID: NewUUID(), CompanyUUID: p.CompanyUUID, ProjectUUID: p.UUID, UserUUID: u.UUID, Role: role,
-				CreatedAt: now, UpdatedAt: now}
-			if m.Caller.OwnerUUID != "" {
-				row.AddedByUUID = &m.Caller.OwnerUUID
-			}
-			_, err = tx.NewInsert().Model(&row).Exec(ctx)
-			err = mapErr(err, "Project member")
-		}
+// SetProjectRole gives the user role on project p ("" takes its role away), the caller's owner
+// recorded as who added it.
+func (t *AccessTx) SetProjectRole(ctx context.Context, p Project, userUUID, role string) error {
+	var cur ProjectMember
+	err := t.tx.NewSelect().Model(&cur).Where("project_uuid = ?", p.UUID).Where("user_uuid = ?", userUUID).Scan(ctx)
+	found := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
-	})
-	if err != nil {
-		return nil, nil, false, err
 	}
-	return p, u, changed, nil
+	now := Now()
+	switch {
+	case role == "" && !found:
+		return nil
+	case role == "":
+		_, err = t.tx.NewDelete().Model(&cur).WherePK().Exec(ctx)
+	case found:
+		_, err = t.tx.NewUpdate().Model(&cur).Set("role = ?", role).Set("updated_at = ?", now).WherePK().Exec(ctx)
+	default:
+		row := ProjectMember{UUID: NewUUID(), CompanyUUID: p.CompanyUUID, ProjectUUID: p.UUID, UserUUID: userUUID, Role: role,
+			CreatedAt: now, UpdatedAt: now}
+		if t.c.OwnerUUID != "" {
+			row.AddedByUUID = &t.c.OwnerUUID
+		}
+		_, err = t.tx.NewInsert().Model(&row).Exec(ctx)
+		err = mapErr(err, "Project member")
+	}
+	return err
 }
 
 // GroupMembers lists the members of a project group the caller can see, oldest first.

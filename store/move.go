@@ -82,21 +82,8 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 		} else if done {
 			return recordedMove(ctx, tx, m, &out)
 		}
-		var names []Project
-		if err := tx.NewSelect().Model(&names).Column("uuid", "name").Where("company_uuid = ?", m.CompanyUUID).
-			Where("uuid IN (?)", bun.List([]string{m.FromProject, m.ToProject})).Scan(ctx); err != nil {
+		if err := moveProjectNames(ctx, tx, m, &out); err != nil {
 			return err
-		}
-		for _, p := range names {
-			if p.UUID == m.FromProject {
-				out.FromName = p.Name
-			}
-			if p.UUID == m.ToProject {
-				out.ToName = p.Name
-			}
-		}
-		if !slices.ContainsFunc(names, func(p Project) bool { return p.UUID == m.ToProject }) {
-			return NotFound("Target project")
 		}
 		ideas, err := descendants(ctx, tx, m.UUID, m.FromProject)
 		if err != nil {
@@ -108,85 +95,132 @@ func (s *Store) MoveIdeaCascade(ctx context.Context, m IdeaMove) (MoveOutcome, e
 		if err != nil || !applied {
 			return err
 		}
-		moved := map[string]bool{m.UUID: true}
-		for _, id := range ideas {
-			moved[id] = true
-		}
-		var props []Proposal
-		// Only the source project's proposals: one in another project stays there, whoever may
-		// see it (docs/rules.md §6.3, "Across projects").
-		if err := tx.NewSelect().Model(&props).Column("uuid", "input_uuids").Where("company_uuid = ?", m.CompanyUUID).
-			Where("project_uuid = ?", m.FromProject).Where("input_type = 'idea'").Scan(ctx); err != nil {
-			return err
-		}
-		var proposals []string
-		for _, p := range props {
-			if slices.ContainsFunc(p.InputUUIDs, func(u string) bool { return moved[strings.ToLower(u)] }) {
-				proposals = append(proposals, p.UUID)
-			}
-		}
-		slices.Sort(proposals)
-		var tasks, docs []string
-		if len(proposals) > 0 {
-			if err := tx.NewSelect().Table("tasks").Column("uuid").Where("proposal_uuid IN (?)", bun.List(proposals)).
-				Where("project_uuid = ?", m.FromProject).Order("uuid").Scan(ctx, &tasks); err != nil {
-				return err
-			}
-			if err := tx.NewSelect().Table("documents").Column("uuid").Where("proposal_uuid IN (?)", bun.List(proposals)).
-				Where("project_uuid = ?", m.FromProject).Order("uuid").Scan(ctx, &docs); err != nil {
-				return err
-			}
-		}
-		out.Counts = MoveCounts{Ideas: 1 + len(ideas), Proposals: len(proposals), Documents: len(docs), Tasks: len(tasks)}
-		for _, group := range []struct {
-			table string
-			uuids []string
-		}{{"ideas", ideas}, {"proposals", proposals}, {"tasks", tasks}} {
-			for _, id := range group.uuids {
-				var row struct {
-					Version int64  `bun:"version"`
-					Status  string `bun:"status"`
-				}
-				if err := tx.NewUpdate().Table(group.table).Set("project_uuid = ?", m.ToProject).Set("version = version + 1").
-					Set("change_id = ?", m.ID).Set("updated_at = ?", m.At).Where("uuid = ?", id).
-					Returning("version, status").Scan(ctx, &row); err != nil {
-					return err
-				}
-				if err := journal(ctx, tx, group.table, id, Write{ID: m.ID, Update: m.Update, UpdateID: m.UpdateID, Expect: row.Version - 1, At: m.At}); err != nil {
-					return err
-				}
-				out.Rows = append(out.Rows, MovedRow{Table: group.table, UUID: id, Version: row.Version, ChangeID: m.ID, Status: row.Status})
-			}
-		}
-		if len(docs) > 0 {
-			if _, err := tx.NewUpdate().Table("documents").Set("project_uuid = ?", m.ToProject).Where("uuid IN (?)", bun.List(docs)).
-				Exec(ctx); err != nil {
-				return err
-			}
-		}
-		var targets []string
-		for id := range moved {
-			targets = append(targets, id)
-		}
-		targets = append(append(append(targets, proposals...), tasks...), docs...)
-		res, err := tx.NewUpdate().Table("activities").Set("project_uuid = ?", m.ToProject).
-			Where("company_uuid = ?", m.CompanyUUID).Where("project_uuid = ?", m.FromProject).Where("target_uuid IN (?)", bun.List(targets)).
-			Where("target_type IN ('idea', 'proposal', 'task', 'document')").Exec(ctx)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		out.Counts.Activities = int(n)
-		act := m.Activity
-		act.ProjectUUID = m.ToProject
-		act.Value, err = json.Marshal(movedValue{FromProjectUUID: m.FromProject, FromProjectName: out.FromName,
-			ToProjectUUID: m.ToProject, ToProjectName: out.ToName, Moved: out.Counts})
-		if err != nil {
-			return err
-		}
-		return writeAudit(ctx, tx, m.CompanyUUID, []Activity{act}, nil)
+		return moveRest(ctx, tx, m, ideas, &out)
 	})
 	return out, err
+}
+
+// moveProjectNames sets out's project names; a target project not in m's company is not found.
+func moveProjectNames(ctx context.Context, tx bun.Tx, m IdeaMove, out *MoveOutcome) error {
+	var names []Project
+	if err := tx.NewSelect().Model(&names).Column("uuid", "name").Where("company_uuid = ?", m.CompanyUUID).
+		Where("uuid IN (?)", bun.List([]string{m.FromProject, m.ToProject})).Scan(ctx); err != nil {
+		return err
+	}
+	for _, p := range names {
+		if p.UUID == m.FromProject {
+			out.FromName = p.Name
+		}
+		if p.UUID == m.ToProject {
+			out.ToName = p.Name
+		}
+	}
+	if !slices.ContainsFunc(names, func(p Project) bool { return p.UUID == m.ToProject }) {
+		return NotFound("Target project")
+	}
+	return nil
+}
+
+// moveRest moves everything the root idea takes with it (its descendant ideas, their proposals,
+// those proposals' tasks and documents, and the activities about all of them) and writes the
+// "moved" activity.
+func moveRest(ctx context.Context, tx bun.Tx, m IdeaMove, ideas []string, out *MoveOutcome) error {
+	moved := map[string]bool{m.UUID: true}
+	for _, id := range ideas {
+		moved[id] = true
+	}
+	proposals, err := movedProposals(ctx, tx, m, moved)
+	if err != nil {
+		return err
+	}
+	var tasks, docs []string
+	if len(proposals) > 0 {
+		if err := tx.NewSelect().Table("tasks").Column("uuid").Where("proposal_uuid IN (?)", bun.List(proposals)).
+			Where("project_uuid = ?", m.FromProject).Order("uuid").Scan(ctx, &tasks); err != nil {
+			return err
+		}
+		if err := tx.NewSelect().Table("documents").Column("uuid").Where("proposal_uuid IN (?)", bun.List(proposals)).
+			Where("project_uuid = ?", m.FromProject).Order("uuid").Scan(ctx, &docs); err != nil {
+			return err
+		}
+	}
+	out.Counts = MoveCounts{Ideas: 1 + len(ideas), Proposals: len(proposals), Documents: len(docs), Tasks: len(tasks)}
+	if out.Rows, err = moveLifecycleRows(ctx, tx, m, ideas, proposals, tasks); err != nil {
+		return err
+	}
+	if len(docs) > 0 {
+		if _, err := tx.NewUpdate().Table("documents").Set("project_uuid = ?", m.ToProject).Where("uuid IN (?)", bun.List(docs)).
+			Exec(ctx); err != nil {
+			return err
+		}
+	}
+	var targets []string
+	for id := range moved {
+		targets = append(targets, id)
+	}
+	targets = append(append(append(targets, proposals...), tasks...), docs...)
+	res, err := tx.NewUpdate().Table("activities").Set("project_uuid = ?", m.ToProject).
+		Where("company_uuid = ?", m.CompanyUUID).Where("project_uuid = ?", m.FromProject).Where("target_uuid IN (?)", bun.List(targets)).
+		Where("target_type IN ('idea', 'proposal', 'task', 'document')").Exec(ctx)
+	if err != nil {
+		return err
+	}
+	n, _ := res.RowsAffected()
+	out.Counts.Activities = int(n)
+	act := m.Activity
+	act.ProjectUUID = m.ToProject
+	act.Value, err = json.Marshal(movedValue{FromProjectUUID: m.FromProject, FromProjectName: out.FromName,
+		ToProjectUUID: m.ToProject, ToProjectName: out.ToName, Moved: out.Counts})
+	if err != nil {
+		return err
+	}
+	return writeAudit(ctx, tx, m.CompanyUUID, []Activity{act}, nil)
+}
+
+// movedProposals lists, sorted, the source project's idea-input proposals that list a moved idea.
+// A proposal in another project stays there, whoever may see it (docs/rules.md §6.3, "Across
+// projects").
+func movedProposals(ctx context.Context, tx bun.Tx, m IdeaMove, moved map[string]bool) ([]string, error) {
+	var props []Proposal
+	if err := tx.NewSelect().Model(&props).Column("uuid", "input_uuids").Where("company_uuid = ?", m.CompanyUUID).
+		Where("project_uuid = ?", m.FromProject).Where("input_type = 'idea'").Scan(ctx); err != nil {
+		return nil, err
+	}
+	var proposals []string
+	for _, p := range props {
+		if slices.ContainsFunc(p.InputUUIDs, func(u string) bool { return moved[strings.ToLower(u)] }) {
+			proposals = append(proposals, p.UUID)
+		}
+	}
+	slices.Sort(proposals)
+	return proposals, nil
+}
+
+// moveLifecycleRows moves each idea, proposal and task row (not the root) one version on, marked
+// with the move's change id and journaled, and returns where each now stands.
+func moveLifecycleRows(ctx context.Context, tx bun.Tx, m IdeaMove, ideas, proposals, tasks []string) ([]MovedRow, error) {
+	var rows []MovedRow
+	for _, group := range []struct {
+		table string
+		uuids []string
+	}{{"ideas", ideas}, {"proposals", proposals}, {"tasks", tasks}} {
+		for _, id := range group.uuids {
+			var row struct {
+				Version int64  `bun:"version"`
+				Status  string `bun:"status"`
+			}
+			if err := tx.NewUpdate().Table(group.table).Set("project_uuid = ?", m.ToProject).Set("version = version + 1").
+				Set("change_id = ?", m.ID).Set("updated_at = ?", m.At).Where("uuid = ?", id).
+				Returning("version, status").Scan(ctx, &row); err != nil {
+				return nil, err
+			}
+			if err := journal(ctx, tx, group.table, id, Write{ID: m.ID, Update: m.Update, UpdateID: m.UpdateID, Expect: row.Version - 1, At: m.At}); err != nil {
+				return nil, err
+			}
+			rows = append(rows, MovedRow{Table: group.table, UUID: id, Version: row.Version, ChangeID: m.ID, Status: row.Status})
+		}
+	}
+	return rows, nil
 }
 
 // descendants lists the idea's transitive children in project (breadth first), never the idea

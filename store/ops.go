@@ -139,11 +139,11 @@ func renderValue(f reflect.Value) string {
 		}
 		f = f.Elem()
 	}
-	switch x := f.Interface().(type) {
-	case time.Time:
+	if f.Kind() == reflect.String { // a string or a vocab status
+		return f.String()
+	}
+	if x, ok := f.Interface().(time.Time); ok {
 		return x.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
-	case string:
-		return x
 	}
 	if f.Kind() == reflect.Slice {
 		if f.Len() == 0 {

@@ -60,11 +60,11 @@ func projectLevel(visibility string, memberRole, groupRole *string) Access {
 
 // ProjectCounts are the entity counts shown with a project (docs/rules.md §1.5).
 type ProjectCounts struct {
-	Ideas      int `bun:"idea_count" json:"ideas"`
-	Documents  int `bun:"document_count" json:"documents"`
-	Tasks      int `bun:"task_count" json:"tasks"`
-	Proposals  int `bun:"proposal_count" json:"proposals"`
-	Activities int `bun:"activity_count" json:"activities"`
+	Ideas      int `bun:"idea_count"`
+	Documents  int `bun:"document_count"`
+	Tasks      int `bun:"task_count"`
+	Proposals  int `bun:"proposal_count"`
+	Activities int `bun:"activity_count"`
 }
 
 // ProjectView is a project as one caller sees it: the row, the caller's level, and counts.

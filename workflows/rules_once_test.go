@@ -36,14 +36,14 @@ var producedBy = map[string][]string{
 	"Cannot move to in_progress": {"workflows/task_rules.go:BlockedError"},
 	// "Resolved" in SQL is store.resolvedSQL, derived from vocab.ResolvedTaskStatuses; the one
 	// literal list left is "unfinished" (my assignments), not the dependency rule.
-	"NOT IN ('done', 'closed')": {"store/assignments.go:Store.MyAssignments"},
+	"NOT IN ('done', 'closed')": {"store/assignments.go:Store.trackTasks"},
 }
 
 // callers lists functions that must call the shared rule rather than restate it.
 var callers = []struct{ place, callee string }{
-	{"mcp/tools_tasks.go:createTasks", "workflows.ValidateTaskBatch"},
+	{"app/tasks_edit.go:App.CreateTasks", "workflows.ValidateTaskBatch"},
 	{"workflows/task_batch.go:CreateTasksWorkflow", "ValidateTaskBatch"},
-	{"mcp/tools_tasks.go:updateTask", "workflows.CheckTitle"},
+	{"app/tasks_edit.go:App.UpdateTask", "workflows.CheckTitle"},
 	{"workflows/task_rules.go:TaskState.checkUpdate", "CheckTitle"},
 	{"workflows/task_rules.go:TaskState.checkUpdate", "CheckCriteria"},
 	{"workflows/proposal_rules.go:ProposalState.checkAddTaskDraft", "CheckCriteria"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
@@ -61,10 +62,11 @@ func newProjectListCmd(g *globals) *cobra.Command {
 }
 
 // operator is who runs these commands: the company's operator, who manages every project's
-// members under the same rules as the member tools (store.GrantProjectRole).
-func operator(companyUUID string) store.Manager {
-	return store.Manager{Caller: store.Caller{CompanyUUID: companyUUID}, Operator: true}
-}
+// members under the same rules as the member tools (app.GrantProjectRole).
+func operator(companyUUID string) app.Manager { return app.Operator(companyUUID) }
+
+// members are the member use cases over st (they need only the store).
+func members(st *store.Store) *app.App { return &app.App{Store: st} }
 
 // memberTarget resolves --project and --user (a uuid or an email; with create, an unknown email
 // makes the user, as chorus agent create --owner-email does).
@@ -103,7 +105,7 @@ everyone is at least editor, so only admin adds anything. An email that names no
 			if user == "" {
 				return errors.New("--user is required (an email or a user uuid)")
 			}
-			if err := store.CheckRole(role); err != nil {
+			if err := app.CheckRole(role); err != nil {
 				return err // before an unknown email makes a user
 			}
 			ctx := cmd.Context()
@@ -116,7 +118,7 @@ everyone is at least editor, so only admin adds anything. An email that names no
 			if err != nil {
 				return err
 			}
-			_, _, changed, err := st.GrantProjectRole(ctx, operator(company.UUID), p.UUID, u.UUID, role)
+			_, _, changed, err := members(st).GrantProjectRole(ctx, operator(company.UUID), p.UUID, u.UUID, role)
 			if err != nil {
 				return err
 			}
@@ -154,7 +156,7 @@ func newMemberListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, ms, err := st.ProjectMembers(ctx, operator(company.UUID), p.UUID)
+			_, ms, err := members(st).ProjectMembers(ctx, operator(company.UUID), p.UUID)
 			if err != nil {
 				return err
 			}
@@ -199,7 +201,7 @@ func newMemberRemoveCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, _, removed, err := st.RevokeProjectRole(ctx, operator(company.UUID), p.UUID, u.UUID)
+			_, _, removed, err := members(st).RevokeProjectRole(ctx, operator(company.UUID), p.UUID, u.UUID)
 			if err != nil {
 				return err
 			}
