@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -206,36 +205,8 @@ var pmAssignIdea = tool[AssignIdeaIn, IdeaView]{
 	Desc: "Give an idea to an agent (with idea:write) or a user of your company who can edit its project; " +
 		"an open idea moves to elaborating and the assignee is notified.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignIdeaIn) (IdeaView, error) {
-		idea, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
-		if err != nil {
-			return IdeaView{}, err
-		}
-		cmd := workflows.AssignIdeaInput{Actor: actor(call.Who), TargetType: in.AssigneeType, TargetUUID: string(in.AssigneeUUID)}
-		if in.AssigneeType == "agent" {
-			a, err := assignableAgent(ctx, d, call, string(in.AssigneeUUID), perm.IdeaWrite, idea.ProjectUUID, "idea")
-			if err != nil {
-				return IdeaView{}, err
-			}
-			cmd.TargetName = a.Name
-		} else {
-			u, err := d.Store.UserRef(ctx, call.Who.Caller.CompanyUUID, string(in.AssigneeUUID))
-			if errors.Is(err, store.ErrNotFound) {
-				return IdeaView{}, refuseAs("not_found", "Target User not found")
-			} else if err != nil {
-				return IdeaView{}, err // an outage is not "not found"
-			}
-			if _, err := d.Store.RequireProject(ctx, store.Caller{CompanyUUID: u.CompanyUUID, OwnerUUID: u.UUID},
-				idea.ProjectUUID, store.AccessEditor); err != nil {
-				return IdeaView{}, refuse("User %q cannot work in this idea's project (they need editor access there); "+
-					"add them to the project or pick someone else", u.DisplayName())
-			}
-			cmd.TargetName = u.DisplayName()
-		}
-		if _, err := workflows.Send(ctx, d.Flows, workflows.AssignIdea, string(in.IdeaUUID), flowCall(call),
-			call.Who.Caller.AgentUUID, cmd); err != nil {
-			return IdeaView{}, err
-		}
-		return ideaOut(ctx, d)(d.app().GetIdea(ctx, call.Request, string(in.IdeaUUID)))
+		return ideaOut(ctx, d)(d.app().AssignIdea(ctx, call.Request, app.AssignIdeaInput{IdeaUUID: string(in.IdeaUUID),
+			AssigneeType: in.AssigneeType, AssigneeUUID: string(in.AssigneeUUID)}))
 	},
 }
 
