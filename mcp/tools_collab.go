@@ -2,9 +2,9 @@ package mcp
 
 import (
 	"context"
-	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
@@ -47,15 +47,8 @@ var addComment = tool[AddCommentIn, CommentView]{
 	Name: "chorus_add_comment", Title: "Add a comment", Toolset: tsCollab, Perm: perm.Public, Effect: writes,
 	Desc: "Comment on an idea, proposal, task or document; the people it concerns and @-mentions are notified.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddCommentIn) (CommentView, error) {
-		if strings.TrimSpace(in.Content) == "" {
-			return CommentView{}, invalid("content must not be blank: write the comment's text")
-		}
-		t, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessEditor)
-		if err != nil {
-			return CommentView{}, err
-		}
-		c, err := d.Store.AddComment(ctx, store.NewComment{UUID: call.newID("comment"), Target: *t, Content: in.Content,
-			Caller: call.Who.Caller})
+		c, err := d.app().AddComment(ctx, call.Request, app.AddCommentInput{TargetType: in.TargetType,
+			TargetUUID: string(in.TargetUUID), Content: in.Content})
 		if err != nil {
 			return CommentView{}, err
 		}
@@ -79,11 +72,8 @@ var getComments = tool[GetCommentsIn, CommentList]{
 	Name: "chorus_get_comments", Title: "List comments", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
 	Desc: "List the comments on an idea, proposal, task or document, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetCommentsIn) (CommentList, error) {
-		if _, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(in.TargetUUID), store.AccessViewer); err != nil {
-			return CommentList{}, err
-		}
 		page, size, offset := in.window(20)
-		cs, total, err := d.Store.ListComments(ctx, call.Who.Caller.CompanyUUID, in.TargetType, string(in.TargetUUID), size, offset)
+		cs, total, err := d.app().ListComments(ctx, call.Request, in.TargetType, string(in.TargetUUID), size, offset)
 		if err != nil {
 			return CommentList{}, err
 		}
@@ -160,7 +150,7 @@ var getNotifications = tool[GetNotificationsIn, NotificationList]{
 		if status == "" {
 			status = "unread"
 		}
-		p, err := d.Store.ListNotifications(ctx, call.Who.Caller, store.NotificationFilter{Status: status,
+		p, err := d.app().ListNotifications(ctx, call.Request, store.NotificationFilter{Status: status,
 			Limit: limit, Offset: in.Offset, MarkRead: markRead})
 		if err != nil {
 			return NotificationList{}, err
@@ -197,13 +187,13 @@ var markNotificationRead = tool[MarkNotificationReadIn, MarkedRead]{
 	Desc: "Mark one of your notifications read, or all of them.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MarkNotificationReadIn) (MarkedRead, error) {
 		if in.All {
-			n, err := d.Store.MarkAllNotificationsRead(ctx, call.Who.Caller)
+			n, err := d.app().MarkAllNotificationsRead(ctx, call.Request)
 			return MarkedRead{Success: err == nil, Marked: n}, err
 		}
 		if in.NotificationUUID == nil {
 			return MarkedRead{}, invalid("notificationUuid is required unless all is true: name the notification to mark read, or pass all: true")
 		}
-		n, err := d.Store.MarkNotificationRead(ctx, call.Who.Caller, string(*in.NotificationUUID))
+		n, err := d.app().MarkNotificationRead(ctx, call.Request, string(*in.NotificationUUID))
 		return MarkedRead{Success: err == nil, Marked: n}, err
 	},
 }
@@ -244,25 +234,9 @@ var getActivity = tool[GetActivityIn, ActivityList]{
 	Name: "chorus_get_activity", Title: "Activity", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
 	Desc: "List what happened in a project, or to one entity, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetActivityIn) (ActivityList, error) {
-		if (in.TargetType == "") != (in.TargetUUID == nil) {
-			return ActivityList{}, invalid("targetType and targetUuid go together: give both to follow one entity, or neither for the whole project")
-		}
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
-			return ActivityList{}, err
-		}
-		var target string
-		if in.TargetUUID != nil {
-			t, _, err := d.Store.EntityAccess(ctx, call.Who.Caller, in.TargetType, string(*in.TargetUUID), store.AccessViewer)
-			if err != nil {
-				return ActivityList{}, err
-			}
-			if t.ProjectUUID != string(in.ProjectUUID) {
-				return ActivityList{}, store.NotFound(store.EntityName(in.TargetType))
-			}
-			target = t.UUID
-		}
 		page, size, offset := PageIn{Page: in.Page, PageSize: in.PageSize}.window(50)
-		acts, total, err := d.Store.ListActivity(ctx, call.Who.Caller, string(in.ProjectUUID), in.TargetType, target, size, offset)
+		acts, total, err := d.app().ListActivity(ctx, call.Request, app.ActivityQuery{ProjectUUID: string(in.ProjectUUID),
+			TargetType: in.TargetType, TargetUUID: (*string)(in.TargetUUID)}, size, offset)
 		if err != nil {
 			return ActivityList{}, err
 		}

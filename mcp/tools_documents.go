@@ -2,14 +2,11 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
-	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Document tools (docs/rules.md §4.7, §5.8). Documents are records: plain
@@ -48,11 +45,8 @@ var getDocuments = tool[GetDocumentsIn, DocumentList]{
 	Name: "chorus_get_documents", Title: "List documents", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
 	Desc: "List a project's documents, most recently updated first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetDocumentsIn) (DocumentList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
-			return DocumentList{}, err
-		}
 		page, size, offset := in.window(20)
-		docs, total, err := d.Store.ListDocuments(ctx, string(in.ProjectUUID), in.Type, size, offset)
+		docs, total, err := d.app().ListDocuments(ctx, call.Request, string(in.ProjectUUID), in.Type, size, offset)
 		if err != nil {
 			return DocumentList{}, err
 		}
@@ -72,12 +66,18 @@ var getDocument = tool[DocumentIn, DocumentView]{
 	Name: "chorus_get_document", Title: "Get a document", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
 	Desc: "Get a document with its content and version.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (DocumentView, error) {
-		doc, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessViewer)
+		return documentOut(ctx, d)(d.app().GetDocument(ctx, call.Request, string(in.DocumentUUID)))
+	},
+}
+
+// documentOut turns a document use case's answer into the tool's.
+func documentOut(ctx context.Context, d *Deps) func(app.DocumentRecord, error) (DocumentView, error) {
+	return func(rec app.DocumentRecord, err error) (DocumentView, error) {
 		if err != nil {
 			return DocumentView{}, err
 		}
-		return documentView(ctx, d.Store.NewNamer(), *doc, pv.Name), nil
-	},
+		return documentView(ctx, d.Store.NewNamer(), rec.Document, rec.ProjectName), nil
+	}
 }
 
 // CreateDocumentIn is chorus_pm_create_document's input.
@@ -93,38 +93,10 @@ var pmCreateDocument = tool[CreateDocumentIn, DocumentView]{
 	Name: "chorus_pm_create_document", Title: "Create a document", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
 	Desc: "Create a document in a project, optionally of a proposal (reports: chorus_create_report).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateDocumentIn) (DocumentView, error) {
-		if err := workflows.CheckTitle("", "title", &in.Title); err != nil {
-			return DocumentView{}, err
-		}
-		pv, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
-		if err != nil {
-			return DocumentView{}, err
-		}
-		if in.ProposalUUID != nil {
-			p, _, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(*in.ProposalUUID), store.AccessViewer)
-			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrForbidden) {
-				return DocumentView{}, err // an outage is not "not found"
-			}
-			if err != nil || p.ProjectUUID != string(in.ProjectUUID) {
-				return DocumentView{}, store.NotFound("Proposal")
-			}
-		}
-		now := store.Now()
-		doc := store.Document{UUID: call.newID("document"), CompanyUUID: call.Who.Caller.CompanyUUID, ProjectUUID: string(in.ProjectUUID),
-			Type: in.Type, Title: strings.TrimSpace(in.Title), Content: nonEmpty(in.Content), Version: 1,
-			ProposalUUID: (*string)(in.ProposalUUID), CreatedByType: "agent", CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
-		if err := d.Store.CreateDocument(ctx, &doc); err != nil {
-			return DocumentView{}, err
-		}
-		return documentView(ctx, d.Store.NewNamer(), doc, pv.Name), nil
+		return documentOut(ctx, d)(d.app().CreateDocument(ctx, call.Request, app.CreateDocumentInput{
+			ProjectUUID: string(in.ProjectUUID), Type: in.Type, Title: in.Title, Content: in.Content,
+			ProposalUUID: (*string)(in.ProposalUUID)}))
 	},
-}
-
-func nonEmpty(s *string) *string {
-	if s == nil || *s == "" {
-		return nil
-	}
-	return s
 }
 
 // UpdateDocumentIn is chorus_pm_update_document's input.
@@ -138,22 +110,8 @@ var pmUpdateDocument = tool[UpdateDocumentIn, DocumentView]{
 	Name: "chorus_pm_update_document", Title: "Update a document", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
 	Desc: "Change a document's title or content; its version goes up by one.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentIn) (DocumentView, error) {
-		if err := workflows.CheckTitle("", "title", in.Title); err != nil {
-			return DocumentView{}, err
-		}
-		_, pv, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessEditor)
-		if err != nil {
-			return DocumentView{}, err
-		}
-		changeID := store.NewUUID()
-		if call.RequestID != "" {
-			changeID = fmt.Sprintf("%s/%s/%s/%d", "chorus_pm_update_document", call.Who.Caller.AgentUUID, call.RequestID, call.Generation)
-		}
-		doc, err := d.Store.UpdateDocument(ctx, string(in.DocumentUUID), in.Title, in.Content, changeID)
-		if err != nil {
-			return DocumentView{}, err
-		}
-		return documentView(ctx, d.Store.NewNamer(), *doc, pv.Name), nil
+		return documentOut(ctx, d)(d.app().UpdateDocument(ctx, call.Request, app.UpdateDocumentInput{
+			DocumentUUID: string(in.DocumentUUID), Title: in.Title, Content: in.Content}))
 	},
 }
 
@@ -161,10 +119,7 @@ var adminDeleteDocument = tool[DocumentIn, textResult]{
 	Name: "chorus_admin_delete_document", Title: "Delete a document", Toolset: tsCollab, Perm: perm.DocumentAdmin, Effect: destroys,
 	Desc: "Delete a document and its comments.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in DocumentIn) (textResult, error) {
-		if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, string(in.DocumentUUID), store.AccessEditor); err != nil {
-			return "", err
-		}
-		if err := d.Store.DeleteDocument(ctx, string(in.DocumentUUID)); err != nil {
+		if err := d.app().DeleteDocument(ctx, call.Request, string(in.DocumentUUID)); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Document %s deleted", in.DocumentUUID)), nil
@@ -190,24 +145,9 @@ var createReport = tool[CreateReportIn, CreatedReport]{
 	Name: "chorus_create_report", Title: "Write a report", Toolset: tsCollab, Perm: perm.DocumentWrite, Effect: writes,
 	Desc: "Write the completion report of an approved proposal; one per proposal unless force.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateReportIn) (CreatedReport, error) {
-		if !store.IsUUID(string(in.ProposalUUID)) {
-			return CreatedReport{}, invalid("proposalUuid must be a UUID")
-		}
-		if _, _, err := proposalAccess(ctx, d, call, string(in.ProposalUUID)); err != nil {
-			return CreatedReport{}, err
-		}
-		now := store.Now()
-		doc := store.Document{UUID: call.newID("report"), CompanyUUID: call.Who.Caller.CompanyUUID, Type: "report",
-			Title: in.Title, Content: &in.Content, Version: 1, ProposalUUID: (*string)(&in.ProposalUUID), CreatedByType: "agent",
-			CreatedByUUID: call.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
-		err := d.Store.CreateReport(ctx, call.Who.Caller, string(in.ProposalUUID), &doc, in.Force)
-		var status *store.ReportStatusError
-		switch {
-		case errors.As(err, &status):
-			return CreatedReport{}, refuse("%s", status.Error())
-		case errors.Is(err, store.ErrReportExists):
-			return CreatedReport{}, refuse("%s", store.ErrReportExists.Error())
-		case err != nil:
+		doc, err := d.app().CreateReport(ctx, call.Request, app.CreateReportInput{ProposalUUID: string(in.ProposalUUID),
+			Title: in.Title, Content: in.Content, Force: in.Force})
+		if err != nil {
 			return CreatedReport{}, err
 		}
 		return CreatedReport{DocumentUUID: doc.UUID, ProjectUUID: doc.ProjectUUID, Version: 1}, nil

@@ -2,11 +2,10 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
@@ -20,17 +19,30 @@ type IdeaIn struct {
 	IdeaUUID UUID `json:"ideaUuid"`
 }
 
-// ideaDetail reads the full Idea JSON after a change or for chorus_get_idea.
-func ideaDetail(ctx context.Context, d *Deps, who Principal, ideaUUID string) (IdeaView, error) {
-	i, p, err := d.Store.IdeaAccess(ctx, who.Caller, ideaUUID, store.AccessViewer)
-	if err != nil {
-		return IdeaView{}, err
+// ideaOut turns an idea use case's answer into the full Idea JSON.
+func ideaOut(ctx context.Context, d *Deps) func(*store.IdeaDetail, error) (IdeaView, error) {
+	return func(det *store.IdeaDetail, err error) (IdeaView, error) {
+		if err != nil {
+			return IdeaView{}, err
+		}
+		return ideaView(ctx, d.Store.NewNamer(), det), nil
 	}
-	det, err := d.Store.GetIdeaDetail(ctx, i, p)
+}
+
+// elaborationOut turns an elaboration use case's answer into the tool's.
+func elaborationOut(e app.IdeaElaboration, err error) (ElaborationView, error) {
 	if err != nil {
-		return IdeaView{}, err
+		return ElaborationView{}, err
 	}
-	return ideaView(ctx, d.Store.NewNamer(), det), nil
+	return elaborationView(e.Idea, e.Rounds), nil
+}
+
+// roundOut turns a round use case's answer into the tool's.
+func roundOut(r store.ElaborationRound, err error) (RoundView, error) {
+	if err != nil {
+		return RoundView{}, err
+	}
+	return roundView(r), nil
 }
 
 // ---- reads ----
@@ -65,17 +77,8 @@ var getIdeas = tool[GetIdeasIn, IdeaList]{
 	Name: "chorus_get_ideas", Title: "List ideas", Toolset: tsIdeas, Perm: perm.Public, Effect: reads,
 	Desc: "List a project's ideas, newest first, with status, parent and counts.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetIdeasIn) (IdeaList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
-			return IdeaList{}, err
-		}
 		page, size, offset := in.window(20)
-		status := in.Status
-		switch workflows.IdeaStatus(status) {
-		case "", workflows.IdeaOpen, workflows.IdeaElaborating, workflows.IdeaElaborated:
-		default:
-			status = "legacy" // docs/rules.md §8.9: legacy words are accepted and match nothing
-		}
-		rows, total, err := d.Store.ListIdeas(ctx, string(in.ProjectUUID), status, size, offset)
+		rows, total, err := d.app().ListIdeas(ctx, call.Request, string(in.ProjectUUID), in.Status, size, offset)
 		if err != nil {
 			return IdeaList{}, err
 		}
@@ -95,7 +98,7 @@ var getIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_get_idea", Title: "Get an idea", Toolset: tsCore, Perm: perm.Public, Effect: reads,
 	Desc: "Get an idea: content, status, progress, assignee, elaboration state, parent, children, reports.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
-		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
+		return ideaOut(ctx, d)(d.app().GetIdea(ctx, call.Request, string(in.IdeaUUID)))
 	},
 }
 
@@ -123,10 +126,7 @@ var getAvailableIdeas = tool[ProjectIn, AvailableIdeas]{
 	Name: "chorus_get_available_ideas", Title: "Ideas open to claim", Toolset: tsIdeas, Perm: perm.Public, Effect: reads,
 	Desc: "List up to 50 open ideas of a project that you can claim.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectIn) (AvailableIdeas, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
-			return AvailableIdeas{}, err
-		}
-		ideas, err := d.Store.AvailableIdeas(ctx, string(in.ProjectUUID))
+		ideas, err := d.app().AvailableIdeas(ctx, call.Request, string(in.ProjectUUID))
 		if err != nil {
 			return AvailableIdeas{}, err
 		}
@@ -141,23 +141,11 @@ var getAvailableIdeas = tool[ProjectIn, AvailableIdeas]{
 	},
 }
 
-func elaborationOf(ctx context.Context, d *Deps, who Principal, ideaUUID string) (ElaborationView, error) {
-	i, _, err := d.Store.IdeaAccess(ctx, who.Caller, ideaUUID, store.AccessViewer)
-	if err != nil {
-		return ElaborationView{}, err
-	}
-	rounds, err := d.Store.Elaboration(ctx, i.UUID)
-	if err != nil {
-		return ElaborationView{}, err
-	}
-	return elaborationView(i, rounds), nil
-}
-
 var getElaboration = tool[IdeaIn, ElaborationView]{
 	Name: "chorus_get_elaboration", Title: "Get elaboration", Toolset: tsIdeas, Perm: perm.Public, Effect: reads,
 	Desc: "Get an idea's elaboration rounds with questions and answers.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
-		return elaborationOf(ctx, d, call.Who, string(in.IdeaUUID))
+		return elaborationOut(d.app().Elaboration(ctx, call.Request, string(in.IdeaUUID)))
 	},
 }
 
@@ -187,72 +175,22 @@ var pmCreateIdea = tool[CreateIdeaIn, CreatedIdea]{
 	Name: "chorus_pm_create_idea", Title: "Create an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Create an open idea in a project, optionally under a parent or as a theme grouping child ideas.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateIdeaIn) (CreatedIdea, error) {
-		if err := workflows.CheckTitle("", "title", &in.Title); err != nil {
-			return CreatedIdea{}, err
-		}
-		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
+		res, err := d.app().CreateIdea(ctx, call.Request, app.CreateIdeaInput{ProjectUUID: string(in.ProjectUUID), Title: in.Title,
+			Content: in.Content, ParentUUID: (*string)(in.ParentUUID), IsContainer: in.IsContainer, References: referenceInputs(in.References)})
 		if err != nil {
 			return CreatedIdea{}, err
 		}
-		if in.ParentUUID != nil {
-			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID), store.AccessViewer)
-			if err != nil {
-				return CreatedIdea{}, err
-			}
-			if parent.ProjectUUID != string(in.ProjectUUID) {
-				return CreatedIdea{}, store.NotFound("Idea")
-			}
-		}
-		res, err := d.Flows.CreateIdea(ctx, flowCall(call), workflows.CreateIdeaInput{Actor: actor(call.Who),
-			UUID: call.newID("idea"), ProjectUUID: string(in.ProjectUUID), ProjectName: project.Name, Title: in.Title, Content: in.Content,
-			ParentUUID: (*string)(in.ParentUUID), IsContainer: in.IsContainer})
-		if err != nil {
-			return CreatedIdea{}, err
-		}
-		refErrs, err := addInlineReferences(ctx, d, call, store.Target{Type: "idea", UUID: res.UUID, ProjectUUID: string(in.ProjectUUID)}, in.References, nil)
-		if err != nil {
-			return CreatedIdea{}, err
-		}
-		return CreatedIdea{UUID: res.UUID, Title: strings.TrimSpace(in.Title), ParentUUID: (*string)(in.ParentUUID), Status: res.Status,
-			ReferenceErrors: refErrs}, nil
+		return CreatedIdea{UUID: res.UUID, Title: res.Title, ParentUUID: res.ParentUUID, Status: res.Status,
+			ReferenceErrors: referenceErrors(res.ReferenceErrors)}, nil
 	},
-}
-
-// ideaUpdate gates an idea (editor on its project, docs/rules.md §6.3) and sends one update to its workflow.
-func ideaUpdate[In any](ctx context.Context, d *Deps, call *Call, ideaUUID string, cmd workflows.Command[In, workflows.IdeaResult], in In) (workflows.IdeaResult, error) {
-	if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, ideaUUID, store.AccessEditor); err != nil {
-		return workflows.IdeaResult{}, err
-	}
-	return workflows.Send(ctx, d.Flows, cmd, ideaUUID, flowCall(call), call.Who.Caller.AgentUUID, in)
-}
-
-// roundUpdate is ideaUpdate for the elaboration updates, returning the round they touched.
-func roundUpdate[In any](ctx context.Context, d *Deps, call *Call, ideaUUID string, cmd workflows.Command[In, workflows.IdeaResult], in In) (RoundView, error) {
-	res, err := ideaUpdate(ctx, d, call, ideaUUID, cmd, in)
-	if err != nil {
-		return RoundView{}, err
-	}
-	r, err := d.Store.Round(ctx, res.RoundUUID)
-	if err != nil {
-		return RoundView{}, err
-	}
-	return roundView(*r), nil
-}
-
-// ideaCommand is a tool that sends one actor-only update and returns the updated Idea JSON.
-func ideaCommand(cmd workflows.Command[workflows.IdeaCommand, workflows.IdeaResult]) func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
-	return func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), cmd, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
-			return IdeaView{}, err
-		}
-		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
-	}
 }
 
 var claimIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_claim_idea", Title: "Claim an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Claim an open idea; it moves to elaborating. Refused when someone holds it.",
-	Run:  ideaCommand(workflows.ClaimIdea),
+	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
+		return ideaOut(ctx, d)(d.app().ClaimIdea(ctx, call.Request, string(in.IdeaUUID)))
+	},
 }
 
 // AssignIdeaIn is chorus_pm_assign_idea's input.
@@ -267,43 +205,17 @@ var pmAssignIdea = tool[AssignIdeaIn, IdeaView]{
 	Desc: "Give an idea to an agent (with idea:write) or a user of your company who can edit its project; " +
 		"an open idea moves to elaborating and the assignee is notified.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignIdeaIn) (IdeaView, error) {
-		idea, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
-		if err != nil {
-			return IdeaView{}, err
-		}
-		cmd := workflows.AssignIdeaInput{Actor: actor(call.Who), TargetType: in.AssigneeType, TargetUUID: string(in.AssigneeUUID)}
-		if in.AssigneeType == "agent" {
-			a, err := assignableAgent(ctx, d, call, string(in.AssigneeUUID), perm.IdeaWrite, idea.ProjectUUID, "idea")
-			if err != nil {
-				return IdeaView{}, err
-			}
-			cmd.TargetName = a.Name
-		} else {
-			u, err := d.Store.UserRef(ctx, call.Who.Caller.CompanyUUID, string(in.AssigneeUUID))
-			if errors.Is(err, store.ErrNotFound) {
-				return IdeaView{}, refuseAs("not_found", "Target User not found")
-			} else if err != nil {
-				return IdeaView{}, err // an outage is not "not found"
-			}
-			if _, err := d.Store.RequireProject(ctx, store.Caller{CompanyUUID: u.CompanyUUID, OwnerUUID: u.UUID},
-				idea.ProjectUUID, store.AccessEditor); err != nil {
-				return IdeaView{}, refuse("User %q cannot work in this idea's project (they need editor access there); "+
-					"add them to the project or pick someone else", u.DisplayName())
-			}
-			cmd.TargetName = u.DisplayName()
-		}
-		if _, err := workflows.Send(ctx, d.Flows, workflows.AssignIdea, string(in.IdeaUUID), flowCall(call),
-			call.Who.Caller.AgentUUID, cmd); err != nil {
-			return IdeaView{}, err
-		}
-		return ideaDetail(ctx, d, call.Who, string(in.IdeaUUID))
+		return ideaOut(ctx, d)(d.app().AssignIdea(ctx, call.Request, app.AssignIdeaInput{IdeaUUID: string(in.IdeaUUID),
+			AssigneeType: in.AssigneeType, AssigneeUUID: string(in.AssigneeUUID)}))
 	},
 }
 
 var releaseIdea = tool[IdeaIn, IdeaView]{
 	Name: "chorus_release_idea", Title: "Release an idea", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Give up an idea you hold. Refused once its elaboration is resolved.",
-	Run:  ideaCommand(workflows.ReleaseIdea),
+	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (IdeaView, error) {
+		return ideaOut(ctx, d)(d.app().ReleaseIdea(ctx, call.Request, string(in.IdeaUUID)))
+	},
 }
 
 // EditIdeaIn is chorus_edit_idea's input.
@@ -328,30 +240,8 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 	Desc: "Change an idea's title, content, parent or theme flag. The parent must be in the same project, not a " +
 		"descendant.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in EditIdeaIn) (EditedIdea, error) {
-		i, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor)
-		if err != nil {
-			return EditedIdea{}, err
-		}
-		if in.ParentUUID != nil && in.DetachParent {
-			return EditedIdea{}, invalid("give parentUuid (a new parent) or detachParent (no parent), not both")
-		}
-		if in.ParentUUID != nil {
-			parent, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(*in.ParentUUID), store.AccessViewer)
-			if err != nil {
-				return EditedIdea{}, refuse("Failed to edit Idea: %s", mustMessage(err))
-			}
-			if parent.ProjectUUID != i.ProjectUUID {
-				return EditedIdea{}, refuse("Failed to edit Idea: Parent idea must be in the same project")
-			}
-		}
-		a := actor(call.Who)
-		_, err = workflows.Send(ctx, d.Flows, workflows.EditIdea, string(in.IdeaUUID), flowCall(call), a.UUID, workflows.EditIdeaInput{
-			Actor: a, Title: in.Title, Content: in.Content, SetParent: in.ParentUUID != nil || in.DetachParent, ParentUUID: (*string)(in.ParentUUID),
-			IsContainer: in.IsContainer})
-		if err != nil {
-			return EditedIdea{}, err
-		}
-		i, _, err = d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessViewer)
+		i, err := d.app().EditIdea(ctx, call.Request, app.EditIdeaInput{IdeaUUID: string(in.IdeaUUID), Title: in.Title,
+			Content: in.Content, ParentUUID: (*string)(in.ParentUUID), DetachParent: in.DetachParent, IsContainer: in.IsContainer})
 		if err != nil {
 			return EditedIdea{}, err
 		}
@@ -359,19 +249,11 @@ var editIdea = tool[EditIdeaIn, EditedIdea]{
 	},
 }
 
-// mustMessage is the agent-readable text of a known error (or its plain text).
-func mustMessage(err error) string {
-	if m, ok := agentMessage(err); ok {
-		return m
-	}
-	return err.Error()
-}
-
 var adminDeleteIdea = tool[IdeaIn, textResult]{
 	Name: "chorus_admin_delete_idea", Title: "Delete an idea", Toolset: tsIdeas, Perm: perm.IdeaAdmin, Effect: destroys,
 	Desc: "Delete an idea and its elaboration; its children become top-level.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (textResult, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.DeleteIdea, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
+		if err := d.app().DeleteIdea(ctx, call.Request, string(in.IdeaUUID)); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Idea %s deleted", in.IdeaUUID)), nil
@@ -408,7 +290,7 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 	Desc: "Ask 1-15 clarifying questions (2-5 options each) on an idea you hold. Refused before you claim it, " +
 		"or after 10 rounds.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in StartElaborationIn) (RoundView, error) {
-		cmd := workflows.StartElaborationInput{Actor: actor(call.Who), Depth: in.Depth}
+		cmd := app.StartElaborationInput{IdeaUUID: string(in.IdeaUUID), Depth: in.Depth}
 		for _, q := range in.Questions {
 			qi := workflows.QuestionInput{ID: q.ID, Text: q.Text, Category: q.Category, Required: q.Required}
 			for _, o := range q.Options {
@@ -416,7 +298,7 @@ var pmStartElaboration = tool[StartElaborationIn, RoundView]{
 			}
 			cmd.Questions = append(cmd.Questions, qi)
 		}
-		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.StartElaboration, cmd)
+		return roundOut(d.app().StartElaboration(ctx, call.Request, cmd))
 	},
 }
 
@@ -438,11 +320,11 @@ var answerElaboration = tool[AnswerElaborationIn, RoundView]{
 	Name: "chorus_answer_elaboration", Title: "Answer elaboration", Toolset: tsIdeas, Perm: perm.Public, Effect: writes,
 	Desc: "Answer an idea's pending elaboration round; one invalid answer refuses them all.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AnswerElaborationIn) (RoundView, error) {
-		cmd := workflows.AnswerElaborationInput{Actor: actor(call.Who), RoundUUID: (*string)(in.RoundUUID)}
+		cmd := app.AnswerElaborationInput{IdeaUUID: string(in.IdeaUUID), RoundUUID: (*string)(in.RoundUUID)}
 		for _, x := range in.Answers {
 			cmd.Answers = append(cmd.Answers, workflows.AnswerInput{QuestionID: x.QuestionID, SelectedOptionID: x.SelectedOptionID, CustomText: x.CustomText})
 		}
-		return roundUpdate(ctx, d, call, string(in.IdeaUUID), workflows.AnswerElaboration, cmd)
+		return roundOut(d.app().AnswerElaboration(ctx, call.Request, cmd))
 	},
 }
 
@@ -450,10 +332,7 @@ var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
 	Name: "chorus_pm_validate_elaboration", Title: "Resolve elaboration", Toolset: tsIdeas, Perm: perm.IdeaAdmin, Effect: writes,
 	Desc: "Resolve the elaboration of an idea you hold once no round is pending.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.ValidateElaboration, workflows.IdeaCommand{Actor: actor(call.Who)}); err != nil {
-			return ElaborationView{}, err
-		}
-		return elaborationOf(ctx, d, call.Who, string(in.IdeaUUID))
+		return elaborationOut(d.app().ValidateElaboration(ctx, call.Request, string(in.IdeaUUID)))
 	},
 }
 
@@ -474,8 +353,7 @@ var pmSkipElaboration = tool[SkipElaborationIn, SkippedElaboration]{
 	Name: "chorus_pm_skip_elaboration", Title: "Skip elaboration", Toolset: tsIdeas, Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Resolve the elaboration of an idea you hold without questions, saying why it is clear.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SkipElaborationIn) (SkippedElaboration, error) {
-		if _, err := ideaUpdate(ctx, d, call, string(in.IdeaUUID), workflows.SkipElaboration,
-			workflows.SkipElaborationInput{Actor: actor(call.Who), Reason: in.Reason}); err != nil {
+		if err := d.app().SkipElaboration(ctx, call.Request, string(in.IdeaUUID), in.Reason); err != nil {
 			return SkippedElaboration{}, err
 		}
 		return SkippedElaboration{IdeaUUID: string(in.IdeaUUID), Action: "elaboration_skipped", Reason: in.Reason}, nil
@@ -501,29 +379,10 @@ var moveIdea = tool[MoveIdeaIn, MovedIdea]{
 	Name: "chorus_move_idea", Title: "Move an idea", Toolset: tsProjects, Perm: perm.IdeaWrite, Effect: writes,
 	Desc: "Move an idea with its descendants and their proposals, documents and tasks of its project to another project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MoveIdeaIn) (MovedIdea, error) {
-		wrap := func(err error) error {
-			if m, ok := agentMessage(err); ok && !strings.HasPrefix(m, "Failed to move Idea: ") {
-				return refuse("Failed to move Idea: %s", m)
-			}
-			return err
-		}
-		if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, string(in.IdeaUUID), store.AccessEditor); err != nil {
-			return MovedIdea{}, wrap(err)
-		}
-		target, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.TargetProjectUUID), store.AccessEditor)
-		if err != nil {
-			return MovedIdea{}, wrap(err)
-		}
-		a := actor(call.Who)
-		res, err := workflows.Send(ctx, d.Flows, workflows.MoveIdea, string(in.IdeaUUID), flowCall(call), a.UUID,
-			workflows.MoveIdeaInput{Actor: a, TargetProjectUUID: target.UUID, TargetProjectName: target.Name})
+		res, err := d.app().MoveIdea(ctx, call.Request, string(in.IdeaUUID), string(in.TargetProjectUUID))
 		if err != nil {
 			return MovedIdea{}, err
 		}
-		out := MovedIdea{UUID: res.UUID, Project: ProjectRef{UUID: target.UUID, Name: target.Name}}
-		if res.Moved != nil {
-			out.Moved = *res.Moved
-		}
-		return out, nil
+		return MovedIdea{UUID: res.UUID, Project: ProjectRef{UUID: res.ProjectUUID, Name: res.ProjectName}, Moved: res.Moved}, nil
 	},
 }

@@ -2,11 +2,9 @@ package mcp
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
@@ -133,11 +131,6 @@ func (v *ProposalView) fit() {
 	fitLists(v, budgetList{len(refs), func(n int) { v.References = refs[:n] }})
 }
 
-// proposalAccess gates a proposal for a tool that changes it (editor).
-func proposalAccess(ctx context.Context, d *Deps, call *Call, uuid string) (*store.Proposal, *store.ProjectView, error) {
-	return d.Store.ProposalAccess(ctx, call.Who.Caller, uuid, store.AccessEditor)
-}
-
 // ---- reads ----
 
 // GetProposalsIn is chorus_get_proposals' input.
@@ -168,15 +161,8 @@ var getProposals = tool[GetProposalsIn, ProposalList]{
 	Name: "chorus_get_proposals", Title: "List proposals", Toolset: tsProposals, Perm: perm.Public, Effect: reads,
 	Desc: "List a project's proposals, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalsIn) (ProposalList, error) {
-		if _, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessViewer); err != nil {
-			return ProposalList{}, err
-		}
-		status := in.Status
-		if status == "rejected" || status == "revised" {
-			status = "legacy" // docs/rules.md §8.10: accepted, matches nothing
-		}
 		page, size, offset := in.window(20)
-		rows, total, err := d.Store.ListProposals(ctx, string(in.ProjectUUID), status, size, offset)
+		rows, total, err := d.app().ListProposals(ctx, call.Request, string(in.ProjectUUID), in.Status, size, offset)
 		if err != nil {
 			return ProposalList{}, err
 		}
@@ -205,7 +191,7 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 	Name: "chorus_get_proposal", Title: "Get a proposal", Toolset: tsProposals, Perm: perm.Public, Effect: reads,
 	Desc: "Get a proposal with an index of its drafts, or the drafts in full (section).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProposalIn) (ProposalView, error) {
-		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(in.ProposalUUID), store.AccessViewer)
+		rec, err := d.app().GetProposal(ctx, call.Request, string(in.ProposalUUID))
 		if err != nil {
 			return ProposalView{}, err
 		}
@@ -213,13 +199,19 @@ var getProposal = tool[GetProposalIn, ProposalView]{
 		if section == "" {
 			section = "basic"
 		}
-		n := d.Store.NewNamer()
-		v := proposalView(ctx, n, p, pv.Name, section)
-		if v.References, v.ReferenceCount, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
-			return ProposalView{}, err
-		}
-		return v, nil
+		return proposalWithReferences(ctx, d, rec, section)
 	},
+}
+
+// proposalWithReferences is a proposal's view with its references.
+func proposalWithReferences(ctx context.Context, d *Deps, rec app.ProposalRecord, section string) (ProposalView, error) {
+	n := d.Store.NewNamer()
+	v := proposalView(ctx, n, rec.Proposal, rec.ProjectName, section)
+	var err error
+	if v.References, v.ReferenceCount, err = targetReferences(ctx, d, n, "proposal", rec.Proposal.UUID); err != nil {
+		return ProposalView{}, err
+	}
+	return v, nil
 }
 
 // ---- create ----
@@ -253,73 +245,19 @@ func (c *CreatedProposal) Note() string {
 	return "Note: " + c.NoteText
 }
 
-// checkInputs gates a proposal's inputs (docs/rules.md §2.3): each resolves to an idea or document the
-// caller can see; idea inputs must be claimed by the caller and not be themes.
-func checkInputs(ctx context.Context, d *Deps, who Principal, inputType string, uuids []string) error {
-	for i, u := range uuids {
-		if slices.Contains(uuids[:i], u) {
-			return invalid("inputUuids lists %s twice", u)
-		}
-		if inputType == "document" {
-			if _, _, err := d.Store.DocumentAccess(ctx, who.Caller, u, store.AccessViewer); err != nil {
-				return err
-			}
-			continue
-		}
-		i, _, err := d.Store.IdeaAccess(ctx, who.Caller, u, store.AccessViewer)
-		if err != nil {
-			return err
-		}
-		if i.AssigneeType == nil || *i.AssigneeType != "agent" || deref(i.AssigneeUUID) != who.Caller.AgentUUID {
-			return refuse("Can only create Proposals based on Ideas you have claimed (idea %q is not held by you; claim it with chorus_claim_idea)", i.Title)
-		}
-		if i.IsContainer {
-			return refuse("Cannot create a proposal from a theme (container) idea; derive a child idea and propose on it (idea %q)", i.Title)
-		}
-	}
-	return nil
-}
-
 var pmCreateProposal = tool[CreateProposalIn, CreatedProposal]{
 	Name: "chorus_pm_create_proposal", Title: "Create a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Create an empty draft proposal from ideas you hold, or from documents. note names other proposals " +
 		"using an input idea.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProposalIn) (CreatedProposal, error) {
-		if err := workflows.CheckTitle("", "title", &in.Title); err != nil {
-			return CreatedProposal{}, err
-		}
-		project, err := d.Store.RequireProject(ctx, call.Who.Caller, string(in.ProjectUUID), store.AccessEditor)
+		res, err := d.app().CreateProposal(ctx, call.Request, app.CreateProposalInput{ProjectUUID: string(in.ProjectUUID),
+			Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: uuidStrings(in.InputUUIDs),
+			References: referenceInputs(in.References)})
 		if err != nil {
 			return CreatedProposal{}, err
 		}
-		if err := checkInputs(ctx, d, call.Who, in.InputType, uuidStrings(in.InputUUIDs)); err != nil {
-			return CreatedProposal{}, err
-		}
-		uuid := call.newID("proposal")
-		res, err := d.Flows.CreateProposal(ctx, flowCall(call), workflows.CreateProposalInput{Actor: actor(call.Who), UUID: uuid,
-			ProjectUUID: string(in.ProjectUUID), ProjectName: project.Name, Title: in.Title, Description: in.Description, InputType: in.InputType, InputUUIDs: uuidStrings(in.InputUUIDs)})
-		if err != nil {
-			return CreatedProposal{}, err
-		}
-		out := CreatedProposal{UUID: res.UUID, Title: strings.TrimSpace(in.Title), Status: res.Status}
-		out.ReferenceErrors, err = addInlineReferences(ctx, d, call, store.Target{Type: "proposal", UUID: res.UUID, ProjectUUID: string(in.ProjectUUID)}, in.References, nil)
-		if err != nil {
-			return CreatedProposal{}, err
-		}
-		if in.InputType == "idea" && len(in.InputUUIDs) > 0 {
-			titles, err := d.Store.ProposalsUsingIdeas(ctx, call.Who.Caller, uuidStrings(in.InputUUIDs), res.UUID)
-			if err != nil {
-				return CreatedProposal{}, err
-			}
-			if len(titles) > 0 {
-				quoted := make([]string, len(titles))
-				for i, t := range titles {
-					quoted[i] = fmt.Sprintf("%q", t)
-				}
-				out.NoteText = "Idea is also referenced by existing Proposal(s): " + strings.Join(quoted, ", ")
-			}
-		}
-		return out, nil
+		return CreatedProposal{UUID: res.UUID, Title: res.Title, Status: res.Status,
+			ReferenceErrors: referenceErrors(res.ReferenceErrors), NoteText: res.Note}, nil
 	},
 }
 
@@ -331,35 +269,11 @@ type ValidationOut struct {
 	Issues []workflows.Issue `json:"issues"`
 }
 
-// validationOf gates a proposal and its inputs and runs docs/rules.md §5.4 on its current drafts.
-func validationOf(ctx context.Context, d *Deps, call *Call, proposalUUID string) (*store.Proposal, workflows.Validation, error) {
-	p, _, err := proposalAccess(ctx, d, call, proposalUUID)
-	if err != nil {
-		return nil, workflows.Validation{}, err
-	}
-	var facts []store.IdeaFacts
-	for _, u := range p.InputUUIDs { // docs/rules.md §5.4: a missing or hidden input fails at the gate
-		if p.InputType == "document" {
-			if _, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, u, store.AccessViewer); err != nil {
-				return nil, workflows.Validation{}, err
-			}
-		} else if _, _, err := d.Store.IdeaAccess(ctx, call.Who.Caller, u, store.AccessViewer); err != nil {
-			return nil, workflows.Validation{}, err
-		}
-	}
-	if p.InputType == "idea" {
-		if facts, err = d.Store.LoadIdeaFacts(ctx, p.CompanyUUID, p.InputUUIDs); err != nil {
-			return nil, workflows.Validation{}, err
-		}
-	}
-	return p, workflows.ValidateProposal(*p, facts), nil
-}
-
 var pmValidateProposal = tool[ProposalIn, ValidationOut]{
 	Name: "chorus_pm_validate_proposal", Title: "Validate a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: reads,
 	Desc: "Check a proposal as submission will, changing nothing: errors block submission.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (ValidationOut, error) {
-		_, v, err := validationOf(ctx, d, call, string(in.ProposalUUID))
+		v, err := d.app().ValidateProposal(ctx, call.Request, string(in.ProposalUUID))
 		return ValidationOut{Valid: v.Valid, Issues: v.Issues}, err
 	},
 }
@@ -374,11 +288,7 @@ var pmSubmitProposal = tool[ProposalIn, StatusOut]{
 	Name: "chorus_pm_submit_proposal", Title: "Submit a proposal", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Submit a draft proposal for review. Refused, listing every issue, when validation finds an error.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProposalIn) (StatusOut, error) {
-		if _, _, err := validationOf(ctx, d, call, string(in.ProposalUUID)); err != nil {
-			return StatusOut{}, err
-		}
-		a := actor(call.Who)
-		res, err := workflows.Send(ctx, d.Flows, workflows.SubmitProposal, string(in.ProposalUUID), flowCall(call), a.UUID, workflows.ProposalCommand{Actor: a})
+		res, err := d.app().SubmitProposal(ctx, call.Request, string(in.ProposalUUID))
 		if err != nil {
 			return StatusOut{}, err
 		}
@@ -404,25 +314,21 @@ type AddDocumentDraftIn struct {
 	Content      string `json:"content" jsonschema:"markdown, 100 characters or more"`
 }
 
-// draftUpdate gates the proposal and sends one draft update.
-func draftUpdate[In any](ctx context.Context, d *Deps, call *Call, proposalUUID string, cmd workflows.Command[In, workflows.ProposalResult],
-	action string, in In) (DraftOut, error) {
-	if _, _, err := proposalAccess(ctx, d, call, proposalUUID); err != nil {
-		return DraftOut{}, err
-	}
-	res, err := workflows.Send(ctx, d.Flows, cmd, proposalUUID, flowCall(call), call.Who.Caller.AgentUUID, in)
+// draftOut is a draft command's result as the draft tools return it.
+func draftOut(action string, res app.DraftResult, err error) (DraftOut, error) {
 	if err != nil {
 		return DraftOut{}, err
 	}
-	return DraftOut{ProposalUUID: res.UUID, Action: action, DraftUUID: res.DraftUUID, DraftTitle: res.DraftTitle}, nil
+	return DraftOut{ProposalUUID: res.ProposalUUID, Action: action, DraftUUID: res.DraftUUID, DraftTitle: res.DraftTitle}, nil
 }
 
 var pmAddDocumentDraft = tool[AddDocumentDraftIn, DraftOut]{
 	Name: "chorus_pm_add_document_draft", Title: "Add a document draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Add a document draft to a draft proposal.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddDocumentDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.AddDocumentDraft, "document_draft_added",
-			workflows.DocumentDraftInput{Actor: actor(call.Who), Type: &in.Type, Title: &in.Title, Content: &in.Content})
+		res, err := d.app().AddDocumentDraft(ctx, call.Request, app.DocumentDraftInput{ProposalUUID: string(in.ProposalUUID),
+			Type: &in.Type, Title: &in.Title, Content: &in.Content})
+		return draftOut("document_draft_added", res, err)
 	},
 }
 
@@ -439,8 +345,9 @@ var pmUpdateDocumentDraft = tool[UpdateDocumentDraftIn, DraftOut]{
 	Name: "chorus_pm_update_document_draft", Title: "Update a document draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
 	Desc: "Change a document draft of a draft proposal; fields left out keep their value.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateDocumentDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateDocumentDraft, "document_draft_updated",
-			workflows.DocumentDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Type: in.Type, Title: in.Title, Content: in.Content})
+		res, err := d.app().UpdateDocumentDraft(ctx, call.Request, app.DocumentDraftInput{ProposalUUID: string(in.ProposalUUID),
+			DraftUUID: string(in.DraftUUID), Type: in.Type, Title: in.Title, Content: in.Content})
+		return draftOut("document_draft_updated", res, err)
 	},
 }
 
@@ -474,10 +381,11 @@ var pmAddTaskDraft = tool[AddTaskDraftIn, DraftOut]{
 	Name: "chorus_pm_add_task_draft", Title: "Add a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Add a task draft with acceptance criteria and dependencies to a draft proposal.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddTaskDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.AddTaskDraft, "task_draft_added",
-			workflows.TaskDraftInput{Actor: actor(call.Who), Title: &in.Title, Description: in.Description,
-				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind, SetCriteria: true,
-				Criteria: criteria(in.AcceptanceCriteriaItems), SetDependsOn: true, DependsOn: uuidStrings(in.DependsOnDraftUUIDs)})
+		res, err := d.app().AddTaskDraft(ctx, call.Request, app.TaskDraftInput{ProposalUUID: string(in.ProposalUUID),
+			Title: &in.Title, Description: in.Description, StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind,
+			SetCriteria: true, Criteria: criteria(in.AcceptanceCriteriaItems), SetDependsOn: true,
+			DependsOn: uuidStrings(in.DependsOnDraftUUIDs)})
+		return draftOut("task_draft_added", res, err)
 	},
 }
 
@@ -498,11 +406,12 @@ var pmUpdateTaskDraft = tool[UpdateTaskDraftIn, DraftOut]{
 	Name: "chorus_pm_update_task_draft", Title: "Update a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: writes, Idempotent: true,
 	Desc: "Change a task draft of a draft proposal; fields left out are kept, lists given replace the old.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskDraftIn) (DraftOut, error) {
-		return draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.UpdateTaskDraft, "task_draft_updated",
-			workflows.TaskDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID), Title: in.Title, Description: in.Description,
-				StoryPoints: in.StoryPoints, Priority: in.Priority, Kind: in.Kind,
-				SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
-				SetDependsOn: in.DependsOnDraftUUIDs != nil, DependsOn: uuidStrings(in.DependsOnDraftUUIDs)})
+		res, err := d.app().UpdateTaskDraft(ctx, call.Request, app.TaskDraftInput{ProposalUUID: string(in.ProposalUUID),
+			DraftUUID: string(in.DraftUUID), Title: in.Title, Description: in.Description, StoryPoints: in.StoryPoints,
+			Priority: in.Priority, Kind: in.Kind, SetCriteria: in.AcceptanceCriteriaItems != nil,
+			Criteria: criteria(in.AcceptanceCriteriaItems), SetDependsOn: in.DependsOnDraftUUIDs != nil,
+			DependsOn: uuidStrings(in.DependsOnDraftUUIDs)})
+		return draftOut("task_draft_updated", res, err)
 	},
 }
 
@@ -516,10 +425,9 @@ var pmRemoveDocumentDraft = tool[RemoveDraftIn, DraftOut]{
 	Name: "chorus_pm_remove_document_draft", Title: "Remove a document draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
 	Desc: "Remove a document draft from a draft proposal.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
-		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.RemoveDocumentDraft, "document_draft_removed",
-			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
-		out.DraftTitle = ""
-		return out, err
+		res, err := d.app().RemoveDocumentDraft(ctx, call.Request, string(in.ProposalUUID), string(in.DraftUUID))
+		res.DraftTitle = ""
+		return draftOut("document_draft_removed", res, err)
 	},
 }
 
@@ -527,10 +435,9 @@ var pmRemoveTaskDraft = tool[RemoveDraftIn, DraftOut]{
 	Name: "chorus_pm_remove_task_draft", Title: "Remove a task draft", Toolset: tsProposals, Perm: perm.ProposalWrite, Effect: destroys, Idempotent: true,
 	Desc: "Remove a task draft from a draft proposal and from other drafts' dependencies.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in RemoveDraftIn) (DraftOut, error) {
-		out, err := draftUpdate(ctx, d, call, string(in.ProposalUUID), workflows.RemoveTaskDraft, "task_draft_removed",
-			workflows.RemoveDraftInput{Actor: actor(call.Who), DraftUUID: string(in.DraftUUID)})
-		out.DraftTitle = ""
-		return out, err
+		res, err := d.app().RemoveTaskDraft(ctx, call.Request, string(in.ProposalUUID), string(in.DraftUUID))
+		res.DraftTitle = ""
+		return draftOut("task_draft_removed", res, err)
 	},
 }
 
@@ -548,21 +455,11 @@ type OptionalReviewIn struct {
 	ReviewNote   *string `json:"reviewNote,omitempty"`
 }
 
-func reviewCommand(ctx context.Context, d *Deps, call *Call, proposalUUID string, cmd workflows.Command[workflows.ProposalCommand, workflows.ProposalResult],
-	note *string) (workflows.ProposalResult, error) {
-	if _, _, err := proposalAccess(ctx, d, call, proposalUUID); err != nil {
-		return workflows.ProposalResult{}, err
-	}
-	a := actor(call.Who)
-	a.ProposalAdmin = call.Who.Perms.Has(perm.ProposalAdmin)
-	return workflows.Send(ctx, d.Flows, cmd, proposalUUID, flowCall(call), a.UUID, workflows.ProposalCommand{Actor: a, ReviewNote: note})
-}
-
 var pmRejectProposal = tool[ReviewIn, StatusOut]{
 	Name: "chorus_pm_reject_proposal", Title: "Reject a proposal", Toolset: tsReview, Perm: perm.ProposalWrite, Effect: destroys,
 	Desc: "Send a pending proposal back to draft with a review note. Author or proposal:admin only.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RejectProposal, &in.ReviewNote)
+		res, err := d.app().RejectProposal(ctx, call.Request, string(in.ProposalUUID), in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
 	},
 }
@@ -571,7 +468,7 @@ var adminCloseProposal = tool[ReviewIn, StatusOut]{
 	Name: "chorus_admin_close_proposal", Title: "Close a proposal", Toolset: tsReview, Perm: perm.ProposalAdmin, Effect: destroys,
 	Desc: "Close a pending proposal for good, with a review note.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReviewIn) (StatusOut, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.CloseProposal, &in.ReviewNote)
+		res, err := d.app().CloseProposal(ctx, call.Request, string(in.ProposalUUID), in.ReviewNote)
 		return StatusOut{UUID: res.UUID, Status: res.Status}, err
 	},
 }
@@ -580,26 +477,19 @@ var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
 	Name: "chorus_admin_approve_proposal", Title: "Approve a proposal", Toolset: tsReview, Perm: perm.ProposalAdmin, Effect: writes,
 	Desc: "Approve a pending proposal: its drafts become documents and open tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (ProposalView, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.ApproveProposal, in.ReviewNote)
+		res, err := d.app().ApproveProposal(ctx, call.Request, string(in.ProposalUUID), in.ReviewNote)
 		if err != nil {
 			return ProposalView{}, err
 		}
-		p, pv, err := d.Store.ProposalAccess(ctx, call.Who.Caller, string(in.ProposalUUID), store.AccessViewer)
+		v, err := proposalWithReferences(ctx, d, res.ProposalRecord, "basic")
 		if err != nil {
 			return ProposalView{}, err
 		}
-		n := d.Store.NewNamer()
-		v := proposalView(ctx, n, p, pv.Name, "basic")
-		if v.References, v.ReferenceCount, err = targetReferences(ctx, d, n, "proposal", p.UUID); err != nil {
-			return ProposalView{}, err
+		for _, t := range res.Tasks {
+			v.MaterializedTasks = append(v.MaterializedTasks, MaterializedTask{DraftUUID: t.DraftUUID, TaskUUID: t.UUID, Title: t.Title})
 		}
-		if m := res.Materialized; m != nil {
-			for _, t := range m.Tasks {
-				v.MaterializedTasks = append(v.MaterializedTasks, MaterializedTask{DraftUUID: t.DraftUUID, TaskUUID: t.UUID, Title: t.Title})
-			}
-			for _, doc := range m.Documents {
-				v.MaterializedDocuments = append(v.MaterializedDocuments, MaterializedDocument{DraftUUID: doc.DraftUUID, DocumentUUID: doc.UUID, Title: doc.Title})
-			}
+		for _, doc := range res.Documents {
+			v.MaterializedDocuments = append(v.MaterializedDocuments, MaterializedDocument{DraftUUID: doc.DraftUUID, DocumentUUID: doc.UUID, Title: doc.Title})
 		}
 		return v, nil
 	},
@@ -624,7 +514,7 @@ var pmRevokeProposal = tool[OptionalReviewIn, Revoked]{
 	Desc: "Take back an approved proposal: its tasks close, its documents go, it returns to draft. Author or " +
 		"proposal:admin only.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (Revoked, error) {
-		res, err := reviewCommand(ctx, d, call, string(in.ProposalUUID), workflows.RevokeProposal, in.ReviewNote)
+		res, err := d.app().RevokeProposal(ctx, call.Request, string(in.ProposalUUID), in.ReviewNote)
 		if err != nil {
 			return Revoked{}, err
 		}

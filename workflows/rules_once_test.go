@@ -29,7 +29,7 @@ var producedBy = map[string][]string{
 	"%s must not be blank": {"workflows/rules.go:CheckTitle"},
 	// Only the inline references' per-item error, which is a line of referenceErrors and not a
 	// refusal (the entity is created), says "title must not be blank" in its own words.
-	"title must not be blank": {"mcp/tools_references.go:addInlineReferences"},
+	"title must not be blank": {"app/references.go:inlineReferenceProblem"},
 	// chorus_create_tasks' rule on its draftUuid labels.
 	"is used by two tasks": {"workflows/task_batch.go:ValidateTaskBatch"},
 	// The dependency gate of a move to in_progress (docs/rules.md §5.3).
