@@ -19,6 +19,9 @@ type CreateTasksInput struct {
 	ProjectUUID  string
 	ProposalUUID *string
 	Tasks        []NewTask
+	// References are each task's inline references, by the task's index in Tasks (a shorter
+	// list means none for the rest).
+	References [][]ReferenceInput
 }
 
 // CreatedTask is one task CreateTasks made, in input order.
@@ -31,11 +34,14 @@ type CreatedTask struct {
 type CreateTasksResult struct {
 	Tasks    []CreatedTask
 	Warnings []string
+	// ReferenceErrors are the inline references not added, each naming its task's title.
+	ReferenceErrors []ReferenceError
 }
 
 // CreateTasks creates the tasks of one call, all or none: the caller must edit the project, see
 // the proposal (in the project) and see every existing task named as a dependency; the tasks
-// must pass workflows.ValidateTaskBatch. One batch workflow creates them.
+// must pass workflows.ValidateTaskBatch. One batch workflow creates them; then each task's
+// inline references are added (AddInlineReferences: fail-soft per reference, once per requestId).
 func (a *App) CreateTasks(ctx context.Context, r Request, in CreateTasksInput) (CreateTasksResult, error) {
 	project, err := a.Store.RequireProject(ctx, r.Who.Caller, in.ProjectUUID, store.AccessEditor)
 	if err != nil {
@@ -67,8 +73,18 @@ func (a *App) CreateTasks(ctx context.Context, r Request, in CreateTasksInput) (
 		return CreateTasksResult{}, err
 	}
 	out := CreateTasksResult{Tasks: make([]CreatedTask, 0, len(res.Tasks)), Warnings: res.Warnings}
-	for _, t := range res.Tasks {
+	for i, t := range res.Tasks { // tasks come back in input order
 		out.Tasks = append(out.Tasks, CreatedTask{UUID: t.UUID, Title: t.Title})
+		if i >= len(in.References) || len(in.References[i]) == 0 {
+			continue
+		}
+		title := in.Tasks[i].Title
+		errs, err := a.AddInlineReferences(ctx, r, store.Target{Type: "task", UUID: t.UUID, ProjectUUID: in.ProjectUUID},
+			in.References[i], &title)
+		if err != nil {
+			return CreateTasksResult{}, err
+		}
+		out.ReferenceErrors = append(out.ReferenceErrors, errs...)
 	}
 	return out, nil
 }

@@ -33,7 +33,7 @@ func TestClosedDatabaseIsNotTargetNotFound(t *testing.T) {
 			const id = "6f0a4b6e-5c1d-4d7e-9a43-3f2b8c1d9e70"
 			call := &Call{}
 			call.Who.Caller.CompanyUUID = id
-			_, err := assignableAgent(context.Background(), &Deps{Store: st}, call, id, perm.TaskWrite, id, "task")
+			_, err := (&Deps{Store: st}).app().AssignableAgent(context.Background(), call.Request, id, perm.TaskWrite, id, "task")
 			require.Error(t, err)
 			msg, known := agentMessage(err)
 			require.True(t, known)

@@ -106,6 +106,10 @@ type Deps struct {
 	touched sync.Map
 }
 
+// app is the use-case layer over d's store, lifecycle client and logger; the tool handlers are
+// adapters over its functions.
+func (d *Deps) app() *app.App { return &app.App{Store: d.Store, Flows: d.Flows, Log: d.Log} }
+
 // entry is a tool table row with its types erased, so rows of different types share a table.
 type entry interface {
 	spec() toolSpec

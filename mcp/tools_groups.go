@@ -16,9 +16,6 @@ import (
 // change anyone's access go through a preview and its confirmation token. The rules, previews
 // and refusals are package app's (app/groups*.go); these tools map arguments and results.
 
-// appOf is the use-case layer the group, member, project and session tools call.
-func appOf(d *Deps) *app.App { return &app.App{Store: d.Store, Flows: d.Flows, Log: d.Log} }
-
 // GroupView is a project group as chorus_admin_create_project_group, chorus_admin_update_project_group
 // and chorus_get_project_groups show it.
 type GroupView struct {
@@ -55,7 +52,7 @@ var getProjectGroups = tool[PageIn, GroupList]{
 	Desc: "List the project groups you can see.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (GroupList, error) {
 		page, size, offset := in.window(20)
-		rows, total, ungrouped, err := appOf(d).ListGroups(ctx, call.Request, size, offset)
+		rows, total, ungrouped, err := d.app().ListGroups(ctx, call.Request, size, offset)
 		if err != nil {
 			return GroupList{}, err
 		}
@@ -89,7 +86,7 @@ var getProjectGroup = tool[GroupIn, GroupDetail]{
 	Name: "chorus_get_project_group", Title: "Get a project group", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "Get a project group with the projects in it you can see.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (GroupDetail, error) {
-		g, ps, err := appOf(d).GetGroup(ctx, call.Request, string(in.GroupUUID))
+		g, ps, err := d.app().GetGroup(ctx, call.Request, string(in.GroupUUID))
 		if err != nil {
 			return GroupDetail{}, err
 		}
@@ -153,7 +150,7 @@ var getGroupDashboard = tool[GroupIn, DashboardOut]{
 	Name: "chorus_get_group_dashboard", Title: "Group dashboard", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "A project group's progress: task totals, completion, open ideas, active proposals, recent activity.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (DashboardOut, error) {
-		g, dash, err := appOf(d).GroupDashboard(ctx, call.Request, string(in.GroupUUID))
+		g, dash, err := d.app().GroupDashboard(ctx, call.Request, string(in.GroupUUID))
 		if err != nil {
 			return DashboardOut{}, err
 		}
@@ -195,7 +192,7 @@ var adminCreateProjectGroup = tool[CreateGroupIn, GroupView]{
 		if in.Description != nil {
 			desc = *in.Description
 		}
-		g, err := appOf(d).CreateGroup(ctx, call.Request, app.NewGroup{Name: in.Name, Description: desc, Visibility: in.Visibility})
+		g, err := d.app().CreateGroup(ctx, call.Request, app.NewGroup{Name: in.Name, Description: desc, Visibility: in.Visibility})
 		if err != nil {
 			return GroupView{}, err
 		}
@@ -276,7 +273,7 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 			return UpdatedGroup{}, invalid("preview and confirmationToken go with a visibility change; give visibility " +
 				"(renames and member changes apply directly)")
 		}
-		g, p, err := appOf(d).UpdateGroup(ctx, call.Request, u)
+		g, p, err := d.app().UpdateGroup(ctx, call.Request, u)
 		if err != nil {
 			return UpdatedGroup{}, err
 		}
@@ -334,7 +331,7 @@ var adminDeleteProjectGroup = tool[DeleteGroupIn, DeletedGroup]{
 			return DeletedGroup{}, invalid("preview and confirmationToken do not go together: preview first, then " +
 				"apply with the token it returned (nothing was changed)")
 		}
-		p, err := appOf(d).DeleteGroup(ctx, call.Request, app.GroupDeletion{GroupUUID: string(in.GroupUUID),
+		p, err := d.app().DeleteGroup(ctx, call.Request, app.GroupDeletion{GroupUUID: string(in.GroupUUID),
 			DeleteProjects: in.DeleteProjects, Preview: in.Preview, Token: in.ConfirmationToken})
 		if err != nil {
 			return DeletedGroup{}, err
@@ -394,7 +391,7 @@ var adminMoveProjectToGroup = tool[MoveProjectIn, MovedProject]{
 		if (in.GroupUUID != nil) == in.RemoveFromGroup {
 			return MovedProject{}, invalid("give groupUuid (the target group) or removeFromGroup: true (no group), one of them")
 		}
-		p, prev, err := appOf(d).MoveProject(ctx, call.Request, app.ProjectMove{ProjectUUID: string(in.ProjectUUID),
+		p, prev, err := d.app().MoveProject(ctx, call.Request, app.ProjectMove{ProjectUUID: string(in.ProjectUUID),
 			GroupUUID: (*string)(in.GroupUUID), Preview: in.Preview, Token: in.ConfirmationToken})
 		if err != nil {
 			return MovedProject{}, err

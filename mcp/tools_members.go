@@ -72,7 +72,7 @@ var listProjectMembers = tool[ProjectIn, ProjectMembersOut]{
 	Name: "chorus_list_project_members", Title: "List a project's members", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "List a project's members and their roles.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectIn) (ProjectMembersOut, error) {
-		p, ms, err := appOf(d).ProjectMembers(ctx, call.Agent(), string(in.ProjectUUID))
+		p, ms, err := d.app().ProjectMembers(ctx, call.Agent(), string(in.ProjectUUID))
 		if err != nil {
 			return ProjectMembersOut{}, err
 		}
@@ -85,7 +85,7 @@ var adminAddProjectMember = tool[AddProjectMemberIn, ProjectMembersOut]{
 	Idempotent: true,
 	Desc:       "Give a user of your company a role on a project, or change it. Needs admin on the project.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AddProjectMemberIn) (ProjectMembersOut, error) {
-		p, _, _, err := appOf(d).GrantProjectRole(ctx, call.Agent(), string(in.ProjectUUID), string(in.UserUUID), in.Role)
+		p, _, _, err := d.app().GrantProjectRole(ctx, call.Agent(), string(in.ProjectUUID), string(in.UserUUID), in.Role)
 		if err != nil {
 			return ProjectMembersOut{}, err
 		}
@@ -98,7 +98,7 @@ var adminRemoveProjectMember = tool[ProjectMemberIn, ProjectMembersOut]{
 	Effect: destroys, Idempotent: true,
 	Desc: "Take a user's role on a project away. Needs admin on the project; the last admin stays.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ProjectMemberIn) (ProjectMembersOut, error) {
-		p, _, _, err := appOf(d).RevokeProjectRole(ctx, call.Agent(), string(in.ProjectUUID), string(in.UserUUID))
+		p, _, _, err := d.app().RevokeProjectRole(ctx, call.Agent(), string(in.ProjectUUID), string(in.UserUUID))
 		if err != nil {
 			return ProjectMembersOut{}, err
 		}
@@ -120,7 +120,7 @@ var listProjectGroupMembers = tool[GroupIn, GroupMembersOut]{
 	Name: "chorus_list_project_group_members", Title: "List a project group's members", Toolset: tsProjects, Perm: perm.Public, Effect: reads,
 	Desc: "List a project group's members and their roles.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GroupIn) (GroupMembersOut, error) {
-		g, ms, err := appOf(d).GroupMembers(ctx, call.Request, string(in.GroupUUID))
+		g, ms, err := d.app().GroupMembers(ctx, call.Request, string(in.GroupUUID))
 		if err != nil {
 			return GroupMembersOut{}, err
 		}
@@ -149,7 +149,7 @@ var adminRemoveProjectGroupMember = tool[GroupMemberIn, GroupMembersOut]{
 // groupMemberAction applies a member action the way chorus_admin_update_project_group does and
 // lists the group's members after it.
 func groupMemberAction(ctx context.Context, d *Deps, call *Call, in GroupMemberIn, a app.MemberAction) (GroupMembersOut, error) {
-	if err := appOf(d).SetGroupMember(ctx, call.Request, string(in.GroupUUID), a); err != nil {
+	if err := d.app().SetGroupMember(ctx, call.Request, string(in.GroupUUID), a); err != nil {
 		return GroupMembersOut{}, err
 	}
 	ms, err := d.Store.ListGroupMembers(ctx, string(in.GroupUUID))

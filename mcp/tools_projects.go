@@ -115,7 +115,7 @@ var checkin = tool[NoInput, CheckinOut]{
 		"(returned ones are marked read), sessions.",
 	ReadOnlyForm: true,
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (CheckinOut, error) {
-		res, err := appOf(d).CheckIn(ctx, call.Request, call.Conn.ReadOnly, maxCheckinSessions)
+		res, err := d.app().CheckIn(ctx, call.Request, call.Conn.ReadOnly, maxCheckinSessions)
 		if err != nil {
 			return CheckinOut{}, err
 		}
@@ -205,7 +205,7 @@ var listProjects = tool[PageIn, ProjectList]{
 	Desc:    "List the projects you can see, most recently updated first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in PageIn) (ProjectList, error) {
 		page, size, offset := in.window(20)
-		views, total, err := appOf(d).ListProjects(ctx, call.Request, size, offset)
+		views, total, err := d.app().ListProjects(ctx, call.Request, size, offset)
 		if err != nil {
 			return ProjectList{}, err
 		}
@@ -234,7 +234,7 @@ var getProject = tool[GetProjectIn, ProjectDetail]{
 	Effect:  reads,
 	Desc:    "Get a project with your access level on it and its counts.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in GetProjectIn) (ProjectDetail, error) {
-		v, err := appOf(d).GetProject(ctx, call.Request, string(in.ProjectUUID))
+		v, err := d.app().GetProject(ctx, call.Request, string(in.ProjectUUID))
 		if err != nil {
 			return ProjectDetail{}, err
 		}
@@ -276,7 +276,7 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 		if strings.TrimSpace(in.Name) == "" {
 			return CreatedProject{}, invalid("name must not be blank")
 		}
-		p, err := appOf(d).CreateProject(ctx, call.Request, app.NewProject{Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility,
+		p, err := d.app().CreateProject(ctx, call.Request, app.NewProject{Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility,
 			ClaimTTLSeconds: in.ClaimTTL})
 		if err != nil {
 			return CreatedProject{}, err

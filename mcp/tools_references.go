@@ -5,16 +5,11 @@ import (
 
 	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
-	"github.com/chorus-dev/chorus/store"
 )
 
 // Reference tools and inline references (docs/rules.md §4.12, §1.16). References are records:
 // plain store transactions, no workflow. Their ids are derived (from the requestId, or from the
 // created entity and the reference's position), so a retried call adds nothing twice.
-
-// app is the use-case layer over d's store, lifecycle client and logger; the tool handlers are
-// adapters over its functions.
-func (d *Deps) app() *app.App { return &app.App{Store: d.Store, Flows: d.Flows, Log: d.Log} }
 
 // ReferenceIn is one inline reference of a create tool.
 type ReferenceIn struct {
@@ -34,16 +29,7 @@ type ReferenceError struct {
 	Error string  `json:"error" jsonschema:"what is wrong and how to fix it; add the corrected reference with chorus_add_reference"`
 }
 
-// addInlineReferences is app.AddInlineReferences for tool inputs and results (chorus_pm_create_idea,
-// chorus_pm_create_proposal, chorus_create_tasks).
-func addInlineReferences(ctx context.Context, d *Deps, call *Call, target store.Target, in []ReferenceIn, task *string) ([]ReferenceError, error) {
-	errs, err := d.app().AddInlineReferences(ctx, call.Request, target, referenceInputs(in), task)
-	if err != nil {
-		return nil, err
-	}
-	return referenceErrors(errs), nil
-}
-
+// referenceInputs are a tool's inline references as app takes them.
 func referenceInputs(in []ReferenceIn) []app.ReferenceInput {
 	out := make([]app.ReferenceInput, len(in))
 	for i, r := range in {

@@ -68,7 +68,7 @@ var createSession = tool[CreateSessionIn, SessionView]{
 		if name == "" {
 			return SessionView{}, invalid("name must not be blank")
 		}
-		s, err := appOf(d).CreateSession(ctx, call.Request, name, in.Description)
+		s, err := d.app().CreateSession(ctx, call.Request, name, in.Description)
 		if err != nil {
 			return SessionView{}, err
 		}
@@ -104,7 +104,7 @@ var listSessions = tool[ListSessionsIn, SessionList]{
 	Desc: "List your sessions, newest first.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ListSessionsIn) (SessionList, error) {
 		page, size, offset := in.window(20)
-		ss, total, err := appOf(d).ListSessions(ctx, call.Request, in.Status, size, offset)
+		ss, total, err := d.app().ListSessions(ctx, call.Request, in.Status, size, offset)
 		if err != nil {
 			return SessionList{}, err
 		}
@@ -125,7 +125,7 @@ var getSession = tool[SessionIn, SessionView]{
 	Name: "chorus_get_session", Title: "Get a session", Toolset: tsSessions, Perm: perm.Public, Effect: reads,
 	Desc: "Get one of your sessions with the tasks it is checked in to.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
-		s, open, err := appOf(d).SessionFor(ctx, call.Request, string(in.SessionUUID), store.AccessViewer)
+		s, open, err := d.app().SessionFor(ctx, call.Request, string(in.SessionUUID), store.AccessViewer)
 		if err != nil {
 			return SessionView{}, err
 		}
@@ -139,7 +139,7 @@ var closeSession = tool[SessionIn, SessionView]{
 	Name: "chorus_close_session", Title: "Close a session", Toolset: tsSessions, Perm: perm.Public, Effect: destroys, Idempotent: true,
 	Desc: "Close one of your sessions and check it out of its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
-		s, open, err := appOf(d).CloseSession(ctx, call.Request, string(in.SessionUUID))
+		s, open, err := d.app().CloseSession(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
 			return SessionView{}, err
 		}
@@ -151,7 +151,7 @@ var reopenSession = tool[SessionIn, SessionView]{
 	Name: "chorus_reopen_session", Title: "Reopen a session", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
 	Desc: "Make one of your closed sessions active again.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (SessionView, error) {
-		s, open, err := appOf(d).ReopenSession(ctx, call.Request, string(in.SessionUUID))
+		s, open, err := d.app().ReopenSession(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
 			return SessionView{}, err
 		}
@@ -163,7 +163,7 @@ var sessionHeartbeat = tool[SessionIn, textResult]{
 	Name: "chorus_session_heartbeat", Title: "Session heartbeat", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
 	Desc: "Keep your session active and renew your claims on its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (textResult, error) {
-		at, open, err := appOf(d).SessionHeartbeat(ctx, call.Request, string(in.SessionUUID))
+		at, open, err := d.app().SessionHeartbeat(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
 			return "", err
 		}
@@ -234,7 +234,7 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 		if err != nil {
 			return CheckedIn{}, err
 		}
-		s, err := appOf(d).ActiveSessionFor(ctx, call.Request, string(in.SessionUUID))
+		s, err := d.app().ActiveSessionFor(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
 			return CheckedIn{}, err
 		}
@@ -247,7 +247,7 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 				return CheckedIn{}, fmt.Errorf("claim the task for the session: %w", err)
 			}
 		}
-		at, err := appOf(d).RecordCheckin(ctx, s.UUID, task.UUID)
+		at, err := d.app().RecordCheckin(ctx, s.UUID, task.UUID)
 		if err != nil {
 			return CheckedIn{}, err
 		}
@@ -260,7 +260,7 @@ var sessionCheckoutTask = tool[SessionTaskIn, textResult]{
 	Desc: "Record that your session stopped working on a task.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (textResult, error) {
 		taskUUID := string(in.TaskUUID)
-		if err := appOf(d).CheckoutTask(ctx, call.Request, string(in.SessionUUID), taskUUID); err != nil {
+		if err := d.app().CheckoutTask(ctx, call.Request, string(in.SessionUUID), taskUUID); err != nil {
 			return "", err
 		}
 		return textResult("Successfully checked out from task " + taskUUID), nil

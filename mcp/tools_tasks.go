@@ -26,9 +26,6 @@ type TaskIn struct {
 // claimTTL is the time to live the task's project gives claims (app.ClaimTTL).
 func claimTTL(pv *store.ProjectView) int64 { return app.ClaimTTL(pv) }
 
-// useCases is the use-case layer the task tools adapt.
-func useCases(d *Deps) *app.App { return &app.App{Store: d.Store, Flows: d.Flows, Log: d.Log} }
-
 func statusOut(r app.TaskOutcome, err error) (StatusOut, error) {
 	return StatusOut{UUID: r.UUID, Status: r.Status}, err
 }
@@ -80,24 +77,16 @@ var createTasks = tool[CreateTasksIn, CreatedTasks]{
 				StoryPoints: t.StoryPoints, Criteria: criteria(t.AcceptanceCriteriaItems), DraftUUID: t.DraftUUID,
 				DependsOnDraftUUIDs: t.DependsOnDraftUUIDs, DependsOnTaskUUIDs: uuidStrings(t.DependsOnTaskUUIDs)})
 		}
-		res, err := useCases(d).CreateTasks(ctx, call.Request, batch)
+		for _, t := range in.Tasks {
+			batch.References = append(batch.References, referenceInputs(t.References))
+		}
+		res, err := d.app().CreateTasks(ctx, call.Request, batch)
 		if err != nil {
 			return CreatedTasks{}, err
 		}
-		// The inline references are added here until they have a use case of their own.
-		out := CreatedTasks{Tasks: []NamedRef{}, Warnings: res.Warnings}
-		for i, t := range res.Tasks {
+		out := CreatedTasks{Tasks: []NamedRef{}, Warnings: res.Warnings, ReferenceErrors: referenceErrors(res.ReferenceErrors)}
+		for _, t := range res.Tasks {
 			out.Tasks = append(out.Tasks, NamedRef{UUID: t.UUID, Title: t.Title})
-			if i >= len(in.Tasks) || len(in.Tasks[i].References) == 0 { // tasks come back in input order
-				continue
-			}
-			title := in.Tasks[i].Title
-			refErrs, err := addInlineReferences(ctx, d, call, store.Target{Type: "task", UUID: t.UUID, ProjectUUID: string(in.ProjectUUID)},
-				in.Tasks[i].References, &title)
-			if err != nil {
-				return CreatedTasks{}, err
-			}
-			out.ReferenceErrors = append(out.ReferenceErrors, refErrs...)
 		}
 		return out, nil
 	},
@@ -166,7 +155,7 @@ var updateTask = tool[UpdateTaskIn, TaskView]{
 	Desc: "Edit a task's fields, criteria or dependencies; as its assignee, move it to in_progress or " +
 		"to_verify.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UpdateTaskIn) (TaskView, error) {
-		res, err := useCases(d).UpdateTask(ctx, call.Request, app.UpdateTaskInput{TaskUUID: string(in.TaskUUID), Title: in.Title,
+		res, err := d.app().UpdateTask(ctx, call.Request, app.UpdateTaskInput{TaskUUID: string(in.TaskUUID), Title: in.Title,
 			Description: in.Description, Priority: in.Priority, StoryPoints: in.StoryPoints,
 			SetCriteria: in.AcceptanceCriteriaItems != nil, Criteria: criteria(in.AcceptanceCriteriaItems),
 			AddDependsOn: uuidStrings(in.AddDependsOn), RemoveDependsOn: uuidStrings(in.RemoveDependsOn), Status: in.Status,
@@ -186,7 +175,7 @@ var claimTask = tool[TaskIn, TaskView]{
 	Name: "chorus_claim_task", Title: "Claim a task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes, Idempotent: true,
 	Desc: "Claim an open task. Refused when another agent holds it. _hints say what blocks it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (TaskView, error) {
-		if _, err := useCases(d).ClaimTask(ctx, call.Request, string(in.TaskUUID)); err != nil {
+		if _, err := d.app().ClaimTask(ctx, call.Request, string(in.TaskUUID)); err != nil {
 			return TaskView{}, err
 		}
 		return withHints(ctx, d, call, string(in.TaskUUID), true)
@@ -197,7 +186,7 @@ var releaseTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_release_task", Title: "Release a task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
 	Desc: "Give up a task you hold that has not started: it returns to open.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(useCases(d).ReleaseTask(ctx, call.Request, string(in.TaskUUID)))
+		return statusOut(d.app().ReleaseTask(ctx, call.Request, string(in.TaskUUID)))
 	},
 }
 
@@ -212,17 +201,12 @@ var pmAssignTask = tool[AssignTaskIn, TaskView]{
 	Name: "chorus_pm_assign_task", Title: "Assign a task", Toolset: tsDevelop, Perm: perm.ProposalWrite, Effect: writes,
 	Desc: "Assign an open or assigned task to an agent holding task:write.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AssignTaskIn) (TaskView, error) {
-		if _, err := useCases(d).AssignTask(ctx, call.Request, app.AssignTaskInput{TaskUUID: string(in.TaskUUID),
+		if _, err := d.app().AssignTask(ctx, call.Request, app.AssignTaskInput{TaskUUID: string(in.TaskUUID),
 			AgentUUID: string(in.AgentUUID), InstanceUUID: (*string)(in.InstanceUUID)}); err != nil {
 			return TaskView{}, err
 		}
 		return withHints(ctx, d, call, string(in.TaskUUID), false)
 	},
-}
-
-// assignableAgent is app.AssignableAgent, for chorus_pm_assign_idea.
-func assignableAgent(ctx context.Context, d *Deps, call *Call, agentUUID string, bit perm.Bit, projectUUID, entity string) (*store.Agent, error) {
-	return useCases(d).AssignableAgent(ctx, call.Request, agentUUID, bit, projectUUID, entity)
 }
 
 // ---- work ----
@@ -240,7 +224,7 @@ var reportWork = tool[ReportWorkIn, textResult]{
 	Desc: "As the assignee, record progress as a comment, optionally moving the task; an illegal move records " +
 		"nothing.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReportWorkIn) (textResult, error) {
-		if err := useCases(d).ReportWork(ctx, call.Request, app.ReportWorkInput{TaskUUID: string(in.TaskUUID), Report: in.Report,
+		if err := d.app().ReportWork(ctx, call.Request, app.ReportWorkInput{TaskUUID: string(in.TaskUUID), Report: in.Report,
 			Status: in.Status, SessionUUID: (*string)(in.SessionUUID)}); err != nil {
 			return "", err
 		}
@@ -283,7 +267,7 @@ var reportCriteriaSelfCheck = tool[SelfCheckIn, CriteriaOut]{
 		for _, c := range in.Criteria {
 			marks.Marks = append(marks.Marks, workflows.CriterionMark{UUID: string(c.UUID), Status: c.DevStatus, Evidence: c.DevEvidence})
 		}
-		return criteriaOut(useCases(d).SelfCheckCriteria(ctx, call.Request, marks))
+		return criteriaOut(d.app().SelfCheckCriteria(ctx, call.Request, marks))
 	},
 }
 
@@ -308,7 +292,7 @@ var markAcceptanceCriteria = tool[MarkCriteriaIn, CriteriaOut]{
 		for _, c := range in.Criteria {
 			marks.Marks = append(marks.Marks, workflows.CriterionMark{UUID: string(c.UUID), Status: c.Status, Evidence: c.Evidence})
 		}
-		return criteriaOut(useCases(d).MarkCriteria(ctx, call.Request, marks))
+		return criteriaOut(d.app().MarkCriteria(ctx, call.Request, marks))
 	},
 }
 
@@ -322,7 +306,7 @@ var submitForVerify = tool[SubmitIn, StatusOut]{
 	Name: "chorus_submit_for_verify", Title: "Submit for review", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
 	Desc: "As the assignee, submit an in_progress task for review (to_verify).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SubmitIn) (StatusOut, error) {
-		return statusOut(useCases(d).SubmitTask(ctx, call.Request, string(in.TaskUUID), in.Summary))
+		return statusOut(d.app().SubmitTask(ctx, call.Request, string(in.TaskUUID), in.Summary))
 	},
 }
 
@@ -332,7 +316,7 @@ var adminVerifyTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_admin_verify_task", Title: "Verify a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: writes,
 	Desc: "Accept a task in to_verify as done. Refused until every required criterion is marked passed.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(useCases(d).VerifyTask(ctx, call.Request, string(in.TaskUUID)))
+		return statusOut(d.app().VerifyTask(ctx, call.Request, string(in.TaskUUID)))
 	},
 }
 
@@ -347,7 +331,7 @@ var adminReopenTask = tool[ReopenIn, StatusOut]{
 	Desc: "Send a task in to_verify back to in_progress, resetting its marks. Refused while a dependency is " +
 		"open, unless force.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ReopenIn) (StatusOut, error) {
-		return statusOut(useCases(d).ReopenTask(ctx, call.Request, string(in.TaskUUID), in.Force))
+		return statusOut(d.app().ReopenTask(ctx, call.Request, string(in.TaskUUID), in.Force))
 	},
 }
 
@@ -355,7 +339,7 @@ var adminCloseTask = tool[TaskIn, StatusOut]{
 	Name: "chorus_admin_close_task", Title: "Close a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: destroys,
 	Desc: "Close a task for good, from any status.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(useCases(d).CloseTask(ctx, call.Request, string(in.TaskUUID)))
+		return statusOut(d.app().CloseTask(ctx, call.Request, string(in.TaskUUID)))
 	},
 }
 
@@ -363,7 +347,7 @@ var adminDeleteTask = tool[TaskIn, textResult]{
 	Name: "chorus_admin_delete_task", Title: "Delete a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: destroys,
 	Desc: "Delete a task with its criteria and dependency edges.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (textResult, error) {
-		if err := useCases(d).DeleteTask(ctx, call.Request, string(in.TaskUUID)); err != nil {
+		if err := d.app().DeleteTask(ctx, call.Request, string(in.TaskUUID)); err != nil {
 			return "", err
 		}
 		return textResult(fmt.Sprintf("Task %s deleted", in.TaskUUID)), nil
@@ -382,7 +366,7 @@ var claimNextTask = tool[ClaimNextIn, TaskView]{
 	Name: "chorus_claim_next_task", Title: "Claim the next task", Toolset: tsDevelop, Perm: perm.TaskWrite, Effect: writes,
 	Desc: "Claim the most important unclaimed task you can start now. Refused when none is available.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ClaimNextIn) (TaskView, error) {
-		res, err := useCases(d).ClaimNextTask(ctx, call.Request, app.ClaimNextInput{ProjectUUID: (*string)(in.ProjectUUID),
+		res, err := d.app().ClaimNextTask(ctx, call.Request, app.ClaimNextInput{ProjectUUID: (*string)(in.ProjectUUID),
 			ProposalUUIDs: uuidStrings(in.ProposalUUIDs)})
 		if err != nil {
 			return TaskView{}, err

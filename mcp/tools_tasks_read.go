@@ -26,7 +26,7 @@ var listTasks = tool[ListTasksIn, TaskList]{
 	Desc: "List a project's tasks, high priority first; status to_verify lists those waiting for review.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in ListTasksIn) (TaskList, error) {
 		page, size, offset := in.window(20)
-		ts, total, err := useCases(d).ListTasks(ctx, call.Request, string(in.ProjectUUID), store.TaskFilter{Status: in.Status,
+		ts, total, err := d.app().ListTasks(ctx, call.Request, string(in.ProjectUUID), store.TaskFilter{Status: in.Status,
 			Priority: in.Priority, ProposalUUIDs: uuidStrings(in.ProposalUUIDs)}, app.Page{Limit: size, Offset: offset})
 		if err != nil {
 			return TaskList{}, err
@@ -61,7 +61,7 @@ var getTaskDependencies = tool[TaskDependenciesIn, TaskLinkList]{
 	Desc: "List all tasks a task depends on (dependsOn) or that depend on it (dependedBy), oldest first, paged.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in TaskDependenciesIn) (TaskLinkList, error) {
 		page, size, offset := in.window(20)
-		ls, total, err := useCases(d).TaskDependencies(ctx, call.Request, string(in.TaskUUID), in.Direction,
+		ls, total, err := d.app().TaskDependencies(ctx, call.Request, string(in.TaskUUID), in.Direction,
 			app.Page{Limit: size, Offset: offset})
 		if err != nil {
 			return TaskLinkList{}, err
@@ -87,7 +87,7 @@ var getAvailableTasks = tool[AvailableTasksIn, TaskList]{
 	Name: "chorus_get_available_tasks", Title: "Tasks open to claim", Toolset: tsDevelop, Perm: perm.Public, Effect: reads,
 	Desc: "List up to 50 unclaimed open tasks of a project; some may be blocked.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in AvailableTasksIn) (TaskList, error) {
-		ts, err := useCases(d).AvailableTasks(ctx, call.Request, string(in.ProjectUUID), uuidStrings(in.ProposalUUIDs))
+		ts, err := d.app().AvailableTasks(ctx, call.Request, string(in.ProjectUUID), uuidStrings(in.ProposalUUIDs))
 		if err != nil {
 			return TaskList{}, err
 		}
@@ -107,7 +107,7 @@ var getUnblockedTasks = tool[UnblockedTasksIn, TaskList]{
 	Desc: "List open or assigned tasks whose dependencies are all done or closed.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in UnblockedTasksIn) (TaskList, error) {
 		page, size, offset := in.window(20)
-		ts, total, err := useCases(d).UnblockedTasks(ctx, call.Request, string(in.ProjectUUID), uuidStrings(in.ProposalUUIDs),
+		ts, total, err := d.app().UnblockedTasks(ctx, call.Request, string(in.ProjectUUID), uuidStrings(in.ProposalUUIDs),
 			app.Page{Limit: size, Offset: offset})
 		if err != nil {
 			return TaskList{}, err
@@ -143,7 +143,7 @@ var getMyAssignments = tool[NoInput, MyAssignments]{
 	Name: "chorus_get_my_assignments", Title: "My assignments", Toolset: tsCore, Perm: perm.Public, Effect: reads,
 	Desc: "Your unfinished ideas and tasks, by project, with their progress.",
 	Run: func(ctx context.Context, d *Deps, call *Call, _ NoInput) (MyAssignments, error) {
-		a, err := useCases(d).MyAssignments(ctx, call.Request, scopeHeaders(call.Header))
+		a, err := d.app().MyAssignments(ctx, call.Request, scopeHeaders(call.Header))
 		if err != nil {
 			return MyAssignments{}, err
 		}

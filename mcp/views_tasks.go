@@ -104,7 +104,7 @@ func (v *TaskView) fit() {
 func taskView(ctx context.Context, d *Deps, who Principal, taskUUID string) (TaskView, error) {
 	// The names the view shows are read while the relations are (docs/bench-results.md, "Reads").
 	n := d.Store.NewNamer()
-	got, err := useCases(d).GetTask(ctx, app.Request{Who: who}, taskUUID, func(t *store.Task) {
+	got, err := d.app().GetTask(ctx, app.Request{Who: who}, taskUUID, func(t *store.Task) {
 		refs := []store.ActorRef{{Type: cmp.Or(t.CreatedByType, "agent"), UUID: t.CreatedByUUID}}
 		if t.AssigneeType != nil && t.AssigneeUUID != nil {
 			refs = append(refs, store.ActorRef{Type: *t.AssigneeType, UUID: *t.AssigneeUUID})
