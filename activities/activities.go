@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Activities is the receiver of every Chorus activity. Register one value with the worker.
@@ -31,9 +30,6 @@ type Activities struct {
 
 // New returns the activities over a store and a Temporal client.
 func New(st *store.Store, tc client.Client) *Activities { return &Activities{Store: st, Temporal: tc} }
-
-// DerivedUUID returns a uuid determined by parts: vocab.DerivedUUID, where its rules are.
-func DerivedUUID(parts ...string) string { return vocab.DerivedUUID(parts...) }
 
 // MarshalValue encodes an activity row's value.
 func MarshalValue(v any) json.RawMessage {

@@ -28,7 +28,7 @@ import (
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows/devserver"
 )
 
@@ -399,7 +399,7 @@ func (b *bencher) settle(ctx context.Context, ids []string, timeout time.Duratio
 	for len(pending) > 0 {
 		var still []string
 		for _, id := range pending {
-			d, err := tc.DescribeWorkflowExecution(ctx, workflows.TaskID(id), "")
+			d, err := tc.DescribeWorkflowExecution(ctx, vocab.TaskID(id), "")
 			// Started and WorkflowTaskScheduled are the first two events; a third means a worker took it.
 			if err != nil || d.GetWorkflowExecutionInfo().GetHistoryLength() < 3 {
 				still = append(still, id)

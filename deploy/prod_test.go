@@ -43,6 +43,7 @@ import (
 
 	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -603,7 +604,7 @@ func (tp *prodTopology) ideaToDone(t *testing.T) {
 		require.Equal(t, "to_verify", str(t, do(t, dev, "chorus_submit_for_verify", map[string]any{"taskUuid": task}), "status"))
 		if i == 0 {
 			// docs/operations.md: waiting for review.
-			tp.workflowsMatching(t, `ChorusEntity = "task" AND ChorusStatus = "to_verify"`, workflows.TaskID(t1))
+			tp.workflowsMatching(t, `ChorusEntity = "task" AND ChorusStatus = "to_verify"`, vocab.TaskID(t1))
 		}
 		require.Equal(t, "passed", str(t, do(t, admin, "chorus_mark_acceptance_criteria", map[string]any{"taskUuid": task,
 			"criteria": []map[string]any{{"uuid": c, "status": "passed"}}}), "status"))
@@ -613,21 +614,16 @@ func (tp *prodTopology) ideaToDone(t *testing.T) {
 	require.Equal(t, "done", str(t, do(t, admin, "chorus_get_idea", map[string]any{"ideaUuid": idea}), "derivedStatus"))
 
 	// docs/operations.md "The Temporal UI": the search-attribute queries find exactly these workflows.
-	tp.workflowsMatching(t, fmt.Sprintf(`ChorusProjectUuid = %q`, p),
-		workflows.IdeaID(idea), workflows.ProposalID(pr), workflows.TaskID(t1), workflows.TaskID(t2))
-	tp.workflowsMatching(t, fmt.Sprintf(`ChorusAssignee = %q`, devUUID), workflows.TaskID(t1), workflows.TaskID(t2))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusProjectUuid = %q`, p), vocab.IdeaID(idea), vocab.ProposalID(pr), vocab.TaskID(t1), vocab.TaskID(t2))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusAssignee = %q`, devUUID), vocab.TaskID(t1), vocab.TaskID(t2))
 	// The admin created all four and holds the idea; a proposal has no assignee.
 	adminUUID := str(t, do(t, admin, "chorus_checkin", map[string]any{}), "agent.uuid")
-	tp.workflowsMatching(t, fmt.Sprintf(`ChorusCreator = %q AND ChorusProjectUuid = %q`, adminUUID, p),
-		workflows.IdeaID(idea), workflows.ProposalID(pr), workflows.TaskID(t1), workflows.TaskID(t2))
-	tp.workflowsMatching(t, fmt.Sprintf(`ChorusAssignee = %q AND ChorusProjectUuid = %q`, adminUUID, p), workflows.IdeaID(idea))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusCreator = %q AND ChorusProjectUuid = %q`, adminUUID, p), vocab.IdeaID(idea), vocab.ProposalID(pr), vocab.TaskID(t1), vocab.TaskID(t2))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusAssignee = %q AND ChorusProjectUuid = %q`, adminUUID, p), vocab.IdeaID(idea))
 	tp.workflowsMatching(t, `ChorusEntity = "task" AND ChorusStatus = "to_verify"`)
-	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity = "task" AND ChorusStatus = "done" AND ChorusProjectUuid = %q`, p),
-		workflows.TaskID(t1), workflows.TaskID(t2))
-	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity IN ("idea", "proposal") AND ChorusProjectUuid = %q`, p),
-		workflows.IdeaID(idea), workflows.ProposalID(pr))
-	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity = "idea" AND ChorusProgress = "done" AND ChorusProjectUuid = %q`, p),
-		workflows.IdeaID(idea))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity = "task" AND ChorusStatus = "done" AND ChorusProjectUuid = %q`, p), vocab.TaskID(t1), vocab.TaskID(t2))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity IN ("idea", "proposal") AND ChorusProjectUuid = %q`, p), vocab.IdeaID(idea), vocab.ProposalID(pr))
+	tp.workflowsMatching(t, fmt.Sprintf(`ChorusEntity = "idea" AND ChorusProgress = "done" AND ChorusProjectUuid = %q`, p), vocab.IdeaID(idea))
 	n, err := tp.temporal.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
 		Query: fmt.Sprintf(`ChorusProjectUuid = %q AND ExecutionStatus = "Running"`, p)})
 	require.NoError(t, err)
@@ -688,7 +684,7 @@ func (tp *prodTopology) workerKilledDuringApproval(t *testing.T) {
 	for victim == nil {
 		require.True(t, time.Now().Before(deadline), "ApplyApproval never started")
 		time.Sleep(100 * time.Millisecond)
-		desc, err := tp.temporal.DescribeWorkflowExecution(ctx, workflows.ProposalID(pr), "")
+		desc, err := tp.temporal.DescribeWorkflowExecution(ctx, vocab.ProposalID(pr), "")
 		if err != nil {
 			continue
 		}
@@ -726,7 +722,7 @@ func (tp *prodTopology) workerKilledDuringApproval(t *testing.T) {
 	require.Equal(t, 40, tp.count(t, "acceptance_criteria WHERE task_uuid IN (SELECT uuid FROM tasks WHERE proposal_uuid = ?)", pr))
 	require.Equal(t, 1, tp.count(t, "activities WHERE target_uuid = ? AND action = 'approved'", pr))
 	for _, m := range tasks.([]any) {
-		id := workflows.TaskID(fmt.Sprint(m.(map[string]any)["taskUuid"]))
+		id := vocab.TaskID(fmt.Sprint(m.(map[string]any)["taskUuid"]))
 		desc, err := tp.temporal.DescribeWorkflowExecution(ctx, id, "")
 		require.NoError(t, err, id)
 		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus(), id)

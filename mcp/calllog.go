@@ -7,6 +7,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -31,9 +32,9 @@ const refMetaKey = "chorus/ref"
 // lifecycle ones also name its workflow.
 var entityArgs = []struct {
 	arg    string
-	entity workflows.Entity
+	entity vocab.Entity
 }{
-	{"taskUuid", workflows.EntityTask}, {"proposalUuid", workflows.EntityProposal}, {"ideaUuid", workflows.EntityIdea},
+	{"taskUuid", vocab.EntityTask}, {"proposalUuid", vocab.EntityProposal}, {"ideaUuid", vocab.EntityIdea},
 	{"documentUuid", ""}, {"draftUuid", ""}, {"targetUuid", ""}, {"groupUuid", ""}, {"sessionUuid", ""},
 	{"notificationUuid", ""}, {"agentUuid", ""}, {"projectUuid", ""},
 }
@@ -53,7 +54,7 @@ func callLogAttrs(ctx context.Context, tool, ref string, req *mcpsdk.CallToolReq
 		if json.Unmarshal(args[a.arg], &v) == nil && v != "" {
 			entity = v
 			if a.entity != "" {
-				workflowID = workflows.WorkflowID(a.entity, v)
+				workflowID = vocab.WorkflowID(a.entity, v)
 			}
 			break
 		}
@@ -61,7 +62,7 @@ func callLogAttrs(ctx context.Context, tool, ref string, req *mcpsdk.CallToolReq
 	wid, updateID := trace.Get()
 	if wid != "" {
 		workflowID = wid
-		if _, uuid, perr := workflows.ParseWorkflowID(wid); perr == nil {
+		if _, uuid, perr := vocab.ParseWorkflowID(wid); perr == nil {
 			entity = uuid
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/perm"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // lockedBuffer is a log sink safe for the endpoint's concurrent handlers.
@@ -110,7 +110,7 @@ func TestToolCallLogLine(t *testing.T) {
 		require.Equal(t, "chorus_claim_idea", line["tool"])
 		require.NotEmpty(t, line["agent"])
 		require.Equal(t, idea, line["entity"])
-		require.Equal(t, workflows.IdeaID(idea), line["workflowId"])
+		require.Equal(t, vocab.IdeaID(idea), line["workflowId"])
 		require.Contains(t, line["updateId"], "grab-1", "the update the call sent")
 		require.Equal(t, "grab-1", line["requestId"])
 		require.Equal(t, "refused", line["outcome"])
@@ -125,7 +125,7 @@ func TestToolCallLogLine(t *testing.T) {
 				okLines++
 				require.NotEmpty(t, l["ref"])
 				require.NotContains(t, l, "refusal")
-				require.Equal(t, workflows.IdeaID(idea), l["workflowId"])
+				require.Equal(t, vocab.IdeaID(idea), l["workflowId"])
 			}
 		}
 		require.Equal(t, 1, okLines)

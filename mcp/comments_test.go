@@ -12,6 +12,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Comments, mentions, notifications and the activity stream (docs/rules.md §4.15-§4.17, §7),
@@ -119,7 +120,7 @@ func TestCommentsOnEveryKindOfTarget(t *testing.T) {
 			require.Equal(t, id, c.TargetUUID)
 			require.Equal(t, "On the "+typ, c.Content)
 			require.Equal(t, store.ActorRef{Type: "agent", UUID: dev.uuid, Name: "Dev"}, c.Author)
-			require.True(t, store.IsUUID(c.UUID))
+			require.True(t, vocab.IsUUID(c.UUID))
 			require.Equal(t, 1, activityCount(t, e.st, id, "comment_added"), "%s: one comment_added activity", typ)
 		}
 

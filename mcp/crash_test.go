@@ -16,6 +16,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
@@ -115,7 +116,7 @@ func TestApprovalSurvivesAWorkerCrash(t *testing.T) {
 			require.EqualValues(t, 3*2+37, n)
 			require.Equal(t, 1, activityCount(t, e.st, proposal, "approved"))
 			for _, m := range r.pv.MaterializedTasks {
-				desc, err := wftest.Server(t).Client().DescribeWorkflow(ctx, workflows.TaskID(m.TaskUUID), "")
+				desc, err := wftest.Server(t).Client().DescribeWorkflow(ctx, vocab.TaskID(m.TaskUUID), "")
 				require.NoError(t, err)
 				require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.RawResponse.WorkflowExecutionInfo.Status)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -141,7 +142,7 @@ func TestRetryAfterTheWorkflowForgotTheUpdate(t *testing.T) {
 			Where("request_id = ?", "rid-Y").Exec(ctx)
 		require.NoError(t, err)
 		// The workflow forgets the update: terminated, then restarted from its row.
-		require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.TaskID(task), "", "test"))
+		require.NoError(t, e.tc.TerminateWorkflow(ctx, vocab.TaskID(task), "", "test"))
 		e.repairOnly(t, ops.ClosedWorkflow)
 
 		msg := fails(t, admin, "chorus_report_work", args)
@@ -226,7 +227,7 @@ func TestResetThatReappliesUpdatesKeepsAgreement(t *testing.T) {
 		idea := createIdea(t, admin, project, "Idea", nil)
 		ok(t, admin, "chorus_claim_idea", map[string]any{"ideaUuid": idea}, nil)
 		ok(t, admin, "chorus_pm_start_elaboration", map[string]any{"ideaUuid": idea, "depth": "standard", "questions": twoQuestions()}, nil)
-		resetTo(t, e, workflows.IdeaID(idea), 0)
+		resetTo(t, e, vocab.IdeaID(idea), 0)
 		e.requireAgreement()
 		var round RoundView
 		ok(t, admin, "chorus_answer_elaboration", map[string]any{"ideaUuid": idea,
@@ -243,10 +244,10 @@ func TestResetThatReappliesUpdatesKeepsAgreement(t *testing.T) {
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "acceptanceCriteriaItems": []map[string]any{{"description": "new"}}}, nil)
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, nil)
-		resetTo(t, e, workflows.TaskID(task), 2)
+		resetTo(t, e, vocab.TaskID(task), 2)
 		requireEventually(t, func() bool {
 			var s workflows.TaskState
-			v, err := e.tc.QueryWorkflow(ctx, workflows.TaskID(task), "", workflows.QueryState)
+			v, err := e.tc.QueryWorkflow(ctx, vocab.TaskID(task), "", workflows.QueryState)
 			return err == nil && v.Get(&s) == nil && s.Status == "in_progress"
 		}, "the re-applied updates bring the task back to in_progress")
 		e.requireAgreement()
@@ -278,7 +279,7 @@ func TestResetThatDropsDraftsIsRepaired(t *testing.T) {
 			"dependsOnDraftUuids": []string{drafts[2]}, "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}, &extra)
 
 		// Reset to before the last update (the extra draft) without re-applying it.
-		id := workflows.ProposalID(proposal)
+		id := vocab.ProposalID(proposal)
 		rollBack(t, e, id, 1)
 		requireEventually(t, func() bool {
 			var s workflows.ProposalState
@@ -346,10 +347,10 @@ func TestResetReappliesUpdatesThatDependOnEachOther(t *testing.T) {
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress", "title": "Renamed"}, nil)
 
-		resetTo(t, e, workflows.TaskID(task), 2)
+		resetTo(t, e, vocab.TaskID(task), 2)
 		requireEventually(t, func() bool {
 			var s workflows.TaskState
-			v, err := e.tc.QueryWorkflow(ctx, workflows.TaskID(task), "", workflows.QueryState)
+			v, err := e.tc.QueryWorkflow(ctx, vocab.TaskID(task), "", workflows.QueryState)
 			return err == nil && v.Get(&s) == nil && s.Status == "in_progress"
 		}, "both re-applied updates bring the task back to in_progress")
 		// The re-applied claim is the same change (the row already holds it), but the workflow

@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -57,7 +58,7 @@ func TestClosedProposalKeepsItsWorkflow(t *testing.T) {
 		proposal, _ := fullProposal(t, pm, project, idea)
 		ok(t, pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": proposal}, nil)
 		ok(t, admin, "chorus_admin_close_proposal", map[string]any{"proposalUuid": proposal, "reviewNote": "not now"}, nil)
-		d, err := e.tc.DescribeWorkflowExecution(ctx, workflows.ProposalID(proposal), "")
+		d, err := e.tc.DescribeWorkflowExecution(ctx, vocab.ProposalID(proposal), "")
 		require.NoError(t, err)
 		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus())
 		require.Contains(t, fails(t, admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": proposal}),
@@ -92,16 +93,16 @@ func TestResetReappliesAcceptedCommandsWhoseGuardsNoLongerHold(t *testing.T) {
 		ok(t, admin, "chorus_edit_idea", map[string]any{"ideaUuid": child, "title": "Child, renamed"}, nil)
 		ok(t, admin, "chorus_admin_delete_idea", map[string]any{"ideaUuid": theme}, nil)
 
-		resetTo(t, e, workflows.TaskID(t1), 2)
-		resetTo(t, e, workflows.IdeaID(child), 2)
+		resetTo(t, e, vocab.TaskID(t1), 2)
+		resetTo(t, e, vocab.IdeaID(child), 2)
 		requireEventually(t, func() bool {
 			var s workflows.TaskState
-			v, err := e.tc.QueryWorkflow(ctx, workflows.TaskID(t1), "", workflows.QueryState)
+			v, err := e.tc.QueryWorkflow(ctx, vocab.TaskID(t1), "", workflows.QueryState)
 			return err == nil && v.Get(&s) == nil && s.Status == "in_progress" && s.Row.Version == 4
 		}, "the re-applied start and dependency bring the task back where it was")
 		requireEventually(t, func() bool {
 			var s workflows.IdeaState
-			v, err := e.tc.QueryWorkflow(ctx, workflows.IdeaID(child), "", workflows.QueryState)
+			v, err := e.tc.QueryWorkflow(ctx, vocab.IdeaID(child), "", workflows.QueryState)
 			return err == nil && v.Get(&s) == nil && s.Title == "Child, renamed" && s.Row.Version == 3
 		}, "the re-applied edits bring the idea back where it was")
 		// The re-applied commands took the time of their re-application; nothing else differs.
@@ -139,7 +140,7 @@ func TestRollbackByRepairIsToldToARetry(t *testing.T) {
 		ok(t, admin, "chorus_report_work", report, nil)
 
 		// The workflow loses the report (a reset), and the row is then edited by hand.
-		id := workflows.TaskID(task)
+		id := vocab.TaskID(task)
 		rollBack(t, e, id, 1)
 		requireEventually(t, func() bool {
 			var s workflows.TaskState
@@ -190,7 +191,7 @@ func TestLostRevokeIsRepairedForward(t *testing.T) {
 		task := pv.MaterializedTasks[0].TaskUUID
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
 		ok(t, pm, "chorus_pm_revoke_proposal", map[string]any{"proposalUuid": proposal}, nil)
-		id := workflows.TaskID(task)
+		id := vocab.TaskID(task)
 		requireEventually(t, func() bool {
 			var s workflows.TaskState
 			v, err := e.tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
@@ -234,10 +235,10 @@ func TestRepairOfAForeignWorkflowSaysWhatToDo(t *testing.T) {
 		_, err = e.ops().Repair(ctx, found[0])
 		require.ErrorIs(t, err, ops.ErrCannotRepair)
 		require.Contains(t, err.Error(), "project "+project+", which is not in this database")
-		require.Contains(t, err.Error(), "temporal workflow terminate -w "+workflows.TaskID(task))
+		require.Contains(t, err.Error(), "temporal workflow terminate -w "+vocab.TaskID(task))
 		require.NotContains(t, err.Error(), "constraint")
 
-		require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.TaskID(task), "", "not this deployment's"))
+		require.NoError(t, e.tc.TerminateWorkflow(ctx, vocab.TaskID(task), "", "not this deployment's"))
 		e.requireAgreement()
 	})
 }

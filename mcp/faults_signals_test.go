@@ -10,6 +10,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
@@ -46,7 +47,7 @@ func TestSignalDuringLastCommandSurvivesContinueAsNew(t *testing.T) {
 			// retry (which finds the claim applied) meanwhile runs, so that its signal waits for
 			// the claim's lock. It returns the task's next run's state.
 			claimMeeting := func(task string, meanwhile func()) workflows.TaskState {
-				id := workflows.TaskID(task)
+				id := vocab.TaskID(task)
 				first := currentRun(t, e, id)
 				e.faults.FailAfterCommit("ApplyTaskChange", 1)
 				e.faults.OnceBefore("ApplyTaskChange", func() {}) // the claim's first attempt

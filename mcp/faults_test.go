@@ -23,6 +23,7 @@ import (
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
@@ -449,7 +450,7 @@ func TestResetIsDetectedAndRepaired(t *testing.T) {
 		ok(t, admin, "chorus_update_task", map[string]any{"taskUuid": task, "status": "in_progress"}, nil)
 
 		// Reset to the workflow task before the move to in_progress, dropping that update.
-		id := workflows.TaskID(task)
+		id := vocab.TaskID(task)
 		rollBack(t, e, id, 1)
 
 		requireEventually(t, func() bool {
@@ -483,14 +484,14 @@ func TestTerminatedWorkflowIsRestartedByRepair(t *testing.T) {
 	project := createProject(t, admin, "Apollo")
 	idea := createIdea(t, admin, project, "Idea", nil)
 	ok(t, admin, "chorus_claim_idea", map[string]any{"ideaUuid": idea}, nil)
-	require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.IdeaID(idea), "", "test"))
+	require.NoError(t, e.tc.TerminateWorkflow(ctx, vocab.IdeaID(idea), "", "test"))
 	require.Contains(t, fails(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}),
 		"An operator must run `chorus ops repair idea/"+idea+"`")
 
 	_, did := e.repairOnly(t, ops.ClosedWorkflow)
 	require.Contains(t, did, "started a new run from the rows")
 	e.requireAgreement()
-	e.requireProjectInMemo(t, workflows.IdeaID(idea), "Apollo") // the new run's memo names the project
+	e.requireProjectInMemo(t, vocab.IdeaID(idea), "Apollo") // the new run's memo names the project
 	var iv IdeaView
 	ok(t, admin, "chorus_release_idea", map[string]any{"ideaUuid": idea}, &iv)
 	require.Equal(t, "open", iv.Status)
@@ -516,7 +517,7 @@ func TestTerminatedWorkflowIsADivergence(t *testing.T) {
 				{"title": "Gone", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &created)
 			task, gone := created.Tasks[0].UUID, created.Tasks[1].UUID
 			ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": task}, nil)
-			id := workflows.TaskID(task)
+			id := vocab.TaskID(task)
 			repairText := "An operator must run `chorus ops repair " + id + "`"
 
 			// The command's update is accepted and its write is about to run when the operator

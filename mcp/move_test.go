@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -62,13 +63,12 @@ func (w moveWorld) requireMovedTo(t *testing.T, e *env, p string) {
 		require.NoError(t, e.st.DB.NewSelect().Table(table).Column("project_uuid").Where("uuid = ?", uuid).Scan(ctx, &got))
 		return got
 	}
-	ids := map[string]string{workflows.IdeaID(w.root): "ideas", workflows.IdeaID(w.child): "ideas",
-		workflows.ProposalID(w.proposal): "proposals"}
+	ids := map[string]string{vocab.IdeaID(w.root): "ideas", vocab.IdeaID(w.child): "ideas", vocab.ProposalID(w.proposal): "proposals"}
 	for _, task := range w.tasks {
-		ids[workflows.TaskID(task)] = "tasks"
+		ids[vocab.TaskID(task)] = "tasks"
 	}
 	for id, table := range ids {
-		_, uuid, err := workflows.ParseWorkflowID(id)
+		_, uuid, err := vocab.ParseWorkflowID(id)
 		require.NoError(t, err)
 		require.Equal(t, p, projectOf(table, uuid), "%s row", id)
 		requireEventually(t, func() bool {
@@ -200,7 +200,7 @@ func TestCommandMeetingAMove(t *testing.T) {
 				return p == w.b
 			}, "the cascade commits")
 			// (One entity: the held-back signals would soon count as a stuck activity of the root.)
-			rep, err := e.ops().CheckReport(context.Background(), workflows.TaskID(w.tasks[1]))
+			rep, err := e.ops().CheckReport(context.Background(), vocab.TaskID(w.tasks[1]))
 			require.NoError(t, err)
 			require.Empty(t, rep.Findings, "a move being delivered is not a finding")
 			require.Len(t, rep.Busy, 1)
@@ -288,23 +288,23 @@ func TestRepairAdoptsAMoveTheWorkflowMissed(t *testing.T) {
 		// child's row moves on. Its workflow is then told nothing (the signal is dropped by
 		// terminating and restarting it from its old state).
 		var st workflows.IdeaState
-		v, err := e.tc.QueryWorkflow(ctx, workflows.IdeaID(w.child), "", workflows.QueryState)
+		v, err := e.tc.QueryWorkflow(ctx, vocab.IdeaID(w.child), "", workflows.QueryState)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&st))
 		var got MovedIdea
 		ok(t, w.pm, "chorus_move_idea", map[string]any{"ideaUuid": w.root, "targetProjectUuid": w.b}, &got)
 		w.requireMovedTo(t, e, w.b)
-		require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.IdeaID(w.child), "", "test: lose the move"))
+		require.NoError(t, e.tc.TerminateWorkflow(ctx, vocab.IdeaID(w.child), "", "test: lose the move"))
 		_, err = e.deps.Flows.StartFromState(ctx, st)
 		require.NoError(t, err)
 		f, did := e.repairOnly(t, "diverged")
-		require.Equal(t, workflows.IdeaID(w.child), f.WorkflowID)
+		require.Equal(t, vocab.IdeaID(w.child), f.WorkflowID)
 		require.Contains(t, did, "told the workflow")
 		e.requireAgreement()
 		var child IdeaView
 		ok(t, w.pm, "chorus_get_idea", map[string]any{"ideaUuid": w.child}, &child)
 		require.Equal(t, w.b, child.Project.UUID)
-		e.requireProjectInMemo(t, workflows.IdeaID(w.child), "Borealis") // repair's signal names the project
+		e.requireProjectInMemo(t, vocab.IdeaID(w.child), "Borealis") // repair's signal names the project
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -75,14 +76,7 @@ func TestOperatorViewsNameProjectAndCreator(t *testing.T) {
 			assignee       *string // nil: the attribute must be unset
 		}
 		none, pmHolds, devHolds := "", pm, dev
-		wants := map[string]want{
-			workflows.IdeaID(w.root):              {"Root", pm, &pmHolds},
-			workflows.IdeaID(w.child):             {"Child", pm, &none},
-			workflows.ProposalID(w.proposal):      {"SSO rollout", pm, nil},
-			workflows.TaskID(w.tasks[0]):          {"Schema", pm, &devHolds},
-			workflows.TaskID(w.tasks[1]):          {"API", pm, &none},
-			workflows.TaskID(quick.Tasks[0].UUID): {"Quick", admin, &none},
-		}
+		wants := map[string]want{vocab.IdeaID(w.root): {"Root", pm, &pmHolds}, vocab.IdeaID(w.child): {"Child", pm, &none}, vocab.ProposalID(w.proposal): {"SSO rollout", pm, nil}, vocab.TaskID(w.tasks[0]): {"Schema", pm, &devHolds}, vocab.TaskID(w.tasks[1]): {"API", pm, &none}, vocab.TaskID(quick.Tasks[0].UUID): {"Quick", admin, &none}}
 		for id, wt := range wants {
 			var v operatorView
 			requireEventually(t, func() bool {
@@ -111,7 +105,7 @@ func TestOperatorViewsNameProjectAndCreator(t *testing.T) {
 			v, err := e.describe(id)
 			require.NoError(t, err)
 			project := "Borealis"
-			if id == workflows.TaskID(quick.Tasks[0].UUID) {
+			if id == vocab.TaskID(quick.Tasks[0].UUID) {
 				project = "Apollo" // not part of the idea's cascade
 			}
 			require.Equal(t, wt.title, v.memo["title"], id)

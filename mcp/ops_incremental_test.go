@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -62,13 +63,13 @@ func TestIncrementalCheckComparesWhatMoved(t *testing.T) {
 		ok(t, admin, "chorus_claim_task", map[string]any{"taskUuid": b}, nil)
 		_, _, err = x.CheckIncremental(ctx) // b's claim is in agreement
 		require.NoError(t, err)
-		rollBack(t, e, workflows.TaskID(b), 1)
+		rollBack(t, e, vocab.TaskID(b), 1)
 		_, err = e.st.DB.NewUpdate().Table("tasks").Set("version = version + 1").Where("uuid = ?", c).Exec(ctx)
 		require.NoError(t, err)
-		require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.TaskID(d), "", "test"))
+		require.NoError(t, e.tc.TerminateWorkflow(ctx, vocab.TaskID(d), "", "test"))
 		requireEventually(t, func() bool {
 			var s workflows.TaskState
-			v, err := e.tc.QueryWorkflow(ctx, workflows.TaskID(b), "", workflows.QueryState)
+			v, err := e.tc.QueryWorkflow(ctx, vocab.TaskID(b), "", workflows.QueryState)
 			return err == nil && v.Get(&s) == nil && s.Status == "open"
 		}, "the reset workflow is back at open")
 		// Visibility lists b's new run and d's end a moment after they happen; until then a pass
@@ -82,8 +83,7 @@ func TestIncrementalCheckComparesWhatMoved(t *testing.T) {
 		for _, f := range r.Findings {
 			kinds[f.WorkflowID] = f.Kind
 		}
-		require.Equal(t, map[string]string{workflows.TaskID(b): ops.Diverged, workflows.TaskID(c): ops.Diverged,
-			workflows.TaskID(d): ops.ClosedWorkflow}, kinds)
+		require.Equal(t, map[string]string{vocab.TaskID(b): ops.Diverged, vocab.TaskID(c): ops.Diverged, vocab.TaskID(d): ops.ClosedWorkflow}, kinds)
 		full, err := x.Check(ctx, "")
 		require.NoError(t, err)
 		require.Len(t, full, 3, "a full pass finds the same")
@@ -135,7 +135,7 @@ func TestFullCheckQueriesOnlyWhereTheDigestDiffers(t *testing.T) {
 		}, "a full pass after the lifecycle queries no workflow")
 		require.Equal(t, 1+1+len(tasks), p.Compared, "the idea, the proposal and the tasks")
 
-		d, err := e.tc.DescribeWorkflowExecution(ctx, workflows.TaskID(tasks[0]), "")
+		d, err := e.tc.DescribeWorkflowExecution(ctx, vocab.TaskID(tasks[0]), "")
 		require.NoError(t, err)
 		var version int64
 		require.NoError(t, workflows.DataConverter().FromPayload(
@@ -161,7 +161,6 @@ func TestFullCheckQueriesOnlyWhereTheDigestDiffers(t *testing.T) {
 				}
 			}
 		}
-		require.Equal(t, map[string][]string{workflows.TaskID(tasks[1]): {"title"},
-			workflows.TaskID(tasks[2]): {"criterion"}}, columns)
+		require.Equal(t, map[string][]string{vocab.TaskID(tasks[1]): {"title"}, vocab.TaskID(tasks[2]): {"criterion"}}, columns)
 	})
 }

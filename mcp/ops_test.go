@@ -21,6 +21,7 @@ import (
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -172,7 +173,7 @@ func TestOpsCheckIsStableWhileCommandsRun(t *testing.T) {
 			trap := newOpsTrap()
 			e.startTrappedWorker(trap)
 			task, dev := liveTask(t, e)
-			id := workflows.TaskID(task)
+			id := vocab.TaskID(task)
 
 			// A command completes right after the check read the tasks table, twice.
 			hook.run = func() { reportProgress(t, dev, task) }
@@ -252,7 +253,7 @@ func TestOpsRepairLeavesALiveChangeAlone(t *testing.T) {
 			trap := newOpsTrap()
 			e.startTrappedWorker(trap)
 			task, dev := liveTask(t, e)
-			id := workflows.TaskID(task)
+			id := vocab.TaskID(task)
 
 			// What a check might have reported a moment ago, while a command was on its way.
 			stale := ops.Finding{WorkflowID: id, Kind: ops.Diverged, Detail: "differs in version, change_id"}
@@ -304,7 +305,7 @@ func TestOpsCheckReportsAStuckWrite(t *testing.T) {
 			trap := newOpsTrap()
 			e.startTrappedWorker(trap)
 			task, dev := liveTask(t, e)
-			id := workflows.TaskID(task)
+			id := vocab.TaskID(task)
 
 			const failure = `insert or update on table "comments" violates foreign key constraint "comments_author_fkey"`
 			trap.fail("ApplyTaskChange", failure)
@@ -358,7 +359,7 @@ func TestOpsRepairSaysLostCriteriaNeedABackup(t *testing.T) {
 			ctx := context.Background()
 			e := newFlowEnv(t, dialect)
 			task, _ := liveTask(t, e)
-			id := workflows.TaskID(task)
+			id := vocab.TaskID(task)
 			criteria, err := e.st.Criteria(ctx, task)
 			require.NoError(t, err)
 			require.Len(t, criteria, 2)

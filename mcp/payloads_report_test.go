@@ -12,7 +12,7 @@ import (
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // The largest work report a call may carry (512 KiB of arguments as JSON)
@@ -45,7 +45,7 @@ func TestLargestReportKeepsPayloadsWellBelowTheLimit(t *testing.T) {
 				"the report was the largest a call may carry")
 
 			var largest int
-			it := e.tc.GetWorkflowHistory(ctx, workflows.TaskID(task), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			it := e.tc.GetWorkflowHistory(ctx, vocab.TaskID(task), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 			for it.HasNext() {
 				ev, err := it.Next()
 				require.NoError(t, err)

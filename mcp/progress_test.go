@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
@@ -25,7 +26,7 @@ import (
 // ideaProgress is the ChorusProgress search attribute of an idea's workflow, as the Temporal UI
 // shows it ("" when unset; an error in angle brackets).
 func (e *env) ideaProgress(idea string) string {
-	d, err := e.tc.DescribeWorkflowExecution(context.Background(), workflows.IdeaID(idea), "")
+	d, err := e.tc.DescribeWorkflowExecution(context.Background(), vocab.IdeaID(idea), "")
 	if err != nil {
 		return "<" + err.Error() + ">"
 	}
@@ -145,7 +146,7 @@ func TestIdeaProgressSearchAttribute(t *testing.T) {
 		}
 		e.requireProgress(t, pm, idea, store.DerivedDone, "every task done")
 		// ChorusStatus keeps the stored status.
-		d, err := e.tc.DescribeWorkflowExecution(context.Background(), workflows.IdeaID(idea), "")
+		d, err := e.tc.DescribeWorkflowExecution(context.Background(), vocab.IdeaID(idea), "")
 		require.NoError(t, err)
 		require.Equal(t, `"elaborated"`, string(d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[workflows.StatusKey.GetName()].GetData()))
 

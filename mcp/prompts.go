@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // instructions is what every server tells the model when a client connects (at most 1.5 KB,
@@ -109,7 +109,7 @@ func addPrompts(s *mcpsdk.Server) {
 				if req.Params != nil {
 					arg = strings.TrimSpace(req.Params.Arguments[pb.arg])
 				}
-				if arg != "" && !store.IsUUID(arg) {
+				if arg != "" && !vocab.IsUUID(arg) {
 					return nil, &jsonrpc.Error{Code: codeInvalidParams,
 						Message: fmt.Sprintf("Invalid params: %s must be a uuid, got %q", pb.arg, clipped(arg))}
 				}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
@@ -133,7 +134,7 @@ func TestIdeaToApprovedProposal(t *testing.T) {
 
 		// Each task has its own running workflow, visible to operators by status.
 		for _, id := range taskOf {
-			desc, err := wftest.Server(t).Client().DescribeWorkflow(ctx, workflows.TaskID(id), "")
+			desc, err := wftest.Server(t).Client().DescribeWorkflow(ctx, vocab.TaskID(id), "")
 			require.NoError(t, err)
 			require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.RawResponse.WorkflowExecutionInfo.Status)
 		}
@@ -160,7 +161,7 @@ func TestIdeaToApprovedProposal(t *testing.T) {
 		for _, id := range taskOf {
 			requireEventually(t, func() bool {
 				var s workflows.TaskState
-				v, err := wftest.Server(t).Client().QueryWorkflow(ctx, workflows.TaskID(id), "", workflows.QueryState)
+				v, err := wftest.Server(t).Client().QueryWorkflow(ctx, vocab.TaskID(id), "", workflows.QueryState)
 				return err == nil && v.Get(&s) == nil && s.Status == "closed"
 			}, "task workflow %s follows the revoke", id)
 		}

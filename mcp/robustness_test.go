@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -409,13 +410,13 @@ func TestPayloadsStayWithinTemporalLimits(t *testing.T) {
 	}
 
 	// The workflow's state, which continue-as-new carries, stays small.
-	v, err := e.tc.QueryWorkflow(context.Background(), workflows.IdeaID(idea), "", workflows.QueryState)
+	v, err := e.tc.QueryWorkflow(context.Background(), vocab.IdeaID(idea), "", workflows.QueryState)
 	require.NoError(t, err)
 	var raw json.RawMessage
 	require.NoError(t, v.Get(&raw))
 	t.Logf("idea state after 10 rounds of 15 questions with 500-character ids: %d bytes", len(raw))
 	require.Less(t, len(raw), 64<<10, "state stays far below Temporal's 2 MB payload limit")
-	desc, err := e.tc.DescribeWorkflowExecution(context.Background(), workflows.IdeaID(idea), "")
+	desc, err := e.tc.DescribeWorkflowExecution(context.Background(), vocab.IdeaID(idea), "")
 	require.NoError(t, err)
 	require.Less(t, desc.GetWorkflowExecutionInfo().GetHistorySizeBytes(), int64(16<<20), "the run's history stays bounded")
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/ops"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -64,7 +65,7 @@ func TestNonDeterministicChangeIsTriaged(t *testing.T) {
 		runs, err := x.Failed(ctx)
 		require.NoError(t, err)
 		for _, r := range runs {
-			if r.WorkflowID == workflows.IdeaID(idea) {
+			if r.WorkflowID == vocab.IdeaID(idea) {
 				stuck = &r
 			}
 		}
@@ -76,7 +77,7 @@ func TestNonDeterministicChangeIsTriaged(t *testing.T) {
 	require.Contains(t, strings.ToLower(stuck.Reason), "nondeterministic", stuck.Reason)
 	require.False(t, stuck.Since.IsZero())
 
-	r, err := x.ReplayHistory(ctx, workflows.IdeaID(idea), "")
+	r, err := x.ReplayHistory(ctx, vocab.IdeaID(idea), "")
 	require.NoError(t, err)
 	require.Error(t, r.Divergence, "this binary's code does not replay the run")
 	explained := r.Explain()
@@ -100,7 +101,7 @@ func TestNonDeterministicChangeIsTriaged(t *testing.T) {
 	}, "the workflow task failure counter counts the non-determinism")
 
 	// Fixed by terminating the run; repair (with the database) then starts a new one from the rows.
-	require.NoError(t, e.tc.TerminateWorkflow(ctx, workflows.IdeaID(idea), "", "non-deterministic"))
+	require.NoError(t, e.tc.TerminateWorkflow(ctx, vocab.IdeaID(idea), "", "non-deterministic"))
 	var runs []ops.FailedRun
 	requireEventually(t, func() bool { // the listing reads visibility, which follows within moments
 		var err error

@@ -9,7 +9,7 @@ import (
 
 	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Views of tasks: the Task JSON of chorus_get_task and of the task tools that return the task,
@@ -138,7 +138,7 @@ func taskHints(v TaskView, mine bool) []string {
 	var hints []string
 	var open []string
 	for _, dep := range v.DependsOn {
-		if !workflows.TaskStatus(dep.Status).Resolved() {
+		if !vocab.TaskStatus(dep.Status).Resolved() {
 			open = append(open, fmt.Sprintf("%q (%s)", dep.Title, dep.Status))
 		}
 	}
@@ -153,7 +153,7 @@ func taskHints(v TaskView, mine bool) []string {
 	}
 	var waiting []string
 	for _, dep := range v.DependedBy {
-		if !workflows.TaskStatus(dep.Status).Resolved() {
+		if !vocab.TaskStatus(dep.Status).Resolved() {
 			waiting = append(waiting, fmt.Sprintf("%q", dep.Title))
 		}
 	}

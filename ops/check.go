@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Check lists every disagreement between workflows and rows (CheckReport's findings); only,
@@ -67,13 +67,13 @@ func (p *Pass) stage(name string, since *time.Time) {
 func (o *Ops) CheckReport(ctx context.Context, only string) (Report, error) {
 	if only != "" {
 		var r Report
-		entity, uuid, err := workflows.ParseWorkflowID(only)
+		entity, uuid, err := vocab.ParseWorkflowID(only)
 		if err != nil {
 			return r, err
 		}
 		v, err := o.inspect(ctx, entity, uuid)
 		r.add(v)
-		if err != nil || entity != workflows.EntityTask {
+		if err != nil || entity != vocab.EntityTask {
 			return r, err
 		}
 		counts, err := o.unresolvedCounts(ctx, uuid)
@@ -162,11 +162,11 @@ func (o *Ops) pass(ctx context.Context, incremental bool) (Report, Pass, error) 
 func rowWorkflowIDs(ids store.LifecycleUUIDs) []string {
 	var rows []string
 	for _, g := range []struct {
-		entity workflows.Entity
+		entity vocab.Entity
 		uuids  []string
-	}{{workflows.EntityIdea, ids.Ideas}, {workflows.EntityProposal, ids.Proposals}, {workflows.EntityTask, ids.Tasks}} {
+	}{{vocab.EntityIdea, ids.Ideas}, {vocab.EntityProposal, ids.Proposals}, {vocab.EntityTask, ids.Tasks}} {
 		for _, uuid := range g.uuids {
-			rows = append(rows, workflows.WorkflowID(g.entity, uuid))
+			rows = append(rows, vocab.WorkflowID(g.entity, uuid))
 		}
 	}
 	return rows
@@ -254,7 +254,7 @@ func (o *Ops) compareAll(ctx context.Context, targets []string) ([]verdict, int,
 	g.SetLimit(o.concurrency())
 	for i, id := range targets {
 		g.Go(func() error {
-			entity, uuid, err := workflows.ParseWorkflowID(id)
+			entity, uuid, err := vocab.ParseWorkflowID(id)
 			if err != nil {
 				return nil
 			}
@@ -311,7 +311,7 @@ func (o *Ops) unresolvedCounts(ctx context.Context, taskUUIDs ...string) ([]Find
 	}
 	var out []Finding
 	for _, d := range drifts {
-		out = append(out, Finding{WorkflowID: workflows.WorkflowID(workflows.EntityTask, d.TaskUUID), Kind: UnresolvedCount,
+		out = append(out, Finding{WorkflowID: vocab.WorkflowID(vocab.EntityTask, d.TaskUUID), Kind: UnresolvedCount,
 			Detail: fmt.Sprintf("the task's kept count of unresolved dependencies is %d, but %d of its dependencies are neither "+
 				"done nor closed (chorus_get_unblocked_tasks reads the count); repair recounts it", d.Kept, d.Counted)})
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // judgement is what one observation shows: findings, or why it shows nothing certain.
@@ -160,8 +160,8 @@ type verdict struct {
 // inspect observes an entity until two consecutive consistent observations agree on what they
 // show, or until it has used its attempts (then it is busy). Stuck activities are reported
 // whatever the comparison shows.
-func (o *Ops) inspect(ctx context.Context, entity workflows.Entity, uuid string) (verdict, error) {
-	v := verdict{id: workflows.WorkflowID(entity, uuid)}
+func (o *Ops) inspect(ctx context.Context, entity vocab.Entity, uuid string) (verdict, error) {
+	v := verdict{id: vocab.WorkflowID(entity, uuid)}
 	var prev string
 	pause := o.pause()
 	for attempt := range o.attempts() {

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -56,7 +57,7 @@ type run struct {
 // workflow's description and state, and found unchanged (else moving says what changed).
 type observation struct {
 	id     string
-	entity workflows.Entity
+	entity vocab.Entity
 	row    side
 	run    run
 	wf     side
@@ -76,7 +77,7 @@ type observation struct {
 // revokedRow reports whether a task's row holds its proposal's revoke that its workflow has not
 // adopted: closed, ahead of the state, marked with the proposal's change.
 func (ob observation) revokedRow() bool {
-	return ob.entity == workflows.EntityTask && ob.proposalID != "" && ob.row.exists && ob.wf.exists &&
+	return ob.entity == vocab.EntityTask && ob.proposalID != "" && ob.row.exists && ob.wf.exists &&
 		ob.row.status == "closed" && ob.row.version > ob.wf.version && strings.HasPrefix(ob.row.changeID, ob.proposalID+"#")
 }
 
@@ -88,14 +89,14 @@ func (ob observation) movedRow() (string, bool) {
 		return "", false
 	}
 	id, _, ok := strings.Cut(ob.row.changeID, "#")
-	if !ok || !strings.HasPrefix(id, string(workflows.EntityIdea)+"/") || id == ob.id {
+	if !ok || !strings.HasPrefix(id, string(vocab.EntityIdea)+"/") || id == ob.id {
 		return "", false
 	}
 	return id, true
 }
 
-func (o *Ops) observe(ctx context.Context, entity workflows.Entity, uuid string) (observation, error) {
-	ob := observation{id: workflows.WorkflowID(entity, uuid), entity: entity}
+func (o *Ops) observe(ctx context.Context, entity vocab.Entity, uuid string) (observation, error) {
+	ob := observation{id: vocab.WorkflowID(entity, uuid), entity: entity}
 	before, err := o.readRows(ctx, entity, uuid, &ob)
 	if err != nil {
 		return ob, err
@@ -142,11 +143,11 @@ func (o *Ops) observe(ctx context.Context, entity workflows.Entity, uuid string)
 }
 
 // readRows reads an entity's row and what it owns; a missing row is a side that does not exist.
-func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string, ob *observation) (side, error) {
+func (o *Ops) readRows(ctx context.Context, entity vocab.Entity, uuid string, ob *observation) (side, error) {
 	var s side
 	var err error
 	switch entity {
-	case workflows.EntityIdea:
+	case vocab.EntityIdea:
 		var i store.Idea
 		if i, err = o.Store.IdeaRow(ctx, uuid); err == nil {
 			var rounds []store.ElaborationRound
@@ -157,7 +158,7 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 				}
 			}
 		}
-	case workflows.EntityProposal:
+	case vocab.EntityProposal:
 		var p store.Proposal
 		if p, err = o.Store.ProposalDrafts(ctx, uuid); err == nil {
 			s, err = render(&p, workflows.ProposalColumns, p.Version, p.ChangeID, string(p.Status))
@@ -175,7 +176,7 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 		var t store.Task
 		if t, err = o.Store.TaskRow(ctx, uuid); err == nil {
 			if t.ProposalUUID != nil {
-				ob.proposalID = workflows.ProposalID(*t.ProposalUUID)
+				ob.proposalID = vocab.ProposalID(*t.ProposalUUID)
 			}
 			var criteria []store.AcceptanceCriterion
 			if criteria, err = o.Store.Criteria(ctx, uuid); err == nil {
@@ -190,7 +191,7 @@ func (o *Ops) readRows(ctx context.Context, entity workflows.Entity, uuid string
 		return side{}, nil
 	}
 	if err != nil {
-		return side{}, fmt.Errorf("read the rows of %s: %w", workflows.WorkflowID(entity, uuid), err)
+		return side{}, fmt.Errorf("read the rows of %s: %w", vocab.WorkflowID(entity, uuid), err)
 	}
 	return s, nil
 }
@@ -255,9 +256,9 @@ func failureText(f *failurepb.Failure) string {
 }
 
 // queryState reads a running workflow's state and renders its side.
-func (o *Ops) queryState(ctx context.Context, entity workflows.Entity, id string) (side, any, error) {
+func (o *Ops) queryState(ctx context.Context, entity vocab.Entity, id string) (side, any, error) {
 	switch entity {
-	case workflows.EntityIdea:
+	case vocab.EntityIdea:
 		s, err := query[workflows.IdeaState](ctx, o, id)
 		if err != nil {
 			return side{}, nil, err
@@ -265,7 +266,7 @@ func (o *Ops) queryState(ctx context.Context, entity workflows.Entity, id string
 		c, err := s.Checked()
 		return side{Checked: c, exists: s.Created && !s.Deleted, version: s.Row.Version, changeID: s.Row.ChangeID,
 			status: s.Status}, s, err
-	case workflows.EntityProposal:
+	case vocab.EntityProposal:
 		s, err := query[workflows.ProposalState](ctx, o, id)
 		if err != nil {
 			return side{}, nil, err
@@ -299,8 +300,8 @@ func query[S any](ctx context.Context, o *Ops, id string) (S, error) {
 // row is written, and every change publishes the new digest), and v is that verdict. Otherwise
 // (no row, no digest, a different one, work pending, a run not running) it cannot tell, and
 // inspect decides. The error is a read or a describe that failed.
-func (o *Ops) glance(ctx context.Context, entity workflows.Entity, uuid string) (v verdict, agree bool, err error) {
-	ob := observation{id: workflows.WorkflowID(entity, uuid), entity: entity}
+func (o *Ops) glance(ctx context.Context, entity vocab.Entity, uuid string) (v verdict, agree bool, err error) {
+	ob := observation{id: vocab.WorkflowID(entity, uuid), entity: entity}
 	if ob.row, err = o.readRows(ctx, entity, uuid, &ob); err != nil || !ob.row.exists {
 		return v, false, err
 	}

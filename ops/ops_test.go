@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -64,11 +65,11 @@ func TestJudge(t *testing.T) {
 			ob:    observation{row: side{}, run: running(), wf: taskSide(3, "task/t1#3@run2", "in_progress", crit)},
 			kinds: []string{MissingRow}},
 		{name: "the proposal's revoke closed the row and is being delivered: the task's workflow adopts it",
-			ob: observation{entity: workflows.EntityTask, proposalID: "proposal/p1", row: taskSide(4, "proposal/p1#7@runp", "closed", crit),
+			ob: observation{entity: vocab.EntityTask, proposalID: "proposal/p1", row: taskSide(4, "proposal/p1#7@runp", "closed", crit),
 				run: running(), wf: taskSide(3, "task/t1#3@run2", "in_progress", crit), revokeInFlight: true},
 			busy: true},
 		{name: "the proposal's revoke closed the row and nothing delivers it: a finding",
-			ob: observation{entity: workflows.EntityTask, proposalID: "proposal/p1", row: taskSide(4, "proposal/p1#7@runp", "closed", crit),
+			ob: observation{entity: vocab.EntityTask, proposalID: "proposal/p1", row: taskSide(4, "proposal/p1#7@runp", "closed", crit),
 				run: running(), wf: taskSide(3, "task/t1#3@run2", "in_progress", crit)},
 			kinds: []string{Diverged}},
 		{name: "criteria rows gone with a re-inserted task row: lost, not diverged",

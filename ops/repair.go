@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -37,7 +38,7 @@ func skipped(format string, args ...any) error {
 // holds is left alone, with a nil error. StuckActivity and LostRows findings get an
 // ErrCannotRepair error saying what to do.
 func (o *Ops) Repair(ctx context.Context, f Finding) (string, error) {
-	entity, uuid, err := workflows.ParseWorkflowID(f.WorkflowID)
+	entity, uuid, err := vocab.ParseWorkflowID(f.WorkflowID)
 	if err != nil {
 		return "", err
 	}
@@ -82,7 +83,7 @@ func (o *Ops) recount(ctx context.Context, uuid string) (string, error) {
 // decides what the finding calls for (nothing, a skip, adopting a move or revoke, restarting the
 // workflow from rows ahead of it, ending a run whose entity its own change deleted), and
 // otherwise writes the row from the workflow (writeFromWorkflow).
-func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {
+func (o *Ops) rewriteRow(ctx context.Context, entity vocab.Entity, uuid string) (string, error) {
 	v, err := o.inspect(ctx, entity, uuid)
 	if err != nil {
 		return "", err
@@ -146,7 +147,7 @@ func (o *Ops) rewriteRow(ctx context.Context, entity workflows.Entity, uuid stri
 // before writing that the run is the one observed, with nothing in flight and the same state, and
 // that the state's project is in this database. The write is guarded by the row as observed
 // (store.RowGuard): a row that moved meanwhile is skipped, nothing written.
-func (o *Ops) writeFromWorkflow(ctx context.Context, v verdict, entity workflows.Entity, uuid string) (string, error) {
+func (o *Ops) writeFromWorkflow(ctx context.Context, v verdict, entity vocab.Entity, uuid string) (string, error) {
 	ob := v.last
 	// Re-verify right before writing: the same run, nothing in flight, the same state.
 	again, err := o.describe(ctx, v.id)
@@ -193,7 +194,7 @@ func (o *Ops) writeFromWorkflow(ctx context.Context, v verdict, entity workflows
 // rowRepair is the store.RowRepair that writes state (the workflow's, as queried) over ob's row,
 // guarded by the row as observed, and how many of the drafts the workflow holds the row lacks
 // (proposals only).
-func rowRepair(ob observation, entity workflows.Entity, uuid string, state any) (store.RowRepair, int) {
+func rowRepair(ob observation, entity vocab.Entity, uuid string, state any) (store.RowRepair, int) {
 	r := store.RowRepair{UUID: uuid, Guard: store.RowGuard{Missing: !ob.row.exists, Version: ob.row.version, ChangeID: ob.row.changeID},
 		Undo: rollbackActivity(entity, uuid, state, ob.row.version)}
 	var lostDrafts int
@@ -223,9 +224,9 @@ func rowRepair(ob observation, entity workflows.Entity, uuid string, state any) 
 // repairedMessage says what writing r did: the row rewritten or re-inserted from its workflow (at
 // version), what could not be recreated (lost owned rows, lostDrafts drafts, the columns the
 // workflow does not hold) and the changes it rolled back.
-func repairedMessage(entity workflows.Entity, ob observation, version int64, r store.RowRepair, lost, lostDrafts int) string {
+func repairedMessage(entity vocab.Entity, ob observation, version int64, r store.RowRepair, lost, lostDrafts int) string {
 	owned := "acceptance criteria"
-	if entity == workflows.EntityIdea {
+	if entity == vocab.EntityIdea {
 		owned = "elaboration rounds"
 	}
 	msg := fmt.Sprintf("rewrote the %s row from its workflow (version %d)", entity, version)
@@ -256,7 +257,7 @@ func repairedMessage(entity workflows.Entity, ob observation, version int64, r s
 
 // foreignWorkflow is the error of a repair whose workflow holds an entity of a project this
 // database does not have.
-func foreignWorkflow(id string, entity workflows.Entity, project string) error {
+func foreignWorkflow(id string, entity vocab.Entity, project string) error {
 	return fmt.Errorf("%w: %s holds a %s of project %s, which is not in this database: the workflow belongs to another "+
 		"deployment (one using the same Temporal namespace and task queue), or its project was deleted behind Chorus's back. "+
 		"Terminate it (temporal workflow terminate -w %s --reason \"not this deployment's\"), or restore the project from a "+
@@ -265,7 +266,7 @@ func foreignWorkflow(id string, entity workflows.Entity, project string) error {
 
 // rollbackActivity is what a repair that rolls the row back from version from records
 // (store.RowRepair.Undo): an activity on the entity, its actor Chorus itself.
-func rollbackActivity(entity workflows.Entity, uuid string, state any, from int64) *store.Rollback {
+func rollbackActivity(entity vocab.Entity, uuid string, state any, from int64) *store.Rollback {
 	var company, project string
 	var to int64
 	switch s := state.(type) {
@@ -298,7 +299,7 @@ func (o *Ops) rowsAhead(ctx context.Context, ob observation, uuid string) (bool,
 // restartFromRows ends the workflow's run and starts a new one from the rows (the workflow
 // follows the rows forward), after checking once more that the run is the one observed and has
 // nothing in flight.
-func (o *Ops) restartFromRows(ctx context.Context, ob observation, entity workflows.Entity, uuid string) (string, error) {
+func (o *Ops) restartFromRows(ctx context.Context, ob observation, entity vocab.Entity, uuid string) (string, error) {
 	again, err := o.describe(ctx, ob.id)
 	if err != nil {
 		return "", err
@@ -351,7 +352,7 @@ func (o *Ops) endDeleted(ctx context.Context, ob observation, change string) (st
 // adoptRevoke tells a task's workflow about its proposal's revoke that its row holds and its state
 // lacks (the signal never arrived): the revoke committed, and the task follows it.
 func (o *Ops) adoptRevoke(ctx context.Context, ob observation) (string, error) {
-	_, proposal, err := workflows.ParseWorkflowID(ob.proposalID)
+	_, proposal, err := vocab.ParseWorkflowID(ob.proposalID)
 	if err != nil {
 		return "", err
 	}
@@ -395,8 +396,8 @@ func (o *Ops) adoptMove(ctx context.Context, ob observation, mover string) (stri
 		"it (project %s, version %d)", mover, sig.ProjectUUID, sig.Version), nil
 }
 
-func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string) (string, error) {
-	id := workflows.WorkflowID(entity, uuid)
+func (o *Ops) restart(ctx context.Context, entity vocab.Entity, uuid string) (string, error) {
+	id := vocab.WorkflowID(entity, uuid)
 	if r, err := o.describe(ctx, id); err != nil {
 		return "", err
 	} else if r.status == "running" {
@@ -404,7 +405,7 @@ func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string)
 	}
 	var state any
 	switch entity {
-	case workflows.EntityIdea:
+	case vocab.EntityIdea:
 		i, err := o.Store.IdeaRow(ctx, uuid)
 		if err != nil {
 			return "", err
@@ -418,7 +419,7 @@ func (o *Ops) restart(ctx context.Context, entity workflows.Entity, uuid string)
 			return "", err
 		}
 		state = s
-	case workflows.EntityProposal:
+	case vocab.EntityProposal:
 		p, err := o.Store.ProposalDrafts(ctx, uuid)
 		if err != nil {
 			return "", err

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -156,7 +157,7 @@ func (o *Ops) list(ctx context.Context, query string, f func(executionInfo) erro
 }
 
 func entityOf(id string) string {
-	if e, uuid, err := workflows.ParseWorkflowID(id); err == nil {
+	if e, uuid, err := vocab.ParseWorkflowID(id); err == nil {
 		return string(e) + " " + uuid
 	}
 	return ""

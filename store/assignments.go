@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // AcceptanceSummary counts a task's criteria by their admin status (docs/rules.md §5.2).
@@ -278,7 +280,7 @@ func (out *Assignments) keepTracked(ids []string, names map[string]string) {
 
 // GroupProjectUUIDs lists the projects of a group of the company (none for an unknown group).
 func (s *Store) GroupProjectUUIDs(ctx context.Context, companyUUID, groupUUID string) ([]string, error) {
-	if !IsUUID(groupUUID) {
+	if !vocab.IsUUID(groupUUID) {
 		return nil, nil
 	}
 	var ids []string

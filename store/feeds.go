@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // The caller's notifications and a project's activity stream (docs/rules.md §4.16, §4.17).
@@ -86,7 +88,7 @@ func (s *Store) ListNotifications(ctx context.Context, c Caller, f NotificationF
 // was read already; "Notification not found" when it does not exist, is someone else's, or its
 // project is hidden from the caller.
 func (s *Store) MarkNotificationRead(ctx context.Context, c Caller, uuid string) (int, error) {
-	if !IsUUID(uuid) {
+	if !vocab.IsUUID(uuid) {
 		return 0, NotFound("Notification")
 	}
 	var n Notification
@@ -155,7 +157,7 @@ func (s *Store) foreignNames(ctx context.Context, c Caller, rows []Activity) err
 		if json.Unmarshal(a.Value, &v) != nil {
 			continue
 		}
-		if p, ok := v["fromProjectUuid"].(string); ok && IsUUID(p) {
+		if p, ok := v["fromProjectUuid"].(string); ok && vocab.IsUUID(p) {
 			values[i] = v
 			from = append(from, p)
 		}

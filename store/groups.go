@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Project groups and their access (docs/rules.md §6.5, §4.11): plain records in transactions.
@@ -61,7 +63,7 @@ func (s *Store) ListGroups(ctx context.Context, c Caller, limit, offset int) ([]
 // GetGroup returns a group the caller can see; a missing, foreign or hidden group is "Project
 // group not found".
 func (s *Store) GetGroup(ctx context.Context, c Caller, groupUUID string) (*GroupView, error) {
-	if !IsUUID(groupUUID) {
+	if !vocab.IsUUID(groupUUID) {
 		return nil, NotFound("Project group")
 	}
 	var v GroupView
@@ -127,7 +129,7 @@ func (s *Store) CreateGroup(ctx context.Context, c Caller, n NewGroup) (*GroupVi
 
 // groupIn is GetGroup inside a transaction.
 func (s *Store) groupIn(ctx context.Context, db bun.IDB, c Caller, groupUUID string) (*GroupView, error) {
-	if !IsUUID(groupUUID) {
+	if !vocab.IsUUID(groupUUID) {
 		return nil, NotFound("Project group")
 	}
 	var v GroupView

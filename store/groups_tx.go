@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // AccessTx is one transaction of a change to who may see what: project groups, their members,
@@ -69,7 +71,7 @@ func (t *AccessTx) CompanyProject(ctx context.Context, projectUUID string) (*Pro
 // Project returns the project as the caller sees it, without counts ("Project not found" for a
 // missing, foreign or hidden one).
 func (t *AccessTx) Project(ctx context.Context, projectUUID string) (*ProjectView, error) {
-	if !IsUUID(projectUUID) {
+	if !vocab.IsUUID(projectUUID) {
 		return nil, NotFound("Project")
 	}
 	var pv ProjectView

@@ -15,7 +15,7 @@ import (
 // on its project is at least need. A missing or hidden idea is "Idea not found"; a visible one
 // with too low a level is ErrForbidden.
 func (s *Store) IdeaAccess(ctx context.Context, c Caller, ideaUUID string, need Access) (*Idea, *ProjectView, error) {
-	if !IsUUID(ideaUUID) {
+	if !vocab.IsUUID(ideaUUID) {
 		return nil, nil, NotFound("Idea")
 	}
 	var i Idea

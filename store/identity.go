@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // KeyPrefix starts every Chorus API key (docs/rules.md §1.4).
@@ -351,7 +353,7 @@ func (s *Store) ListAgents(ctx context.Context, companyUUID string) ([]AgentList
 
 // GetAgent returns one agent of the company.
 func (s *Store) GetAgent(ctx context.Context, companyUUID, agentUUID string) (*Agent, error) {
-	if !IsUUID(agentUUID) {
+	if !vocab.IsUUID(agentUUID) {
 		return nil, NotFound("Agent")
 	}
 	var a Agent
@@ -404,7 +406,7 @@ func (s *Store) RevokeKey(ctx context.Context, companyUUID, ref string) (*APIKey
 	var keys []APIKey
 	q := s.DB.NewSelect().Model(&keys).Where("company_uuid = ?", companyUUID)
 	switch {
-	case IsUUID(ref):
+	case vocab.IsUUID(ref):
 		q = q.Where("uuid = ?", ref)
 	case strings.HasPrefix(ref, KeyPrefix) && len(ref) > 12:
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Project members and agent settings, as operators manage them (chorus project member ...,
@@ -17,7 +19,7 @@ import (
 func (s *Store) ProjectRef(ctx context.Context, companyUUID, ref string) (*Project, error) {
 	var ps []Project
 	q := s.DB.NewSelect().Model(&ps).Where("company_uuid = ?", companyUUID)
-	if IsUUID(ref) {
+	if vocab.IsUUID(ref) {
 		q = q.Where("uuid = ?", strings.ToLower(ref))
 	} else {
 		q = q.Where("name = ?", ref)
@@ -104,7 +106,7 @@ func (s *Store) ListProjectMembers(ctx context.Context, projectUUID string) ([]M
 func (s *Store) UserRef(ctx context.Context, companyUUID, ref string) (*User, error) {
 	var u User
 	q := s.DB.NewSelect().Model(&u).Where("company_uuid = ?", companyUUID)
-	if IsUUID(ref) {
+	if vocab.IsUUID(ref) {
 		q = q.Where("uuid = ?", strings.ToLower(ref))
 	} else {
 		q = q.Where("lower(email) = lower(?)", strings.TrimSpace(ref))
@@ -163,7 +165,7 @@ func (s *Store) CompanyProject(ctx context.Context, companyUUID, projectUUID str
 }
 
 func companyProject(ctx context.Context, db bun.IDB, companyUUID, projectUUID string) (*Project, error) {
-	if !IsUUID(projectUUID) {
+	if !vocab.IsUUID(projectUUID) {
 		return nil, NotFound("Project")
 	}
 	var p Project
@@ -173,7 +175,7 @@ func companyProject(ctx context.Context, db bun.IDB, companyUUID, projectUUID st
 
 // companyUser finds a user of the company ("User not found" otherwise).
 func companyUser(ctx context.Context, db bun.IDB, companyUUID, userUUID string) (*User, error) {
-	if !IsUUID(userUUID) {
+	if !vocab.IsUUID(userUUID) {
 		return nil, NotFound("User")
 	}
 	var u User

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Caller is who a read or write acts for: an agent of a company, with the project access of its
@@ -134,7 +136,7 @@ func (s *Store) ListProjects(ctx context.Context, c Caller, limit, offset int) (
 // GetProject returns a project the caller can see, or a "Project not found" error for one that
 // does not exist, belongs to another company, or is hidden (docs/rules.md §6.3: the same answer for all).
 func (s *Store) GetProject(ctx context.Context, c Caller, projectUUID string) (*ProjectView, error) {
-	if !IsUUID(projectUUID) {
+	if !vocab.IsUUID(projectUUID) {
 		return nil, NotFound("Project")
 	}
 	var v ProjectView
@@ -166,7 +168,7 @@ func (s *Store) RequireProject(ctx context.Context, c Caller, projectUUID string
 
 // projectGate is GetProject without the counts: what the project-access gate needs.
 func (s *Store) projectGate(ctx context.Context, c Caller, projectUUID string) (*ProjectView, error) {
-	if !IsUUID(projectUUID) {
+	if !vocab.IsUUID(projectUUID) {
 		return nil, NotFound("Project")
 	}
 	var v ProjectView
@@ -243,7 +245,7 @@ func (s *Store) CreateProject(ctx context.Context, c Caller, n NewProject) (*Pro
 // visibleGroup returns a group of the caller's company that is public or where the caller's
 // owner has a role; anything else is "Project group not found".
 func visibleGroup(ctx context.Context, db bun.IDB, c Caller, groupUUID string) (*ProjectGroup, error) {
-	if !IsUUID(groupUUID) {
+	if !vocab.IsUUID(groupUUID) {
 		return nil, NotFound("Project group")
 	}
 	var g ProjectGroup

@@ -14,7 +14,7 @@ import (
 
 // ProposalAccess is the project-access gate for a proposal (docs/rules.md §6.3); see IdeaAccess.
 func (s *Store) ProposalAccess(ctx context.Context, c Caller, proposalUUID string, need Access) (*Proposal, *ProjectView, error) {
-	if !IsUUID(proposalUUID) {
+	if !vocab.IsUUID(proposalUUID) {
 		return nil, nil, NotFound("Proposal")
 	}
 	var p Proposal
@@ -77,7 +77,7 @@ func (s *Store) ProposalDocuments(ctx context.Context, proposalUUID string) ([]D
 
 // DocumentAccess is the project-access gate for a document (docs/rules.md §6.3); see IdeaAccess.
 func (s *Store) DocumentAccess(ctx context.Context, c Caller, documentUUID string, need Access) (*Document, *ProjectView, error) {
-	if !IsUUID(documentUUID) {
+	if !vocab.IsUUID(documentUUID) {
 		return nil, nil, NotFound("Document")
 	}
 	var d Document
@@ -308,7 +308,7 @@ func (s *Store) LoadIdeaFacts(ctx context.Context, companyUUID string, uuids []s
 	var ideas []Idea
 	var valid []string
 	for _, u := range uuids {
-		if IsUUID(u) {
+		if vocab.IsUUID(u) {
 			valid = append(valid, u)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Reference is a link from an idea, proposal or task to a url (docs/rules.md §1.16). References
@@ -98,7 +100,7 @@ func (s *Store) References(ctx context.Context, targetType, targetUUID string, l
 // target is hidden or gone is ErrNotFound (the caller words it); a visible target below need is
 // ErrForbidden.
 func (s *Store) ReferenceAccess(ctx context.Context, c Caller, refUUID string, need Access) (*Reference, *Target, error) {
-	if !IsUUID(refUUID) {
+	if !vocab.IsUUID(refUUID) {
 		return nil, nil, NotFound("Reference")
 	}
 	var r Reference

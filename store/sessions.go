@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Agent sessions and their task check-ins (docs/rules.md §1.17, §2.5) are plain records: short
@@ -78,7 +80,7 @@ func (s *Store) CreateSession(ctx context.Context, c Caller, n NewSession) (*Age
 // of the caller, whether it names none at all or another agent's (docs/rules.md §2.5: hidden is
 // not found, so a key cannot probe for other agents' sessions).
 func (s *Store) Session(ctx context.Context, c Caller, sessionUUID string) (*AgentSession, error) {
-	if !IsUUID(sessionUUID) {
+	if !vocab.IsUUID(sessionUUID) {
 		return nil, NotFound("Session")
 	}
 	var row AgentSession

@@ -22,8 +22,6 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver (pure Go)
-
-	"github.com/chorus-dev/chorus/vocab"
 )
 
 //go:embed migrations
@@ -268,6 +266,3 @@ func NewUUID() string { return uuid.NewString() }
 
 // Now is the store's clock: UTC, truncated to microseconds so both dialects keep the same value.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
-// IsUUID reports whether s is a canonical uuid (8-4-4-4-12 hex).
-func IsUUID(s string) bool { return vocab.IsUUID(s) }

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // TaskAccess is the project-access gate for a task (docs/rules.md §6.3); see IdeaAccess.
 func (s *Store) TaskAccess(ctx context.Context, c Caller, taskUUID string, need Access) (*Task, *ProjectView, error) {
-	if !IsUUID(taskUUID) {
+	if !vocab.IsUUID(taskUUID) {
 		return nil, nil, NotFound("Task")
 	}
 	var t Task

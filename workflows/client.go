@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Client sends lifecycle commands to the entity workflows as updates and waits for their
@@ -90,12 +91,12 @@ func randomSuffix() string {
 // update sends one update and decodes its result into out. Transient refusals from the server
 // (too many updates in flight on one workflow, a workflow busy continuing as new, a dropped
 // connection) are retried with the same update id until ctx ends, so they never reach an agent.
-func (c *Client) update(ctx context.Context, entity Entity, uuid, name string, call Call, id string, arg, out any) error {
-	note(ctx, WorkflowID(entity, uuid), id)
+func (c *Client) update(ctx context.Context, entity vocab.Entity, uuid, name string, call Call, id string, arg, out any) error {
+	note(ctx, vocab.WorkflowID(entity, uuid), id)
 	if done, err := c.recall(ctx, entity, uuid, call, id, out); done || err != nil {
 		return err
 	}
-	opts := client.UpdateWorkflowOptions{WorkflowID: WorkflowID(entity, uuid), UpdateName: name, UpdateID: id,
+	opts := client.UpdateWorkflowOptions{WorkflowID: vocab.WorkflowID(entity, uuid), UpdateName: name, UpdateID: id,
 		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted}
 	return c.retryTransient(ctx, entity, uuid, func() error {
 		h, err := c.Temporal.UpdateWorkflow(ctx, opts)
@@ -109,13 +110,13 @@ func (c *Client) update(ctx context.Context, entity Entity, uuid, name string, c
 // updateWithStart starts the entity's workflow if needed and sends its create update
 // ("update-with-start", docs/write-path.md, "Every row has its workflow"); a second call for the
 // same entity attaches to the running workflow.
-func (c *Client) updateWithStart(ctx context.Context, entity Entity, uuid, workflowType string, runArg any,
+func (c *Client) updateWithStart(ctx context.Context, entity vocab.Entity, uuid, workflowType string, runArg any,
 	start client.StartWorkflowOptions, name string, call Call, id string, arg, out any) error {
-	note(ctx, WorkflowID(entity, uuid), id)
+	note(ctx, vocab.WorkflowID(entity, uuid), id)
 	if done, err := c.recall(ctx, entity, uuid, call, id, out); done || err != nil {
 		return err
 	}
-	start.ID = WorkflowID(entity, uuid)
+	start.ID = vocab.WorkflowID(entity, uuid)
 	start.TaskQueue = c.TaskQueue
 	start.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	start.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
@@ -152,11 +153,11 @@ var ErrRolledBack = Refuse(KindRolledBack, "This requestId's command was applied
 // otherwise apply twice. It reports whether the call is answered (out filled, or the error to
 // return). The change journal decides whether the update was applied; the result comes from the
 // run that applied it, else from the workflow's Recent list, else ErrAlreadyApplied.
-func (c *Client) recall(ctx context.Context, entity Entity, uuid string, call Call, id string, out any) (bool, error) {
+func (c *Client) recall(ctx context.Context, entity vocab.Entity, uuid string, call Call, id string, out any) (bool, error) {
 	if !call.Retry || c.Applied == nil {
 		return false, nil
 	}
-	wid := WorkflowID(entity, uuid)
+	wid := vocab.WorkflowID(entity, uuid)
 	outcome, err := c.Applied(ctx, store.UpdateKey(wid, id))
 	switch {
 	case err != nil || outcome == store.UpdateNotApplied:
@@ -196,7 +197,7 @@ func (c *Client) recall(ctx context.Context, entity Entity, uuid string, call Ca
 // continued as new, and the new run takes the command), f is retried; if not, the call ends at
 // once with a divergence refusal (the entity's row remains) or "not found" (docs/write-path.md,
 // "Check and repair").
-func (c *Client) retryTransient(ctx context.Context, entity Entity, uuid string, f func() error) error {
+func (c *Client) retryTransient(ctx context.Context, entity vocab.Entity, uuid string, f func() error) error {
 	backoff := 50 * time.Millisecond
 	for {
 		err := f()
@@ -267,8 +268,8 @@ func closed(err error) bool {
 // returns a KindDiverged refusal naming `chorus ops repair <workflow id>` when the entity's row
 // still exists, or a KindNotFound refusal when it does not (or Rows is nil); an error reading
 // the row is returned as is.
-func (c *Client) ended(ctx context.Context, entity Entity, uuid string) error {
-	id := WorkflowID(entity, uuid)
+func (c *Client) ended(ctx context.Context, entity vocab.Entity, uuid string) error {
+	id := vocab.WorkflowID(entity, uuid)
 	how := "is missing"
 	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
@@ -311,7 +312,7 @@ func (c *Client) ended(ctx context.Context, entity Entity, uuid string) error {
 
 // mapClientError turns Temporal client errors into Chorus refusals where they mean something
 // to an agent; anything else is returned as is (an internal error).
-func mapClientError(err error, entity Entity) error {
+func mapClientError(err error, entity vocab.Entity) error {
 	if e, ok := FromTemporal(err).(*Error); ok {
 		return e
 	}
@@ -328,14 +329,14 @@ func mapClientError(err error, entity Entity) error {
 
 // inWorkflow adds the workflow id to an error that is not a Chorus refusal, so the log line of
 // the internal error it becomes names the workflow whose command failed.
-func inWorkflow(err error, entity Entity, uuid string) error {
+func inWorkflow(err error, entity vocab.Entity, uuid string) error {
 	if _, ok := err.(*Error); ok || uuid == "" {
 		return err
 	}
-	return fmt.Errorf("workflow %s: %w", WorkflowID(entity, uuid), err)
+	return fmt.Errorf("workflow %s: %w", vocab.WorkflowID(entity, uuid), err)
 }
 
-func entityTitle(e Entity) string {
+func entityTitle(e vocab.Entity) string {
 	s := string(e)
 	return strings.ToUpper(s[:1]) + s[1:]
 }

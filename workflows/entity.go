@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // What every entity workflow shares: the caller of a command, deterministic ids, update
@@ -29,7 +30,7 @@ type Actor struct {
 }
 
 // DerivedUUID returns a uuid determined by parts (see activities.DerivedUUID).
-func DerivedUUID(parts ...string) string { return activities.DerivedUUID(parts...) }
+func DerivedUUID(parts ...string) string { return vocab.DerivedUUID(parts...) }
 
 // stamp is the workflow's clock for rows: UTC, in microseconds (what both databases keep).
 func stamp(ctx workflow.Context) time.Time { return workflow.Now(ctx).UTC().Truncate(time.Microsecond) }
@@ -228,7 +229,7 @@ const ProjectionConflictsMetric = "chorus_projection_conflicts"
 
 // diverged turns a projection conflict into the refusal an agent sees, after telling operators
 // (the worker log at ERROR and the workflow's current details). Other errors pass through.
-func diverged(ctx workflow.Context, entity Entity, err error) error {
+func diverged(ctx workflow.Context, entity vocab.Entity, err error) error {
 	c, ok := activities.AsProjectionConflict(err)
 	if !ok {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // ---- the workflow ----
@@ -124,7 +125,7 @@ func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write,
 		if refusal := w.adoptMove(ctx, err); refusal != nil {
 			return refusal
 		}
-		if err = diverged(ctx, EntityIdea, err); isChorusError(err) {
+		if err = diverged(ctx, vocab.EntityIdea, err); isChorusError(err) {
 			return err
 		}
 		return fmt.Errorf("could not save the idea: %w", err)
@@ -206,7 +207,7 @@ func (w *ideaWorkflow) publish(ctx workflow.Context) {
 	memo := withDigest(publishedMemo(s.Title, s.ProjectName), holds, checked, err, s.Row.Version)
 	publishShown(ctx, shown{memo: memo, mark: newMemoMark(s.Title, s.ProjectName, s.Row.Version, holds), last: &w.memo,
 		keywords: map[string]string{
-			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityIdea), StatusKey.GetName(): status,
+			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(vocab.EntityIdea), StatusKey.GetName(): status,
 			AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, ProgressKey.GetName(): s.Progress,
 			TitleKey.GetName(): keywordValue(s.Title), AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Idea** %q is **%s**", s.Title, status)
@@ -254,7 +255,7 @@ func (w *ideaWorkflow) create(ctx workflow.Context, in CreateIdeaInput) (IdeaRes
 	}
 	wr := nextWrite(ctx, RowMark{}, stamp(ctx))
 	n := IdeaState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
-		ProjectName: in.ProjectName, Title: strings.TrimSpace(in.Title), Status: string(IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
+		ProjectName: in.ProjectName, Title: strings.TrimSpace(in.Title), Status: string(vocab.IdeaOpen), CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID},
 		IsContainer: in.IsContainer, Recent: w.state.Recent}
 	row := n.Projection()
 	row.Content, row.ParentUUID = emptyToNil(in.Content), in.ParentUUID
@@ -286,7 +287,7 @@ func emptyToNil(s *string) *string {
 
 func (w *ideaWorkflow) claim(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(IdeaClaim)
+	to, _ := w.state.status().Next(vocab.IdeaClaim)
 	n.Status = string(to)
 	n.Assignee = &Holder{Type: "agent", UUID: in.Actor.UUID, Name: in.Actor.Name, At: wr.At}
 	change := ideaAssignmentChange(n)
@@ -307,7 +308,7 @@ func (w *ideaWorkflow) assign(ctx workflow.Context, in AssignIdeaInput) (IdeaRes
 		return result(w.state), nil // already theirs: nothing changes
 	}
 	n, wr := w.next(ctx)
-	if to, err := w.state.status().Next(IdeaClaim); err == nil {
+	if to, err := w.state.status().Next(vocab.IdeaClaim); err == nil {
 		n.Status = string(to)
 	}
 	n.Assignee = &Holder{Type: in.TargetType, UUID: in.TargetUUID, Name: in.TargetName, At: wr.At, By: ptr(in.Actor.UUID)}
@@ -323,7 +324,7 @@ func (w *ideaWorkflow) assign(ctx workflow.Context, in AssignIdeaInput) (IdeaRes
 }
 
 func (w *ideaWorkflow) release(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
-	to, err := w.state.status().Next(IdeaRelease)
+	to, err := w.state.status().Next(vocab.IdeaRelease)
 	if err != nil {
 		return IdeaResult{}, Refuse(KindConflict, "Cannot release an Idea in status %s", w.state.Status)
 	}
@@ -404,7 +405,7 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaborationInput) (IdeaResult, error) {
 	n, wr := w.next(ctx)
 	number := len(n.Rounds) + 1
-	appended := w.state.status() == IdeaElaborated
+	appended := w.state.status() == vocab.IdeaElaborated
 	round := store.ElaborationRound{UUID: derivedFrom(wr, "round"), CompanyUUID: n.CompanyUUID, IdeaUUID: n.UUID,
 		RoundNumber: number, Status: "pending_answers", IsAppended: appended, CreatedByType: in.Actor.Type,
 		CreatedByUUID: in.Actor.UUID, CreatedAt: wr.At, UpdatedAt: wr.At}
@@ -424,7 +425,7 @@ func (w *ideaWorkflow) startElaboration(ctx workflow.Context, in StartElaboratio
 	n.ElaborationDepth = in.Depth
 	change := store.IdeaChange{Patch: store.IdeaPatch{ElaborationDepth: elaborationDepth(n)}}
 	if !appended {
-		n.Status, n.ElaborationStatus = string(IdeaElaborating), "pending_answers"
+		n.Status, n.ElaborationStatus = string(vocab.IdeaElaborating), "pending_answers"
 		change.Patch.Status, change.Patch.ElaborationStatus = ptr(n.status()), elaborationStatus(n)
 	}
 	change.NewRound = &round
@@ -488,7 +489,7 @@ func (w *ideaWorkflow) answer(ctx workflow.Context, in AnswerElaborationInput) (
 
 func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand) (IdeaResult, error) {
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(IdeaValidate)
+	to, _ := w.state.status().Next(vocab.IdeaValidate)
 	n.Status, n.ElaborationStatus = string(to), "resolved"
 	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationStatus: elaborationStatus(n)}}
 	change.Activities = []store.Activity{w.activity(n, wr, in.Actor, "elaboration_resolved", elaborationResolvedValue{TotalRounds: len(n.Rounds)})}
@@ -502,7 +503,7 @@ func (w *ideaWorkflow) validateElaboration(ctx workflow.Context, in IdeaCommand)
 
 func (w *ideaWorkflow) skip(ctx workflow.Context, in SkipElaborationInput) (IdeaResult, error) {
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(IdeaSkipElaboration)
+	to, _ := w.state.status().Next(vocab.IdeaSkipElaboration)
 	n.Status, n.ElaborationDepth, n.ElaborationStatus = string(to), "minimal", "resolved"
 	change := store.IdeaChange{Patch: store.IdeaPatch{Status: ptr(n.status()), ElaborationDepth: elaborationDepth(n),
 		ElaborationStatus: elaborationStatus(n)}}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // IdeaWorkflowName is the registered type of IdeaWorkflow.
@@ -91,12 +92,12 @@ func (s IdeaState) clone() IdeaState {
 	return c
 }
 
-func (s IdeaState) status() IdeaStatus { return IdeaStatus(s.Status) }
+func (s IdeaState) status() vocab.IdeaStatus { return vocab.IdeaStatus(s.Status) }
 
 // Projection is the idea's row as far as the workflow owns it: the columns ops repair rewrites and
 // ops check compares (IdeaColumns, with version and change_id).
 func (s IdeaState) Projection() store.Idea {
-	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: IdeaStatus(s.Status),
+	i := store.Idea{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title, Status: vocab.IdeaStatus(s.Status),
 		ElaborationDepth: nilIfBlank(s.ElaborationDepth), ElaborationStatus: nilIfBlank(s.ElaborationStatus),
 		IsContainer: s.IsContainer, CreatedByType: s.CreatedBy.Type,
 		CreatedByUUID: s.CreatedBy.UUID, Version: s.Row.Version, ChangeID: s.Row.ChangeID}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 
+	"github.com/chorus-dev/chorus/vocab"
 	"go.temporal.io/sdk/client"
 )
 
@@ -11,10 +12,10 @@ func (c *Client) CreateIdea(ctx context.Context, call Call, in CreateIdeaInput) 
 	var out IdeaResult
 	start := client.StartWorkflowOptions{
 		StaticSummary:         "Idea: " + in.Title,
-		TypedSearchAttributes: initialAttributes(EntityIdea, in.ProjectUUID, in.Title, string(IdeaOpen), in.Actor.UUID, c.SealText),
+		TypedSearchAttributes: initialAttributes(vocab.EntityIdea, in.ProjectUUID, in.Title, string(vocab.IdeaOpen), in.Actor.UUID, c.SealText),
 		Memo:                  entityMemo(in.Title, in.ProjectName),
 	}
-	err := c.updateWithStart(ctx, EntityIdea, in.UUID, IdeaWorkflowName, IdeaRun{}, start,
+	err := c.updateWithStart(ctx, vocab.EntityIdea, in.UUID, IdeaWorkflowName, IdeaRun{}, start,
 		UpdateCreateIdea, call, updateID(in.Actor.UUID, UpdateCreateIdea, call), in, &out)
 	return out, err
 }

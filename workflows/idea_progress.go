@@ -5,6 +5,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // An idea's derived status (docs/rules.md §5.1) for operators: the idea workflow shows it in its
@@ -28,9 +29,9 @@ func (s IdeaState) progress() string {
 	case s.Deleted || !s.Created:
 		return ""
 	case s.ProgressRollup:
-	case s.status() == IdeaOpen:
+	case s.status() == vocab.IdeaOpen:
 		return store.DerivedTodo
-	case s.status() == IdeaElaborating:
+	case s.status() == vocab.IdeaElaborating:
 		if s.ElaborationStatus == "pending_answers" {
 			return store.DerivedHumanConductRequired
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 func TestIdeaProgressFromState(t *testing.T) {
@@ -40,7 +41,7 @@ func TestIdeaProgressFromState(t *testing.T) {
 // The activities signal idea workflows by id without importing this package.
 func TestIdeaWorkflowIDsAgree(t *testing.T) {
 	u := "0b6f3c1e-8a4d-4c57-9d0e-2f1a6b7c8d9e"
-	require.Equal(t, IdeaID(u), activities.IdeaWorkflowID(u))
+	require.Equal(t, vocab.IdeaID(u), activities.IdeaWorkflowID(u))
 }
 
 // A refresh reads the progress, told what the idea showed, and the progress travels to the next

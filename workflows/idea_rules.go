@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // pendingRounds lists the rounds still waiting for answers.
@@ -90,10 +91,10 @@ func (s IdeaState) checkClaim(in IdeaCommand) error {
 		return Refuse(KindConflict, "Can only claim Ideas with open status: this idea is %s and already assigned (%s). "+
 			"Ask the assignee to release it, or pick another idea with chorus_get_available_ideas.", s.Status, s.assigneeText())
 	}
-	if s.status() == IdeaElaborated {
+	if s.status() == vocab.IdeaElaborated {
 		return Refuse(KindConflict, "Cannot claim an elaborated Idea: its elaboration is resolved; create a proposal from it instead")
 	}
-	if _, err := s.status().Next(IdeaClaim); err != nil {
+	if _, err := s.status().Next(vocab.IdeaClaim); err != nil {
 		return Refuse(KindConflict, "Can only claim Ideas with open status (current status: %s)", s.Status)
 	}
 	return nil
@@ -120,7 +121,7 @@ func (s IdeaState) checkRelease(in IdeaCommand) error {
 		}
 		return Refuse(KindForbidden, "Only the assignee can release a claimed Idea (assignee: %s)", s.assigneeText())
 	}
-	if s.status() == IdeaElaborated {
+	if s.status() == vocab.IdeaElaborated {
 		return Refuse(KindConflict, "Cannot release an elaborated Idea: its elaboration is resolved and it stays with its assignee")
 	}
 	return nil
@@ -202,7 +203,7 @@ func (s IdeaState) checkStart(in StartElaborationInput) error {
 		return fail(KindForbidden, "Only the assigned agent can start elaboration (claim the idea first with chorus_claim_idea)")
 	}
 	// 4. status
-	if _, err := s.status().Next(IdeaStartElaboration); err != nil {
+	if _, err := s.status().Next(vocab.IdeaStartElaboration); err != nil {
 		return fail(KindConflict, "Cannot start elaboration from status '%s'. Idea must be in 'elaborating' or 'elaborated' status (claim it first).", s.Status)
 	}
 	// 5. round cap
@@ -294,7 +295,7 @@ func (s IdeaState) checkSkip(in SkipElaborationInput) error {
 	if !s.isAssignee(in.Actor, false) {
 		return Refuse(KindForbidden, skipErrPrefix+"Only the assigned agent can skip elaboration (claim the idea first)")
 	}
-	if _, err := s.status().Next(IdeaSkipElaboration); err != nil {
+	if _, err := s.status().Next(vocab.IdeaSkipElaboration); err != nil {
 		return Refuse(KindConflict, skipErrPrefix+"Cannot skip elaboration from status '%s' (only an elaborating idea can skip)", s.Status)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // The rules on command input that several commands and front ends share (rules.go,
@@ -123,7 +124,7 @@ func TestBlockedErrorCountsItsBlockers(t *testing.T) {
 
 func TestResolvedIsTheStoresList(t *testing.T) {
 	var resolved []string
-	for _, s := range TaskStatuses {
+	for _, s := range vocab.TaskStatuses {
 		if s.Resolved() {
 			resolved = append(resolved, string(s))
 		}

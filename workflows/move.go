@@ -8,6 +8,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Moving an idea to another project (docs/rules.md §5.9, docs/write-path.md "Who writes what").
@@ -39,7 +40,7 @@ type MoveIdeaInput struct {
 }
 
 // MoveIdea is chorus_move_idea.
-var MoveIdea = Command[MoveIdeaInput, IdeaResult]{UpdateMoveIdea, EntityIdea}
+var MoveIdea = Command[MoveIdeaInput, IdeaResult]{UpdateMoveIdea, vocab.EntityIdea}
 
 const moveErrPrefix = "Failed to move Idea: "
 
@@ -65,7 +66,7 @@ func (w *ideaWorkflow) move(ctx workflow.Context, in MoveIdeaInput) (IdeaResult,
 		if refusal := w.adoptMove(ctx, err); refusal != nil {
 			return IdeaResult{}, refusal
 		}
-		if err = diverged(ctx, EntityIdea, err); isChorusError(err) {
+		if err = diverged(ctx, vocab.EntityIdea, err); isChorusError(err) {
 			if e, ok := FromTemporal(err).(*Error); ok && e.Kind == KindNotFound {
 				return IdeaResult{}, Refuse(e.Kind, moveErrPrefix+"%s", e.Message)
 			}
@@ -95,11 +96,11 @@ func followMove(ctx workflow.Context, rows []store.MovedRow, project, projectNam
 		var id string
 		switch r.Table {
 		case "ideas":
-			id = IdeaID(r.UUID)
+			id = vocab.IdeaID(r.UUID)
 		case "proposals":
-			id = ProposalID(r.UUID)
+			id = vocab.ProposalID(r.UUID)
 		default:
-			id = TaskID(r.UUID)
+			id = vocab.TaskID(r.UUID)
 		}
 		signals = append(signals, activities.MovedSignal{WorkflowID: id,
 			Moved: EntityMoved{ProjectUUID: project, ProjectName: projectName, Version: r.Version, ChangeID: r.ChangeID,
@@ -117,11 +118,11 @@ func followMove(ctx workflow.Context, rows []store.MovedRow, project, projectNam
 func movedBy(ctx workflow.Context, c *store.ProjectionConflict, row RowMark) bool {
 	own := workflow.GetInfo(ctx).WorkflowExecution.ID + "#"
 	return c.Found && c.Version > row.Version && c.ProjectUUID != "" &&
-		strings.HasPrefix(c.ChangeID, string(EntityIdea)+"/") && !strings.HasPrefix(c.ChangeID, own)
+		strings.HasPrefix(c.ChangeID, string(vocab.EntityIdea)+"/") && !strings.HasPrefix(c.ChangeID, own)
 }
 
 // movedRefusal answers a command whose write met its entity's move.
-func movedRefusal(entity Entity) *Error {
+func movedRefusal(entity vocab.Entity) *Error {
 	return Refuse(KindConflict, "This %s was moved to another project, with its idea, while your call ran; nothing was "+
 		"changed. Retry the call.", entity)
 }
@@ -162,7 +163,7 @@ func followMoveInto(ctx workflow.Context, mu *commandLock, at placement, publish
 
 // adoptMoveInto adopts the move a failed write met and returns the refusal for entity; nil when
 // err is not such a conflict.
-func adoptMoveInto(ctx workflow.Context, err error, at placement, publish func(workflow.Context), entity Entity) *Error {
+func adoptMoveInto(ctx workflow.Context, err error, at placement, publish func(workflow.Context), entity vocab.Entity) *Error {
 	c, ok := activities.AsProjectionConflict(err)
 	if !ok || !movedBy(ctx, c, *at.row) {
 		return nil
@@ -181,7 +182,7 @@ func (w *ideaWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
 }
 
 func (w *ideaWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
-	return adoptMoveInto(ctx, err, w.placement(), w.publish, EntityIdea)
+	return adoptMoveInto(ctx, err, w.placement(), w.publish, vocab.EntityIdea)
 }
 
 func (w *proposalWorkflow) placement() placement {
@@ -193,7 +194,7 @@ func (w *proposalWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
 }
 
 func (w *proposalWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
-	return adoptMoveInto(ctx, err, w.placement(), w.publish, EntityProposal)
+	return adoptMoveInto(ctx, err, w.placement(), w.publish, vocab.EntityProposal)
 }
 
 func (w *taskWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
@@ -212,7 +213,7 @@ func (w *taskWorkflow) followMove(ctx workflow.Context, sig EntityMoved) {
 // the claim's lease as followRevoke does (the revoke wrote the row without one).
 func (w *taskWorkflow) adoptTaskRow(project, projectName string, row RowMark, status string) {
 	w.state.ProjectUUID, w.state.ProjectName, w.state.Row = project, projectName, row
-	if status == string(TaskClosed) {
+	if status == string(vocab.TaskClosed) {
 		w.state.Status, w.state.Lease = status, nil
 	}
 }
@@ -224,5 +225,5 @@ func (w *taskWorkflow) adoptMove(ctx workflow.Context, err error) *Error {
 	}
 	w.adoptTaskRow(c.ProjectUUID, c.ProjectName, RowMark{Version: c.Version, ChangeID: c.ChangeID}, c.Status)
 	w.publish(ctx)
-	return movedRefusal(EntityTask)
+	return movedRefusal(vocab.EntityTask)
 }

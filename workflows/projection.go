@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // What ops check and ops repair need of the workflows (docs/write-path.md, "Check and
@@ -66,7 +67,7 @@ func (c *Client) StartFromState(ctx context.Context, state any) (string, error) 
 	var id, typ string
 	var run any
 	// The memo holds the state's digest from the start, so the run's first publish need not add it.
-	var opts = func(e Entity, summary, title, project, projectName, status, creator string, version int64,
+	var opts = func(e vocab.Entity, summary, title, project, projectName, status, creator string, version int64,
 		checked Checked, err error) client.StartWorkflowOptions {
 		return client.StartWorkflowOptions{StaticSummary: summary + title,
 			Memo:                  startMemo(withDigest(entityMemo(title, projectName), true, checked, err, version)),
@@ -75,18 +76,18 @@ func (c *Client) StartFromState(ctx context.Context, state any) (string, error) 
 	var o client.StartWorkflowOptions
 	switch s := state.(type) {
 	case IdeaState:
-		id, typ, run = IdeaID(s.UUID), IdeaWorkflowName, IdeaRun{State: &s}
+		id, typ, run = vocab.IdeaID(s.UUID), IdeaWorkflowName, IdeaRun{State: &s}
 		checked, err := s.Checked()
-		o = opts(EntityIdea, "Idea: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version, checked, err)
+		o = opts(vocab.EntityIdea, "Idea: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version, checked, err)
 	case ProposalState:
-		id, typ, run = ProposalID(s.UUID), ProposalWorkflowName, ProposalRun{State: &s}
+		id, typ, run = vocab.ProposalID(s.UUID), ProposalWorkflowName, ProposalRun{State: &s}
 		checked, err := s.Checked()
-		o = opts(EntityProposal, "Proposal: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version,
+		o = opts(vocab.EntityProposal, "Proposal: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version,
 			checked, err)
 	case TaskState:
-		id, typ, run = TaskID(s.UUID), TaskWorkflowName, TaskRun{State: &s}
+		id, typ, run = vocab.TaskID(s.UUID), TaskWorkflowName, TaskRun{State: &s}
 		checked, err := s.Checked()
-		o = opts(EntityTask, "Task: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version, checked, err)
+		o = opts(vocab.EntityTask, "Task: ", s.Title, s.ProjectUUID, s.ProjectName, s.Status, s.CreatedBy.UUID, s.Row.Version, checked, err)
 	default:
 		return "", fmt.Errorf("no workflow starts from a %T", state)
 	}

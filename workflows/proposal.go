@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // current is the state, for the rules bound with on.
@@ -129,7 +130,7 @@ func (w *proposalWorkflow) failed(ctx workflow.Context, what string, err error) 
 	if refusal := w.adoptMove(ctx, err); refusal != nil {
 		return refusal
 	}
-	if err = diverged(ctx, EntityProposal, err); isChorusError(err) {
+	if err = diverged(ctx, vocab.EntityProposal, err); isChorusError(err) {
 		return err
 	}
 	return fmt.Errorf("could not %s: %w", what, err)
@@ -159,12 +160,12 @@ func (w *proposalWorkflow) publish(ctx workflow.Context) {
 	memo := withDigest(publishedMemo(s.Title, s.ProjectName), holds, checked, err, s.Row.Version)
 	publishShown(ctx, shown{memo: memo, mark: newMemoMark(s.Title, s.ProjectName, s.Row.Version, holds), last: &w.memo,
 		keywords: map[string]string{
-			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityProposal), StatusKey.GetName(): s.Status,
+			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(vocab.EntityProposal), StatusKey.GetName(): s.Status,
 			CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title)},
 		unset: []temporal.SearchAttributeKeyKeyword{AssigneeKey}})
 	details := fmt.Sprintf("**Proposal** %q is **%s**: %d document draft(s), %d task draft(s), %d approval(s) so far",
 		s.Title, s.Status, len(s.Documents), len(s.Tasks), s.Approvals)
-	if s.Status == string(ProposalApproved) {
+	if s.Status == string(vocab.ProposalApproved) {
 		details += fmt.Sprintf("; %d of %d task(s) finished", len(s.Finished), len(s.Tasks))
 	}
 	workflow.SetCurrentDetails(ctx, details+fmt.Sprintf(" (row version %d)", s.Row.Version))
@@ -180,7 +181,7 @@ func (w *proposalWorkflow) create(ctx workflow.Context, in CreateProposalInput) 
 		inputs = []string{}
 	}
 	n := ProposalState{Created: true, UUID: in.UUID, CompanyUUID: in.Actor.CompanyUUID, ProjectUUID: in.ProjectUUID,
-		ProjectName: in.ProjectName, Title: strings.TrimSpace(in.Title), Status: string(ProposalDraft), InputType: in.InputType, InputUUIDs: inputs,
+		ProjectName: in.ProjectName, Title: strings.TrimSpace(in.Title), Status: string(vocab.ProposalDraft), InputType: in.InputType, InputUUIDs: inputs,
 		CreatedBy: Party{Type: in.Actor.Type, UUID: in.Actor.UUID}, Recent: w.state.Recent}
 	row := n.Projection()
 	row.Description, row.CreatedAt, row.UpdatedAt = in.Description, wr.At, wr.At
@@ -337,7 +338,7 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 		return ProposalResult{}, Refuse(KindConflict, "Failed to submit Proposal: %s", FailedValidationMessage(v))
 	}
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(ProposalSubmit)
+	to, _ := w.state.status().Next(vocab.ProposalSubmit)
 	n.Status = string(to)
 	if err := w.commit(ctx, n, wr, statusChange(n)); err != nil {
 		return ProposalResult{}, err
@@ -348,7 +349,7 @@ func (w *proposalWorkflow) submit(ctx workflow.Context, in ProposalCommand) (Pro
 }
 
 // reviewed moves n to status to, reviewed by a at wr.At with note, and returns the change.
-func (w *proposalWorkflow) reviewed(n *ProposalState, wr store.Write, a Actor, to ProposalStatus, note *string) store.ProposalChange {
+func (w *proposalWorkflow) reviewed(n *ProposalState, wr store.Write, a Actor, to vocab.ProposalStatus, note *string) store.ProposalChange {
 	at := wr.At
 	n.Status, n.ReviewedBy, n.ReviewedAt = string(to), a.UUID, &at
 	c := statusChange(*n)
@@ -358,7 +359,7 @@ func (w *proposalWorkflow) reviewed(n *ProposalState, wr store.Write, a Actor, t
 
 func (w *proposalWorkflow) reject(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(ProposalReject)
+	to, _ := w.state.status().Next(vocab.ProposalReject)
 	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "rejected_to_draft", reviewedValue{ReviewNote: in.ReviewNote})}
 	c.Notifications = []store.NotifySpec{w.notifyCreator(n, wr, in.Actor, "proposal_rejected",
@@ -371,7 +372,7 @@ func (w *proposalWorkflow) reject(ctx workflow.Context, in ProposalCommand) (Pro
 
 func (w *proposalWorkflow) close(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(ProposalClose)
+	to, _ := w.state.status().Next(vocab.ProposalClose)
 	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", reviewedValue{ReviewNote: in.ReviewNote})}
 	if err := w.commit(ctx, n, wr, c); err != nil {
@@ -392,7 +393,7 @@ func (w *proposalWorkflow) approve(ctx workflow.Context, in ProposalCommand) (Pr
 		return ProposalResult{}, err
 	}
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(ProposalApprove)
+	to, _ := w.state.status().Next(vocab.ProposalApprove)
 	n.Approvals++
 	n.Finished = nil
 	ap := store.Approval{Change: w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)}
@@ -471,7 +472,7 @@ func materialize(ap *store.Approval, p store.Proposal, wr store.Write) *Material
 	byDraft := map[string]string{}
 	for i, d := range p.TaskDrafts {
 		t := store.Task{UUID: derivedFrom(wr, "task", d.UUID), CompanyUUID: p.CompanyUUID, ProjectUUID: p.ProjectUUID,
-			Title: d.Title, Description: emptyToNil(d.Description), Status: TaskOpen, Priority: "medium",
+			Title: d.Title, Description: emptyToNil(d.Description), Status: vocab.TaskOpen, Priority: "medium",
 			ProposalUUID: &p.UUID, CreatedByType: p.CreatedByType, CreatedByUUID: p.CreatedByUUID, Version: 1,
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
 		if d.Priority != nil {
@@ -533,16 +534,16 @@ func taskStarts(tasks []store.Task, criteria []store.AcceptanceCriterion, projec
 func taskStart(st TaskState) activities.WorkflowStart {
 	//workflowcheck:ignore (a struct marshals the same way every time)
 	input, _ := json.Marshal(TaskRun{State: &st})
-	return activities.WorkflowStart{ID: TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
+	return activities.WorkflowStart{ID: vocab.TaskID(st.UUID), Type: TaskWorkflowName, Input: input, Summary: "Task: " + st.Title,
 		Memo:     taskStartMemo(st),
-		Keywords: initialKeywords(EntityTask, st.ProjectUUID, st.Title, st.Status, st.CreatedBy.UUID)}
+		Keywords: initialKeywords(vocab.EntityTask, st.ProjectUUID, st.Title, st.Status, st.CreatedBy.UUID)}
 }
 
 // revoke runs the cascade of docs/rules.md §5.7 in one transaction, then tells each closed task's
 // workflow where its row now stands.
 func (w *proposalWorkflow) revoke(ctx workflow.Context, in ProposalCommand) (ProposalResult, error) {
 	n, wr := w.next(ctx)
-	to, _ := w.state.status().Next(ProposalRevoke)
+	to, _ := w.state.status().Next(vocab.ProposalRevoke)
 	c := w.reviewed(&n, wr, in.Actor, to, in.ReviewNote)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "revoked", nil)}
 	c.Write, c.UUID, c.CompanyUUID = wr, n.UUID, n.CompanyUUID
@@ -554,7 +555,7 @@ func (w *proposalWorkflow) revoke(ctx workflow.Context, in ProposalCommand) (Pro
 	w.adopt(ctx, n, wr)
 	var signals []workflow.Future
 	for _, t := range out.ClosedTasks {
-		signals = append(signals, workflow.SignalExternalWorkflow(ctx, TaskID(t.UUID), "", SignalProposalRevoked,
+		signals = append(signals, workflow.SignalExternalWorkflow(ctx, vocab.TaskID(t.UUID), "", SignalProposalRevoked,
 			ProposalRevoked{ProposalUUID: n.UUID, Row: RowMark{Version: t.Version, ChangeID: wr.ID}, At: wr.At}))
 	}
 	for _, f := range signals {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // ProposalWorkflowName is the registered type of ProposalWorkflow.
@@ -65,13 +66,13 @@ func (s ProposalState) clone() ProposalState {
 	return c
 }
 
-func (s ProposalState) status() ProposalStatus { return ProposalStatus(s.Status) }
+func (s ProposalState) status() vocab.ProposalStatus { return vocab.ProposalStatus(s.Status) }
 
 // Projection is the proposal's row as far as the workflow owns it (ProposalColumns, with version
 // and change_id).
 func (s ProposalState) Projection() store.Proposal {
 	return store.Proposal{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, Title: s.Title,
-		InputType: s.InputType, InputUUIDs: s.InputUUIDs, Status: ProposalStatus(s.Status), CreatedByType: s.CreatedBy.Type,
+		InputType: s.InputType, InputUUIDs: s.InputUUIDs, Status: vocab.ProposalStatus(s.Status), CreatedByType: s.CreatedBy.Type,
 		CreatedByUUID: s.CreatedBy.UUID, ReviewedByUUID: nilIfBlank(s.ReviewedBy), ReviewedAt: s.ReviewedAt,
 		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 
+	"github.com/chorus-dev/chorus/vocab"
 	"go.temporal.io/sdk/client"
 )
 
@@ -11,10 +12,10 @@ func (c *Client) CreateProposal(ctx context.Context, call Call, in CreateProposa
 	var out ProposalResult
 	start := client.StartWorkflowOptions{
 		StaticSummary:         "Proposal: " + in.Title,
-		TypedSearchAttributes: initialAttributes(EntityProposal, in.ProjectUUID, in.Title, string(ProposalDraft), in.Actor.UUID, c.SealText),
+		TypedSearchAttributes: initialAttributes(vocab.EntityProposal, in.ProjectUUID, in.Title, string(vocab.ProposalDraft), in.Actor.UUID, c.SealText),
 		Memo:                  entityMemo(in.Title, in.ProjectName),
 	}
-	err := c.updateWithStart(ctx, EntityProposal, in.UUID, ProposalWorkflowName, ProposalRun{}, start,
+	err := c.updateWithStart(ctx, vocab.EntityProposal, in.UUID, ProposalWorkflowName, ProposalRun{}, start,
 		UpdateCreateProposal, call, updateID(in.Actor.UUID, UpdateCreateProposal, call), in, &out)
 	return out, err
 }

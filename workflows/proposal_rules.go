@@ -4,6 +4,7 @@
 package workflows
 
 import (
+	"github.com/chorus-dev/chorus/vocab"
 	"slices"
 	"strings"
 )
@@ -39,20 +40,20 @@ func (s ProposalState) inDraft(verb, kind string) error {
 	if err := s.exists(); err != nil {
 		return Refuse(KindNotFound, "Failed to %s %s draft: Proposal not found or not in draft status", verb, kind)
 	}
-	if _, err := s.status().Next(ProposalEditDrafts); err != nil {
+	if _, err := s.status().Next(vocab.ProposalEditDrafts); err != nil {
 		return Refuse(KindConflict, "Failed to %s %s draft: Proposal not found or not in draft status (it is %s; %s)",
 			verb, kind, s.Status, backToDraftHint(s.status()))
 	}
 	return nil
 }
 
-func backToDraftHint(s ProposalStatus) string {
+func backToDraftHint(s vocab.ProposalStatus) string {
 	switch s {
-	case ProposalPending:
+	case vocab.ProposalPending:
 		return "a reviewer can reject it back to draft"
-	case ProposalApproved:
+	case vocab.ProposalApproved:
 		return "revoke it with chorus_pm_revoke_proposal to edit its drafts again"
-	case ProposalClosed:
+	case vocab.ProposalClosed:
 		return "a closed proposal cannot change; create a new proposal"
 	}
 	return "only draft proposals can be edited"
@@ -123,7 +124,7 @@ func (s ProposalState) checkSubmit(in ProposalCommand) error {
 	if err := s.exists(); err != nil {
 		return Refuse(KindNotFound, "Failed to submit Proposal: Proposal not found")
 	}
-	if _, err := s.status().Next(ProposalSubmit); err != nil {
+	if _, err := s.status().Next(vocab.ProposalSubmit); err != nil {
 		return Refuse(KindConflict, "Failed to submit Proposal: Only draft proposals can be submitted for review (it is %s)", s.Status)
 	}
 	return nil
@@ -147,7 +148,7 @@ func (s ProposalState) checkReject(in ProposalCommand) error {
 	if err := s.ownOrAdmin(in.Actor, "reject"); err != nil {
 		return err
 	}
-	if _, err := s.status().Next(ProposalReject); err != nil {
+	if _, err := s.status().Next(vocab.ProposalReject); err != nil {
 		return Refuse(KindConflict, "Can only reject pending Proposals, current status: %s", s.Status)
 	}
 	return nil
@@ -160,7 +161,7 @@ func (s ProposalState) checkClose(in ProposalCommand) error {
 	if in.ReviewNote == nil || strings.TrimSpace(*in.ReviewNote) == "" {
 		return Refuse(KindInvalid, "Input validation error: reviewNote is required to close a proposal")
 	}
-	if _, err := s.status().Next(ProposalClose); err != nil {
+	if _, err := s.status().Next(vocab.ProposalClose); err != nil {
 		return Refuse(KindConflict, "Can only close pending Proposals, current status: %s", s.Status)
 	}
 	return nil
@@ -172,11 +173,11 @@ func (s ProposalState) checkApprove(in ProposalCommand) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
-	if _, err := s.status().Next(ProposalApprove); err != nil {
+	if _, err := s.status().Next(vocab.ProposalApprove); err != nil {
 		hint := ""
-		if s.status() == ProposalApproved {
+		if s.status() == vocab.ProposalApproved {
 			hint = " (it was already approved)"
-		} else if s.status() == ProposalDraft {
+		} else if s.status() == vocab.ProposalDraft {
 			hint = " (its author must submit it first)"
 		}
 		return Refuse(KindConflict, "Can only approve pending Proposals, current status: %s%s", s.Status, hint)
@@ -193,7 +194,7 @@ func (s ProposalState) checkRevoke(in ProposalCommand) error {
 	if err := s.ownOrAdmin(in.Actor, "revoke"); err != nil {
 		return err
 	}
-	if _, err := s.status().Next(ProposalRevoke); err != nil {
+	if _, err := s.status().Next(vocab.ProposalRevoke); err != nil {
 		return Refuse(KindConflict, "Can only revoke approved Proposals, current status: %s", s.Status)
 	}
 	return nil

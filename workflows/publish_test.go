@@ -11,6 +11,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // upserted is one UpsertTypedSearchAttributes call: the Keyword attributes it sets, by name.
@@ -70,7 +71,7 @@ func claimAndStart(t *testing.T, sealed bool) ([]upserted, []map[string]any) {
 	env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
 		memos = append(memos, args.Get(0).(map[string]any))
 	}).Return(nil)
-	env.SetTypedSearchAttributesOnStart(initialAttributes(EntityTask, "p", "Write the docs", "open", "pm-1", sealed))
+	env.SetTypedSearchAttributesOnStart(initialAttributes(vocab.EntityTask, "p", "Write the docs", "open", "pm-1", sealed))
 
 	dev := Actor{Type: "agent", UUID: "dev", Name: "Dev One", CompanyUUID: "co"}
 	st := TaskState{Created: true, UUID: "t", CompanyUUID: "co", ProjectUUID: "p", ProjectName: "Demo",

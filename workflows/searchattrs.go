@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chorus-dev/chorus/vocab"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
@@ -123,10 +124,10 @@ func SetupCommand(namespace string) string {
 
 // initialKeywords are the search attributes an idea, proposal or task workflow starts with, by
 // name. A proposal has no assignee, so it starts without ChorusAssignee and ChorusAssigneeName.
-func initialKeywords(e Entity, projectUUID, title, status, creator string) map[string]string {
+func initialKeywords(e vocab.Entity, projectUUID, title, status, creator string) map[string]string {
 	m := map[string]string{EntityKey.GetName(): string(e), ProjectUUIDKey.GetName(): projectUUID,
 		StatusKey.GetName(): status, CreatorKey.GetName(): creator, TitleKey.GetName(): keywordValue(title)}
-	if e != EntityProposal {
+	if e != vocab.EntityProposal {
 		m[AssigneeKey.GetName()], m[AssigneeNameKey.GetName()] = "", ""
 	}
 	return m
@@ -152,7 +153,7 @@ func SealKeywords(keywords map[string]string) {
 
 // initialAttributes is initialKeywords as start options take them, sealed (SealKeywords) when
 // seal is set.
-func initialAttributes(e Entity, projectUUID, title, status, creator string, seal bool) temporal.SearchAttributes {
+func initialAttributes(e vocab.Entity, projectUUID, title, status, creator string, seal bool) temporal.SearchAttributes {
 	var attrs []temporal.SearchAttributeUpdate
 	keywords := initialKeywords(e, projectUUID, title, status, creator)
 	if seal {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // current is the state, for the rules bound with on.
@@ -70,7 +71,7 @@ func (w *taskWorkflow) followRevoke(ctx workflow.Context, sig ProposalRevoked) {
 	}
 	defer w.mu.Unlock()
 	if sig.Row.Version > w.state.Row.Version {
-		w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), sig.Row, nil
+		w.state.Status, w.state.Row, w.state.Lease = string(vocab.TaskClosed), sig.Row, nil
 		w.publish(ctx)
 	}
 }
@@ -157,14 +158,14 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 	c.Write, c.UUID, c.CompanyUUID, c.ProjectUUID, c.ProposalUUID = wr, n.UUID, n.CompanyUUID, n.ProjectUUID, nilIfBlank(n.ProposalUUID)
 	if err := persist(ctx, a.ApplyTaskChange, c).Get(ctx, &out); err != nil {
 		if conflict, ok := activities.AsProjectionConflict(err); ok && w.closedByRevoke(conflict) {
-			w.state.Status, w.state.Row, w.state.Lease = string(TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}, nil
+			w.state.Status, w.state.Row, w.state.Lease = string(vocab.TaskClosed), RowMark{Version: conflict.Version, ChangeID: conflict.ChangeID}, nil
 			w.publish(ctx)
 			return out, Refuse(KindConflict, "Task is closed (its proposal was revoked); nothing was changed")
 		}
 		if refusal := w.adoptMove(ctx, err); refusal != nil {
 			return out, refusal
 		}
-		if err = diverged(ctx, EntityTask, err); isChorusError(err) {
+		if err = diverged(ctx, vocab.EntityTask, err); isChorusError(err) {
 			return out, err
 		}
 		return out, fmt.Errorf("could not save the task: %w", err)
@@ -175,7 +176,7 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 	w.publish(ctx)
 	if after := n.status(); after != before && after.Resolved() && n.ProposalUUID != "" {
 		// Best effort: the proposal's workflow keeps a tally for operators; the database is the truth.
-		_ = workflow.SignalExternalWorkflow(ctx, ProposalID(n.ProposalUUID), "", SignalTaskFinished,
+		_ = workflow.SignalExternalWorkflow(ctx, vocab.ProposalID(n.ProposalUUID), "", SignalTaskFinished,
 			TaskFinished{TaskUUID: n.UUID, Status: string(after)}).Get(ctx, nil)
 	}
 	return out, nil
@@ -185,7 +186,7 @@ func (w *taskWorkflow) commit(ctx workflow.Context, n TaskState, wr store.Write,
 // assigned or in_progress with its holder, and every command of the holder renews it; whatever
 // the change did to the lease is written with it.
 func (w *taskWorkflow) settleLease(n *TaskState, c *store.TaskChange, by string, at time.Time) {
-	holding := n.Assignee != nil && (n.status() == TaskAssigned || n.status() == TaskInProgress)
+	holding := n.Assignee != nil && (n.status() == vocab.TaskAssigned || n.status() == vocab.TaskInProgress)
 	switch {
 	case !holding:
 		n.Lease = nil
@@ -201,8 +202,8 @@ func (w *taskWorkflow) settleLease(n *TaskState, c *store.TaskChange, by string,
 // closedByRevoke: the row moved past this workflow because the task's proposal was revoked (the
 // one other writer of task rows): it is closed and carries a change id of the proposal.
 func (w *taskWorkflow) closedByRevoke(c *store.ProjectionConflict) bool {
-	return c.Found && c.Status == string(TaskClosed) && c.Version > w.state.Row.Version && w.state.ProposalUUID != "" &&
-		strings.HasPrefix(c.ChangeID, ProposalID(w.state.ProposalUUID)+"#")
+	return c.Found && c.Status == string(vocab.TaskClosed) && c.Version > w.state.Row.Version && w.state.ProposalUUID != "" &&
+		strings.HasPrefix(c.ChangeID, vocab.ProposalID(w.state.ProposalUUID)+"#")
 }
 
 func (w *taskWorkflow) result() TaskResult {
@@ -228,7 +229,7 @@ func (w *taskWorkflow) publish(ctx workflow.Context) {
 	memo := withDigest(publishedMemo(s.Title, s.ProjectName), holds, checked, err, s.Row.Version)
 	publishShown(ctx, shown{memo: memo, mark: newMemoMark(s.Title, s.ProjectName, s.Row.Version, holds), last: &w.memo,
 		keywords: map[string]string{
-			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(EntityTask), StatusKey.GetName(): status,
+			ProjectUUIDKey.GetName(): s.ProjectUUID, EntityKey.GetName(): string(vocab.EntityTask), StatusKey.GetName(): status,
 			AssigneeKey.GetName(): assignee, CreatorKey.GetName(): s.CreatedBy.UUID, TitleKey.GetName(): keywordValue(s.Title),
 			AssigneeNameKey.GetName(): keywordValue(assigneeName)}})
 	details := fmt.Sprintf("**Task** %q is **%s** (priority %s)", s.Title, status, s.Priority)
@@ -280,7 +281,7 @@ func (w *taskWorkflow) claim(ctx workflow.Context, in TaskCommand) (TaskResult, 
 // fresh lease of ttl seconds when the project gives claims one.
 func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentName string, by *string, ttl int64) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	n.Status = string(TaskAssigned)
+	n.Status = string(vocab.TaskAssigned)
 	n.Assignee = &Holder{Type: "agent", UUID: agentUUID, Name: agentName, At: wr.At, By: by}
 	n.Lease = leaseFrom(ttl, wr.At)
 	if n.Lapsed != nil && n.Lapsed.UUID == agentUUID {
@@ -302,7 +303,7 @@ func (w *taskWorkflow) assignTo(ctx workflow.Context, a Actor, agentUUID, agentN
 
 func (w *taskWorkflow) release(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
-	n.Status, n.Assignee = string(TaskOpen), nil
+	n.Status, n.Assignee = string(vocab.TaskOpen), nil
 	c := taskAssignmentChange(n)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "released", nil)}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
@@ -338,7 +339,7 @@ func (w *taskWorkflow) blockers(ctx workflow.Context) ([]store.TaskLink, error) 
 }
 
 func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskResult, error) {
-	if in.Status != nil && TaskStatus(*in.Status) == TaskInProgress {
+	if in.Status != nil && vocab.TaskStatus(*in.Status) == vocab.TaskInProgress {
 		blockers, err := w.unlessApplied(ctx)
 		if err != nil {
 			return TaskResult{}, err
@@ -380,7 +381,7 @@ func (w *taskWorkflow) update(ctx workflow.Context, in UpdateTaskInput) (TaskRes
 	c.AddDeps, c.RemoveDeps = in.AddDependsOn, in.RemoveDepends
 	action := "updated"
 	if in.Status != nil {
-		move(&n, &c, TaskStatus(*in.Status))
+		move(&n, &c, vocab.TaskStatus(*in.Status))
 		action, value.Status = "status_changed", in.Status
 		c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_status_changed",
 			fmt.Sprintf("%s changed the status of task %q", in.Actor.Name, n.Title), taskAssignee(n), taskCreator(n))}
@@ -414,7 +415,7 @@ func (w *taskWorkflow) reportWork(ctx workflow.Context, in ReportWorkInput) (Tas
 	c := store.TaskChange{}
 	var statusUpdated *string
 	if in.Status != nil {
-		move(&n, &c, TaskStatus(*in.Status))
+		move(&n, &c, vocab.TaskStatus(*in.Status))
 		statusUpdated = in.Status
 	}
 	c.Comment = &store.Comment{UUID: derivedFrom(wr, "report"), CompanyUUID: n.CompanyUUID, TargetType: "task",
@@ -454,7 +455,7 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 		} else {
 			n.Criteria[i].Status = m.Status
 		}
-		c.Verdicts = append(c.Verdicts, store.Verdict{UUID: m.UUID, Status: CriterionStatus(m.Status), Evidence: m.Evidence,
+		c.Verdicts = append(c.Verdicts, store.Verdict{UUID: m.UUID, Status: vocab.CriterionStatus(m.Status), Evidence: m.Evidence,
 			ByType: in.Actor.Type, By: in.Actor.UUID, At: wr.At})
 	}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
@@ -466,7 +467,7 @@ func (w *taskWorkflow) applyMarks(ctx workflow.Context, in MarkCriteriaInput, de
 func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	c := store.TaskChange{}
-	move(&n, &c, TaskToVerify)
+	move(&n, &c, vocab.TaskToVerify)
 	var value any
 	if in.Summary != nil {
 		value = submittedValue{Summary: *in.Summary}
@@ -484,7 +485,7 @@ func (w *taskWorkflow) submit(ctx workflow.Context, in SubmitInput) (TaskResult,
 func (w *taskWorkflow) verify(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	c := store.TaskChange{}
-	move(&n, &c, TaskDone)
+	move(&n, &c, vocab.TaskDone)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "verified", nil)}
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_verified",
 		fmt.Sprintf("Task %q has been verified", n.Title), taskAssignee(n))}
@@ -511,12 +512,12 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 	}
 	n, wr := w.next(ctx)
 	c := store.TaskChange{}
-	move(&n, &c, TaskInProgress)
+	move(&n, &c, vocab.TaskInProgress)
 	if n.Assignee != nil {
 		n.Lease = leaseFrom(in.ClaimTTL, wr.At) // the holder is back at work: a fresh lease (docs/rules.md §5.10)
 	}
 	if in.Force {
-		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", forcedValue{Force: true, Status: string(TaskInProgress)}))
+		c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "force_status_change", forcedValue{Force: true, Status: string(vocab.TaskInProgress)}))
 	}
 	c.Activities = append(c.Activities, w.activity(n, wr, in.Actor, "reopened", nil))
 	c.Notifications = []store.NotifySpec{w.notify(n, wr, in.Actor, "task_reopened",
@@ -530,7 +531,7 @@ func (w *taskWorkflow) reopen(ctx workflow.Context, in ReopenInput) (TaskResult,
 func (w *taskWorkflow) close(ctx workflow.Context, in TaskCommand) (TaskResult, error) {
 	n, wr := w.next(ctx)
 	c := store.TaskChange{}
-	move(&n, &c, TaskClosed)
+	move(&n, &c, vocab.TaskClosed)
 	c.Activities = []store.Activity{w.activity(n, wr, in.Actor, "closed", nil)}
 	if _, err := w.commit(ctx, n, wr, c, in.Actor.UUID); err != nil {
 		return TaskResult{}, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // TaskWorkflowName is the registered type of TaskWorkflow.
@@ -128,13 +129,13 @@ func (s TaskState) clone() TaskState {
 	return c
 }
 
-func (s TaskState) status() TaskStatus { return TaskStatus(s.Status) }
+func (s TaskState) status() vocab.TaskStatus { return vocab.TaskStatus(s.Status) }
 
 // Projection is the task's row as far as the workflow owns it (TaskColumns, with version and
 // change_id).
 func (s TaskState) Projection() store.Task {
 	t := store.Task{UUID: s.UUID, CompanyUUID: s.CompanyUUID, ProjectUUID: s.ProjectUUID, ProposalUUID: nilIfBlank(s.ProposalUUID),
-		Title: s.Title, Status: TaskStatus(s.Status), Priority: s.Priority, CreatedByType: s.CreatedBy.Type, CreatedByUUID: s.CreatedBy.UUID,
+		Title: s.Title, Status: vocab.TaskStatus(s.Status), Priority: s.Priority, CreatedByType: s.CreatedBy.Type, CreatedByUUID: s.CreatedBy.UUID,
 		Version: s.Row.Version, ChangeID: s.Row.ChangeID}
 	if h := s.Assignee; h != nil {
 		at := h.At

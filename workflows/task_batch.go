@@ -10,6 +10,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // CreateTasksWorkflowName is the registered type of CreateTasksWorkflow.
@@ -113,7 +114,7 @@ func CreateTasksWorkflow(ctx workflow.Context, in CreateTasksInput) (CreateTasks
 	for i, spec := range in.Tasks {
 		t := store.Task{UUID: derivedFrom(wr, "task", strconv.Itoa(i)), CompanyUUID: in.Actor.CompanyUUID,
 			ProjectUUID: in.ProjectUUID, Title: strings.TrimSpace(spec.Title), Description: emptyToNil(spec.Description),
-			Status: TaskOpen, Priority: "medium", StoryPoints: spec.StoryPoints, ProposalUUID: in.ProposalUUID,
+			Status: vocab.TaskOpen, Priority: "medium", StoryPoints: spec.StoryPoints, ProposalUUID: in.ProposalUUID,
 			CreatedByType: in.Actor.Type, CreatedByUUID: in.Actor.UUID, Version: 1,
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), UpdatedAt: now}
 		if spec.Priority != nil {

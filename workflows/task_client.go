@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"github.com/chorus-dev/chorus/vocab"
 	"go.temporal.io/sdk/temporal"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -16,7 +17,7 @@ import (
 func (c *Client) CreateTasks(ctx context.Context, in CreateTasksInput) (CreateTasksResult, error) {
 	var out CreateTasksResult
 	id := TaskBatchID(in.BatchUUID)
-	err := c.retryTransient(ctx, EntityTask, "", func() error {
+	err := c.retryTransient(ctx, vocab.EntityTask, "", func() error {
 		run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Claim leases (docs/rules.md §5.10). A project may give task claims a time to live; the claim's
@@ -22,7 +23,7 @@ import (
 const UpdateRenewClaim = "chorus_session_heartbeat"
 
 // RenewClaim is UpdateRenewClaim's command.
-var RenewClaim = Command[TaskCommand, TaskResult]{UpdateRenewClaim, EntityTask}
+var RenewClaim = Command[TaskCommand, TaskResult]{UpdateRenewClaim, vocab.EntityTask}
 
 // claimLeaseChange names the workflow.GetVersion marker of the lease timer. Histories recorded
 // before leases have no lease and so never reach it.
@@ -31,7 +32,7 @@ const claimLeaseChange = "claim-lease-timer"
 // leaseRunning: the task has a claim whose lease can lapse (held, assigned or in_progress).
 func (s TaskState) leaseRunning() bool {
 	st := s.status()
-	return s.Lease != nil && s.Assignee != nil && !s.Deleted && (st == TaskAssigned || st == TaskInProgress)
+	return s.Lease != nil && s.Assignee != nil && !s.Deleted && (st == vocab.TaskAssigned || st == vocab.TaskInProgress)
 }
 
 func (s TaskState) checkRenew(in TaskCommand) error {
@@ -110,10 +111,10 @@ func (w *taskWorkflow) expire(ctx workflow.Context) {
 	wr := lapseWrite(ctx, s.Row, stamp(ctx))
 	holder, lease := *s.Assignee, *s.Lease
 	from := n.status()
-	n.Status, n.Assignee, n.Lease = string(TaskOpen), nil, nil
+	n.Status, n.Assignee, n.Lease = string(vocab.TaskOpen), nil, nil
 	n.Lapsed = &Lapse{UUID: holder.UUID, TTLSeconds: lease.TTLSeconds, At: lease.ExpiresAt}
 	c := taskAssignmentChange(n)
-	if from == TaskInProgress {
+	if from == vocab.TaskInProgress {
 		// The work restarts with whoever claims it next: the lapsed holder's marks go (docs/rules.md §5.10).
 		c.ResetCriteria = true
 		for i := range n.Criteria {

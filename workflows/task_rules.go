@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 func (s TaskState) isAssignee(a Actor) bool {
@@ -41,7 +42,7 @@ func (s TaskState) assigneeText() string {
 // workflow's: the task moved between the check and the claim, and the caller may not see it now.
 func (s TaskState) checkProject(in TaskCommand) error {
 	if in.Project != "" && in.Project != s.ProjectUUID {
-		return movedRefusal(EntityTask)
+		return movedRefusal(vocab.EntityTask)
 	}
 	return nil
 }
@@ -67,9 +68,9 @@ func (s TaskState) checkClaim(in TaskCommand) error {
 	switch {
 	case s.isAssignee(in.Actor):
 		return nil // re-claiming your own task changes nothing (docs/rules.md §8.1)
-	case s.Assignee != nil && (s.status() == TaskOpen || s.status() == TaskAssigned):
+	case s.Assignee != nil && (s.status() == vocab.TaskOpen || s.status() == vocab.TaskAssigned):
 		return Refuse(KindConflict, "Task is already assigned to %s; ask an admin to reassign it", s.assigneeText())
-	case s.status() != TaskOpen && s.status() != TaskAssigned:
+	case s.status() != vocab.TaskOpen && s.status() != vocab.TaskAssigned:
 		return Refuse(KindConflict, "Can only claim tasks with open status: this task is %s%s. Find open work with chorus_get_available_tasks.",
 			s.Status, heldBy(s))
 	}
@@ -85,7 +86,7 @@ func (s TaskState) checkClaimNext(in TaskCommand) error {
 	if err := s.checkProject(in); err != nil {
 		return err
 	}
-	if s.status() != TaskOpen || s.Assignee != nil {
+	if s.status() != vocab.TaskOpen || s.Assignee != nil {
 		return Refuse(KindConflict, "Task is no longer open to claim: it is %s%s", s.Status, heldBy(s))
 	}
 	return nil
@@ -105,7 +106,7 @@ func (s TaskState) checkRelease(in TaskCommand) error {
 	if !s.isAssignee(in.Actor) {
 		return Refuse(KindForbidden, "Only the assignee can release a task (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
-	if s.status() != TaskAssigned {
+	if s.status() != vocab.TaskAssigned {
 		return Refuse(KindConflict, "Can only release tasks with assigned status: this task is %s. Submit it for verification or ask an admin to close it.", s.Status)
 	}
 	return nil
@@ -115,7 +116,7 @@ func (s TaskState) checkAssign(in AssignTaskInput) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
-	if s := s.status(); s != TaskOpen && s != TaskAssigned {
+	if s := s.status(); s != vocab.TaskOpen && s != vocab.TaskAssigned {
 		return Refuse(KindConflict, "Can only assign tasks with open or assigned status, current status: %s", s)
 	}
 	return nil
@@ -149,11 +150,11 @@ func BlockedError(blockers []store.TaskLink) *Error {
 
 // move applies a status change to n with the reset rule of docs/rules.md §5.2: leaving to_verify
 // for anything but done resets every acceptance mark.
-func move(n *TaskState, c *store.TaskChange, to TaskStatus) {
+func move(n *TaskState, c *store.TaskChange, to vocab.TaskStatus) {
 	from := n.status()
 	n.Status = string(to)
 	c.Patch.Status = &to
-	if from == TaskToVerify && to != TaskDone {
+	if from == vocab.TaskToVerify && to != vocab.TaskDone {
 		c.ResetCriteria = true
 		for i := range n.Criteria {
 			n.Criteria[i].Status, n.Criteria[i].DevStatus = "pending", "pending"
@@ -161,7 +162,7 @@ func move(n *TaskState, c *store.TaskChange, to TaskStatus) {
 	}
 }
 
-func legalMoves(s TaskStatus) string {
+func legalMoves(s vocab.TaskStatus) string {
 	var names []string
 	for _, m := range s.Moves() {
 		names = append(names, string(m))
@@ -187,7 +188,7 @@ func (s TaskState) checkUpdate(in UpdateTaskInput) error {
 		}
 	}
 	if in.Status != nil {
-		to := TaskStatus(*in.Status)
+		to := vocab.TaskStatus(*in.Status)
 		if !s.isAssignee(in.Actor) {
 			return Refuse(KindForbidden, "Only the assignee can update task status (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 		}
@@ -211,7 +212,7 @@ func (s TaskState) checkReport(in ReportWorkInput) error {
 	if strings.TrimSpace(in.Report) == "" {
 		return Refuse(KindInvalid, "Input validation error: report must not be blank")
 	}
-	if in.Status != nil && !s.status().CanMove(TaskStatus(*in.Status)) {
+	if in.Status != nil && !s.status().CanMove(vocab.TaskStatus(*in.Status)) {
 		// docs/rules.md §8.3: an illegal status is refused, and nothing (not even the report) is recorded.
 		return Refuse(KindConflict, "Cannot report work with status %s: the task is %s, and from %s it may go to: %s. Nothing was recorded.",
 			*in.Status, s.Status, s.Status, legalMoves(s.status()))
@@ -259,18 +260,18 @@ func (s TaskState) checkSubmit(in SubmitInput) error {
 	if !s.isAssignee(in.Actor) {
 		return Refuse(KindForbidden, "Only the assignee can submit for verification (assignee: %s)%s", s.assigneeText(), s.lapsedNote(in.Actor))
 	}
-	if s.status() != TaskInProgress {
+	if s.status() != vocab.TaskInProgress {
 		return Refuse(KindConflict, "Can only submit for verification from in_progress status: this task is %s%s",
 			s.Status, nextStepForSubmit(s.status()))
 	}
 	return nil
 }
 
-func nextStepForSubmit(s TaskStatus) string {
+func nextStepForSubmit(s vocab.TaskStatus) string {
 	switch s {
-	case TaskAssigned:
+	case vocab.TaskAssigned:
 		return "; move it to in_progress with chorus_update_task first"
-	case TaskToVerify:
+	case vocab.TaskToVerify:
 		return "; it is already waiting for an admin to verify it"
 	}
 	return ""
@@ -280,9 +281,9 @@ func (s TaskState) checkVerify(in TaskCommand) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
-	if s.status() != TaskToVerify {
+	if s.status() != vocab.TaskToVerify {
 		return Refuse(KindConflict, "Can only verify Tasks in to_verify status, current status: %s%s", s.Status,
-			map[TaskStatus]string{TaskInProgress: " (the assignee must submit it first)", TaskDone: " (it is already verified)"}[s.status()])
+			map[vocab.TaskStatus]string{vocab.TaskInProgress: " (the assignee must submit it first)", vocab.TaskDone: " (it is already verified)"}[s.status()])
 	}
 	required, passed, failed, pending := 0, 0, 0, 0
 	for _, c := range s.Criteria {
@@ -310,7 +311,7 @@ func (s TaskState) checkReopen(in ReopenInput) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
-	if s.status() != TaskToVerify {
+	if s.status() != vocab.TaskToVerify {
 		return Refuse(KindConflict, "Can only reopen Tasks in to_verify status, current status: %s", s.Status)
 	}
 	return nil
@@ -334,7 +335,7 @@ func (s TaskState) checkClose(in TaskCommand) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
-	if s.status() == TaskClosed {
+	if s.status() == vocab.TaskClosed {
 		return Refuse(KindConflict, "Task is already in closed status")
 	}
 	return nil

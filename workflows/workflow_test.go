@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-dev/chorus/activities"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Unit tests of the workflows against Temporal's test environment, with the store activities
@@ -107,14 +108,14 @@ func TestIdeaWorkflowClaimIsExclusive(t *testing.T) {
 	// Rejected updates wrote nothing: create, claim, skip and delete did.
 	require.Len(t, writes, 4)
 	require.NotNil(t, writes[0].Insert)
-	require.Equal(t, store.IdeaPatch{Status: ptr(IdeaElaborating), Assignee: writes[1].Patch.Assignee}, writes[1].Patch)
+	require.Equal(t, store.IdeaPatch{Status: ptr(vocab.IdeaElaborating), Assignee: writes[1].Patch.Assignee}, writes[1].Patch)
 	require.Equal(t, "agent", writes[1].Patch.Assignee.Value.Type)
-	require.Equal(t, IdeaElaborating, writes[1].NewStatus())
+	require.Equal(t, vocab.IdeaElaborating, writes[1].NewStatus())
 	require.Equal(t, int64(1), writes[1].Expect, "the claim applies from the create's version")
 	require.Equal(t, int64(2), writes[1].Version())
 	require.True(t, strings.HasPrefix(writes[1].ID, "default-test-workflow-id#2@"), writes[1].ID)
 	require.Equal(t, "assigned", writes[1].Activities[0].Action)
-	require.Equal(t, IdeaElaborated, writes[2].NewStatus())
+	require.Equal(t, vocab.IdeaElaborated, writes[2].NewStatus())
 	require.True(t, writes[3].Delete)
 	require.Equal(t, int64(3), writes[3].Expect)
 }

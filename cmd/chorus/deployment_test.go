@@ -13,6 +13,7 @@ import (
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -82,7 +83,7 @@ func TestRollingDeployMovesWorkflowsToTheNewBuild(t *testing.T) {
 // buildOf is the build id of the deployment version a task's workflow runs on.
 func buildOf(t *testing.T, tmp readyTemporal, task string) string {
 	t.Helper()
-	d, err := tmp.tc.DescribeWorkflowExecution(context.Background(), workflows.TaskID(task), "")
+	d, err := tmp.tc.DescribeWorkflowExecution(context.Background(), vocab.TaskID(task), "")
 	require.NoError(t, err)
 	v := d.GetWorkflowExecutionInfo().GetVersioningInfo()
 	require.Equal(t, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, v.GetBehavior())

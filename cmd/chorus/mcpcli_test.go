@@ -15,7 +15,7 @@ import (
 
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/mcpclient"
-	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 func TestCallArguments(t *testing.T) {
@@ -68,11 +68,11 @@ func TestCallFieldOnAResultWithoutIt(t *testing.T) {
 	project, _, err := run("chorus_admin_create_project", "name=Platform", "--field", "uuid")
 	require.NoError(t, err)
 	project = strings.TrimSpace(project)
-	require.True(t, store.IsUUID(project), project)
+	require.True(t, vocab.IsUUID(project), project)
 	doc, _, err := run("chorus_pm_create_document", "projectUuid="+project, "type=guide", "title=Runbook", "--field", "uuid")
 	require.NoError(t, err)
 	doc = strings.TrimSpace(doc)
-	require.True(t, store.IsUUID(doc), doc)
+	require.True(t, vocab.IsUUID(doc), doc)
 
 	// A text result: printed, with a note, and exit 3.
 	out, errOut, err := run("chorus_admin_delete_document", "documentUuid="+doc, "--field", "uuid")

@@ -14,6 +14,7 @@ import (
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 
 	"github.com/chorus-dev/chorus/mcp"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -52,7 +53,7 @@ func newProcessMetrics(log *slog.Logger, db *sql.DB, dbName string) (*processMet
 		OnError:              func(err error) { log.Warn("temporal sdk metrics", "err", err) },
 	})
 	// Each entity's conflict counter exists from the start, at 0, for the alert rules.
-	for _, e := range []workflows.Entity{workflows.EntityIdea, workflows.EntityProposal, workflows.EntityTask} {
+	for _, e := range []vocab.Entity{vocab.EntityIdea, vocab.EntityProposal, vocab.EntityTask} {
 		handler.WithTags(map[string]string{"entity": string(e)}).Counter(workflows.ProjectionConflictsMetric).Inc(0)
 	}
 	return &processMetrics{reg: reg, temporal: handler, tools: mcp.NewMetrics(reg)}, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -317,7 +318,7 @@ and exits 1 if anything still disagrees.`,
 			only := ""
 			if len(args) == 1 {
 				only = args[0]
-				if _, _, err := workflows.ParseWorkflowID(only); err != nil {
+				if _, _, err := vocab.ParseWorkflowID(only); err != nil {
 					return err
 				}
 			}

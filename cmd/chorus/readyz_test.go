@@ -21,6 +21,7 @@ import (
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/devserver"
 )
@@ -291,7 +292,7 @@ func TestTaskQueueSeparatesDeployments(t *testing.T) {
 				var task struct{ Status string }
 				require.NoError(t, a.Call(ctx, "chorus_claim_task", map[string]any{"taskUuid": created.Tasks[0].UUID}, &task))
 				require.Equal(t, "assigned", task.Status)
-				d, err := tmp.tc.DescribeWorkflowExecution(ctx, workflows.TaskID(created.Tasks[0].UUID), "")
+				d, err := tmp.tc.DescribeWorkflowExecution(ctx, vocab.TaskID(created.Tasks[0].UUID), "")
 				require.NoError(t, err)
 				require.Equal(t, queue, d.GetExecutionConfig().GetTaskQueue().GetName())
 			}

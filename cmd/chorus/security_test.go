@@ -45,6 +45,7 @@ import (
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/devserver"
 )
@@ -508,7 +509,7 @@ func TestPayloadEncryptionEndToEnd(t *testing.T) {
 	plain, err := client.Dial(client.Options{HostPort: tmp.addr, Namespace: ns})
 	require.NoError(t, err)
 	defer plain.Close()
-	wid := workflows.IdeaID(idea.UUID)
+	wid := vocab.IdeaID(idea.UUID)
 	h := &historypb.History{}
 	it := plain.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
