@@ -7,6 +7,7 @@ import (
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/vocab"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Project groups (docs/rules.md §4.11, §6.5) are plain records: store reads and writes them in
@@ -45,6 +46,9 @@ type NewGroup struct {
 // CreateGroup creates a group; the caller's owner becomes its admin. A retried call (same
 // requestId) returns the group the first one made.
 func (a *App) CreateGroup(ctx context.Context, r Request, n NewGroup) (*store.GroupView, error) {
+	if err := workflows.CheckTitle("", "name", &n.Name); err != nil {
+		return nil, err
+	}
 	if n.Visibility == "private" && r.Who.Caller.OwnerUUID == "" {
 		return nil, Refuse(vocab.RefusedPrecondition, "An agent without an owner cannot create a private group: its members "+
 			"are users, and no user would be one. Create it public, or give the agent an owner.")
@@ -100,6 +104,9 @@ type ProjectImpact struct {
 // floor of a public group; visibility and members need an explicit group admin, and a visibility
 // change needs its preview's token.
 func (a *App) UpdateGroup(ctx context.Context, r Request, u GroupUpdate) (*store.GroupView, *VisibilityPreview, error) {
+	if err := workflows.CheckTitle("", "name", u.Name); err != nil {
+		return nil, nil, err
+	}
 	var preview *VisibilityPreview
 	err := a.Store.InAccessTx(ctx, r.Who.Caller, func(ctx context.Context, t *store.AccessTx) error {
 		preview = nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/vocab"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Projects (docs/rules.md §4.2) and the check-in (§4.1): records and reads.
@@ -75,6 +76,9 @@ type NewProject struct {
 // CreateProject creates a project; the caller's owner becomes its admin. A retried call (same
 // requestId) returns the project the first one made.
 func (a *App) CreateProject(ctx context.Context, r Request, n NewProject) (*store.Project, error) {
+	if err := workflows.CheckTitle("", "name", &n.Name); err != nil {
+		return nil, err
+	}
 	if n.Visibility == "private" && r.Who.Caller.OwnerUUID == "" {
 		return nil, Refuse(vocab.RefusedPrecondition, "An agent without an owner cannot create a private project: its members "+
 			"are users, and no user would be one. Create it public, or give the agent an owner (chorus agent create --owner-email).")

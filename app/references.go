@@ -204,7 +204,7 @@ type UpdateReferenceInput struct {
 func (a *App) referenceAccess(ctx context.Context, r Request, id, prefix string) (*store.Reference, error) {
 	ref, _, err := a.Store.ReferenceAccess(ctx, r.Who.Caller, id, store.AccessEditor)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, Refuse(vocab.RefusedNotFound, "%sReference with UUID %s not found", prefix, id)
+		return nil, referenceNotFound(prefix, id)
 	}
 	return ref, err
 }
@@ -245,7 +245,7 @@ func (a *App) UpdateReference(ctx context.Context, r Request, in UpdateReference
 	}
 	ref, err := a.Store.UpdateReference(ctx, in.UUID, e)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Reference{}, Refuse(vocab.RefusedNotFound, "%sReference with UUID %s not found", prefix, in.UUID)
+		return store.Reference{}, referenceNotFound(prefix, in.UUID)
 	}
 	if err != nil {
 		return store.Reference{}, err
@@ -261,7 +261,14 @@ func (a *App) RemoveReference(ctx context.Context, r Request, id string) error {
 	}
 	err := a.Store.RemoveReference(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return Refuse(vocab.RefusedNotFound, "%sReference with UUID %s not found", prefix, id)
+		return referenceNotFound(prefix, id)
 	}
 	return err
+}
+
+// referenceNotFound is the refusal for a reference the caller cannot reach: missing, or on a
+// target the caller may not see or edit. prefix is the tool's failure wording ("" or "Failed to
+// ...: ").
+func referenceNotFound(prefix, id string) error {
+	return Refuse(vocab.RefusedNotFound, "%sReference with UUID %s not found", prefix, id)
 }

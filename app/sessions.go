@@ -7,6 +7,7 @@ import (
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/vocab"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Sessions (docs/rules.md §2.5, §4.10) are plain records, not workflows: their state machine
@@ -24,6 +25,9 @@ func sessionRefusal(err error) error {
 // CreateSession starts a named session of the caller. A retried call (same requestId) returns
 // the session the first one made.
 func (a *App) CreateSession(ctx context.Context, r Request, name string, description *string) (*store.AgentSession, error) {
+	if err := workflows.CheckTitle("", "name", &name); err != nil {
+		return nil, err
+	}
 	s, err := a.Store.CreateSession(ctx, r.Who.Caller, store.NewSession{UUID: r.NewID("session"), Name: name,
 		Description: description})
 	return s, sessionRefusal(err)

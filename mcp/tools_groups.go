@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/chorus-dev/chorus/app"
@@ -185,9 +184,6 @@ var adminCreateProjectGroup = tool[CreateGroupIn, GroupView]{
 	Name: "chorus_admin_create_project_group", Title: "Create a project group", Toolset: tsProjects, Perm: perm.ProjectWrite, Effect: writes,
 	Desc: "Create a project group; your owner becomes its admin.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateGroupIn) (GroupView, error) {
-		if strings.TrimSpace(in.Name) == "" {
-			return GroupView{}, invalid("name must not be blank")
-		}
 		desc := ""
 		if in.Description != nil {
 			desc = *in.Description
@@ -265,9 +261,6 @@ var adminUpdateProjectGroup = tool[UpdateGroupIn, UpdatedGroup]{
 			u.Member = &app.MemberAction{Action: in.MemberAction, UserUUID: string(*in.UserUUID), Role: in.Role}
 		} else if !edits {
 			return UpdatedGroup{}, invalid("provide name, description, visibility or memberAction")
-		}
-		if in.Name != nil && strings.TrimSpace(*in.Name) == "" {
-			return UpdatedGroup{}, invalid("name must not be blank")
 		}
 		if (in.Preview || in.ConfirmationToken != "") && in.Visibility == "" {
 			return UpdatedGroup{}, invalid("preview and confirmationToken go with a visibility change; give visibility " +

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/chorus-dev/chorus/app"
@@ -273,9 +272,6 @@ var adminCreateProject = tool[CreateProjectIn, CreatedProject]{
 	Effect:  writes,
 	Desc:    "Create a project; your owner becomes its admin. claimTtlSeconds makes silent claims lapse.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateProjectIn) (CreatedProject, error) {
-		if strings.TrimSpace(in.Name) == "" {
-			return CreatedProject{}, invalid("name must not be blank")
-		}
 		p, err := d.app().CreateProject(ctx, call.Request, app.NewProject{Name: in.Name, Description: in.Description, GroupUUID: (*string)(in.GroupUUID), Visibility: in.Visibility,
 			ClaimTTLSeconds: in.ClaimTTL})
 		if err != nil {

@@ -64,11 +64,7 @@ var createSession = tool[CreateSessionIn, SessionView]{
 	Name: "chorus_create_session", Title: "Start a session", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
 	Desc: "Start a named work session (one per worktree or sub-agent).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in CreateSessionIn) (SessionView, error) {
-		name := strings.TrimSpace(in.Name)
-		if name == "" {
-			return SessionView{}, invalid("name must not be blank")
-		}
-		s, err := d.app().CreateSession(ctx, call.Request, name, in.Description)
+		s, err := d.app().CreateSession(ctx, call.Request, strings.TrimSpace(in.Name), in.Description)
 		if err != nil {
 			return SessionView{}, err
 		}

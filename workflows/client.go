@@ -294,20 +294,25 @@ func (c *Client) ended(ctx context.Context, entity vocab.Entity, uuid string) er
 		}
 	}
 	if c.Rows == nil {
-		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
+		return entityNotFound(entity)
 	}
 	exists, err := c.Rows.LifecycleRowExists(ctx, string(entity), uuid)
 	switch {
 	case err != nil:
 		return fmt.Errorf("read the %s row of the closed workflow %s: %w", entity, id, err)
 	case !exists:
-		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
+		return entityNotFound(entity)
 	}
 	refusal := Refuse(KindDiverged, "This %s cannot change now: its workflow %s %s while the %s remains, so commands "+
 		"cannot reach it. An operator must run `chorus ops repair %s` (chorus ops check lists it), which restarts "+
 		"the workflow from the stored %s; then retry, with the same requestId if you sent one.", entity, id, how, entity, id, entity)
 	refusal.MayHaveApplied = true // the command may have been in flight when the workflow ended
 	return refusal
+}
+
+// entityNotFound is the refusal for an entity whose workflow is gone or was never started.
+func entityNotFound(entity vocab.Entity) *Error {
+	return Refuse(KindNotFound, "%s not found", entityTitle(entity))
 }
 
 // mapClientError turns Temporal client errors into Chorus refusals where they mean something
@@ -319,10 +324,10 @@ func mapClientError(err error, entity vocab.Entity) error {
 	var nf *serviceerror.NotFound
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &nf) || errors.As(err, &started) || temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
+		return entityNotFound(entity)
 	}
 	if strings.Contains(err.Error(), "workflow execution already completed") {
-		return Refuse(KindNotFound, "%s not found", entityTitle(entity))
+		return entityNotFound(entity)
 	}
 	return err
 }

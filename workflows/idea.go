@@ -118,7 +118,7 @@ func (w *ideaWorkflow) commit(ctx workflow.Context, n IdeaState, wr store.Write,
 				refusal = Refuse(KindConflict, "The parent idea changed meanwhile")
 			}
 			if change.Insert == nil {
-				refusal = Refuse(refusal.Kind, "Failed to edit Idea: %s", refusal.Message)
+				refusal = editRefusal(refusal)
 			}
 			return refusal
 		}
@@ -358,7 +358,7 @@ func (w *ideaWorkflow) edit(ctx workflow.Context, in EditIdeaInput) (IdeaResult,
 		}
 		if in.ParentUUID != nil {
 			if err := checkParent(w.state.UUID, w.state.ProjectUUID, *in.ParentUUID, lineage); err != nil {
-				return IdeaResult{}, Refuse(err.Kind, "Failed to edit Idea: %s", err.Message)
+				return IdeaResult{}, editRefusal(err)
 			}
 		}
 		current = lineage.CurrentParent

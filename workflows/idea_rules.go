@@ -304,3 +304,7 @@ func (s IdeaState) checkSkip(in SkipElaborationInput) error {
 // ---- delete ----
 
 func (s IdeaState) checkDelete(in IdeaCommand) error { return s.exists() }
+
+// editRefusal words a refusal of chorus_pm_edit_idea's change as the edit's failure, keeping
+// its kind.
+func editRefusal(e *Error) *Error { return Refuse(e.Kind, "Failed to edit Idea: %s", e.Message) }

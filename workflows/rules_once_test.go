@@ -6,10 +6,12 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -147,4 +149,74 @@ func exprName(e ast.Expr) string {
 		return exprName(e.X)
 	}
 	return "?"
+}
+
+// refusalMakers are the functions that word a refusal, with the index of their format argument.
+var refusalMakers = map[string]int{
+	"Refuse": 1, "app.Refuse": 1, "workflows.Refuse": 1, "refuse": 0, "refuseAs": 1, "invalid": 0,
+}
+
+// fmtVerb matches a fmt verb, so a format's own words can be told from its verbs.
+var fmtVerb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z%]`)
+
+// TestEveryRefusalTextHasOneHome reads every refusal the production code words (the format of
+// each call of a refusal maker above) and finds each text in one function: a text written in two
+// places is a rule stated twice (issue 21: "a test lists the refusal texts and finds each
+// produced by one function"). It also lists them, so a refusal's home is easy to find.
+func TestEveryRefusalTextHasOneHome(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	homes := map[string][]string{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" ||
+				name == "testdata" || name == "tools" || name == "clients") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, decl := range f.Decls {
+			place := filepath.ToSlash(rel) + ":" + declName(decl)
+			ast.Inspect(decl, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				i, ok := refusalMakers[exprName(call.Fun)]
+				if !ok || i >= len(call.Args) {
+					return true
+				}
+				lit, ok := call.Args[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				text, err := strconv.Unquote(lit.Value)
+				if err == nil && !slices.Contains(homes[text], place) {
+					homes[text] = append(homes[text], place)
+				}
+				return true
+			})
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, len(homes), 50, "the refusal makers were found (a rename would hide them all)")
+	for text, places := range homes {
+		if !strings.ContainsFunc(fmtVerb.ReplaceAllString(text, ""), unicode.IsLetter) {
+			continue // a pure format ("%s", "%s%s") passes on a text worded elsewhere
+		}
+		assert.Len(t, places, 1, "refusal %q is written in %v: state it once and call that", text, places)
+	}
 }
