@@ -101,3 +101,22 @@ func refusalOf(err error) *Refusal {
 	}
 	return nil
 }
+
+// Refused reports whether err is a refusal: an answer that changed nothing, so a retry with the
+// same requestId may run the command anew (docs/write-path.md, "Exactly once"). An error whose
+// outcome is unknown (still running, deadline, outage) is not, nor is a final outcome that
+// names an earlier application (already applied, rolled back), nor a divergence found because
+// the workflow ended with the command in flight (MayHaveApplied): its retry after the repair
+// must reach the same update. A divergence the workflow itself answered (its write met a row
+// elsewhere and wrote nothing) is a refusal.
+func Refused(err error) bool {
+	if errors.Is(err, workflows.ErrStillRunning) || errors.Is(err, context.DeadlineExceeded) || store.IsUnavailable(err) {
+		return false
+	}
+	var wfe *workflows.Error
+	if errors.As(err, &wfe) {
+		return wfe.Kind != workflows.KindAlreadyApplied && wfe.Kind != workflows.KindRolledBack &&
+			!(wfe.Kind == workflows.KindDiverged && wfe.MayHaveApplied)
+	}
+	return Classify(err).Known()
+}

@@ -113,19 +113,22 @@ func (a *App) ReopenSession(ctx context.Context, r Request, sessionUUID string) 
 	return a.ReadSession(ctx, r, s.UUID)
 }
 
-// SessionHeartbeat keeps one of the caller's active sessions alive and returns when, with the
-// session's open check-ins (whose claims the front end renews).
-func (a *App) SessionHeartbeat(ctx context.Context, r Request, sessionUUID string) (time.Time, []store.SessionCheckin, error) {
+// SessionHeartbeat keeps one of the caller's active sessions alive and returns when, then
+// renews the caller's lapsing claims on the tasks of its open check-ins (renewClaims).
+func (a *App) SessionHeartbeat(ctx context.Context, r Request, sessionUUID string) (time.Time, error) {
 	s, open, err := a.SessionFor(ctx, r, sessionUUID, store.AccessEditor)
 	if err != nil {
-		return time.Time{}, nil, err
+		return time.Time{}, err
 	}
 	if s.Status != "active" {
-		return time.Time{}, nil, Refuse(vocab.RefusedPrecondition, "Session %s is closed: a heartbeat keeps only active "+
+		return time.Time{}, Refuse(vocab.RefusedPrecondition, "Session %s is closed: a heartbeat keeps only active "+
 			"sessions alive. Reopen it with chorus_reopen_session first.", s.UUID)
 	}
 	at, err := a.Store.TouchSession(ctx, s.UUID)
-	return at, open, err
+	if err != nil {
+		return time.Time{}, err
+	}
+	return at, a.renewClaims(ctx, r, open)
 }
 
 // ActiveSessionFor resolves the active session of a check-in: one of the caller's sessions

@@ -523,18 +523,7 @@ const alreadyAppliedResult = "null"
 // (its write met a row elsewhere and wrote nothing) is a refusal: Temporal keeps that answer for
 // the update's id in the run, so a retry after the repair would get it again, for ever, under
 // the same generation.
-func refused(err error) bool {
-	if errors.Is(err, workflows.ErrStillRunning) || errors.Is(err, context.DeadlineExceeded) || store.IsUnavailable(err) {
-		return false
-	}
-	var wfe *workflows.Error
-	if errors.As(err, &wfe) {
-		return wfe.Kind != workflows.KindAlreadyApplied && wfe.Kind != workflows.KindRolledBack &&
-			!(wfe.Kind == workflows.KindDiverged && wfe.MayHaveApplied)
-	}
-	_, known := agentMessage(err)
-	return known
-}
+func refused(err error) bool { return app.Refused(err) }
 
 // newID is the uuid of an entity a call creates: derived from the agent, the requestId and its
 // generation when the call has a requestId, so a retry finds what the first attempt made;

@@ -2,14 +2,11 @@ package mcp
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
-	"github.com/chorus-dev/chorus/workflows"
 )
 
 // Session tools (docs/rules.md §2.5, §4.10), adapters over app/sessions.go. A session is a plain
@@ -159,52 +156,12 @@ var sessionHeartbeat = tool[SessionIn, textResult]{
 	Name: "chorus_session_heartbeat", Title: "Session heartbeat", Toolset: tsSessions, Perm: perm.Public, Effect: writes,
 	Desc: "Keep your session active and renew your claims on its tasks.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionIn) (textResult, error) {
-		at, open, err := d.app().SessionHeartbeat(ctx, call.Request, string(in.SessionUUID))
+		at, err := d.app().SessionHeartbeat(ctx, call.Request, string(in.SessionUUID))
 		if err != nil {
-			return "", err
-		}
-		if err := renewClaims(ctx, d, call, open); err != nil {
 			return "", err
 		}
 		return textResult("Heartbeat successful: " + at.Format(time.RFC3339Nano)), nil
 	},
-}
-
-// renewClaims renews the caller's lapsing claims on the tasks of a session's open check-ins
-// (docs/rules.md §5.10). A task the caller no longer holds is left alone (the workflow refuses the
-// renewal: the claim lapsed or moved on), and so is a claim renewed within the last tenth of its
-// time to live (freshClaim): the heartbeat is the commonest call, and then it reads the task and
-// writes nothing. An error with an unknown outcome ends the heartbeat, and its retry renews again.
-func renewClaims(ctx context.Context, d *Deps, call *Call, open []store.SessionCheckin) error {
-	for _, ci := range open {
-		t, err := d.Store.TaskRow(ctx, ci.TaskUUID)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if t.AssigneeUUID == nil || *t.AssigneeUUID != call.Who.Caller.AgentUUID || t.ClaimExpiresAt == nil ||
-			freshClaim(t, time.Now()) {
-			continue
-		}
-		_, err = workflows.Send(ctx, d.Flows, workflows.RenewClaim, t.UUID, flowCall(call), call.Who.Caller.AgentUUID,
-			workflows.TaskCommand{Actor: actor(call.Who)})
-		if err != nil && !refused(err) {
-			return fmt.Errorf("renew the claim on task %s: %w", t.UUID, err)
-		}
-	}
-	return nil
-}
-
-// freshClaim reports whether a task's stored lease was renewed within the last tenth of its time
-// to live as of now: more than nine tenths of it remain (docs/rules.md §5.10).
-func freshClaim(t store.Task, now time.Time) bool {
-	if t.ClaimTTLSeconds == nil || t.ClaimExpiresAt == nil {
-		return false
-	}
-	ttl := time.Duration(*t.ClaimTTLSeconds) * time.Second
-	return t.ClaimExpiresAt.Sub(now) > ttl-ttl/10
 }
 
 // ---- check in / check out ----
@@ -226,28 +183,11 @@ var sessionCheckinTask = tool[SessionTaskIn, CheckedIn]{
 	Name: "chorus_session_checkin_task", Title: "Session check-in", Toolset: tsSessions, Perm: perm.Public, Effect: writes, Idempotent: true,
 	Desc: "Record that your session works on a task, claiming it if nobody holds it.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SessionTaskIn) (CheckedIn, error) {
-		task, pv, err := d.Store.TaskAccess(ctx, call.Who.Caller, string(in.TaskUUID), store.AccessEditor)
+		c, err := d.app().CheckinTask(ctx, call.Request, string(in.SessionUUID), string(in.TaskUUID))
 		if err != nil {
 			return CheckedIn{}, err
 		}
-		s, err := d.app().ActiveSessionFor(ctx, call.Request, string(in.SessionUUID))
-		if err != nil {
-			return CheckedIn{}, err
-		}
-		if task.AssigneeUUID == nil && call.Who.Perms.Has(perm.TaskWrite) {
-			// docs/rules.md §2.5: an unheld task is claimed for the session's agent; a refusal (someone
-			// claimed it meanwhile, it is no longer open) leaves the check-in to go ahead.
-			_, err := workflows.Send(ctx, d.Flows, workflows.ClaimTask, task.UUID, flowCall(call), call.Who.Caller.AgentUUID,
-				workflows.TaskCommand{Actor: actor(call.Who), ClaimTTL: claimTTL(pv), Project: pv.UUID})
-			if err != nil && !refused(err) {
-				return CheckedIn{}, fmt.Errorf("claim the task for the session: %w", err)
-			}
-		}
-		at, err := d.app().RecordCheckin(ctx, s.UUID, task.UUID)
-		if err != nil {
-			return CheckedIn{}, err
-		}
-		return CheckedIn{SessionUUID: s.UUID, TaskUUID: task.UUID, CheckedInAt: at}, nil
+		return CheckedIn{SessionUUID: c.SessionUUID, TaskUUID: c.TaskUUID, CheckedInAt: c.At}, nil
 	},
 }
 

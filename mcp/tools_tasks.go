@@ -23,9 +23,6 @@ type TaskIn struct {
 	TaskUUID UUID `json:"taskUuid"`
 }
 
-// claimTTL is the time to live the task's project gives claims (app.ClaimTTL).
-func claimTTL(pv *store.ProjectView) int64 { return app.ClaimTTL(pv) }
-
 func statusOut(r app.TaskOutcome, err error) (StatusOut, error) {
 	return StatusOut{UUID: r.UUID, Status: r.Status}, err
 }
