@@ -4,9 +4,12 @@
 // the playbook prompts, and the tool table with its typed inputs and
 // outputs (docs/rules.md §3, §4).
 //
-// It knows the tool contracts and error texts of docs/rules.md. Reads go to package store; lifecycle changes
-// go to package workflows as updates; mcp never writes lifecycle rows itself and never builds
-// JSON by hand. It must not know SQL or Temporal internals beyond the workflows client.
+// It is a front end over package app, where the use cases are: a tool handler maps its
+// arguments to a use case's input and its result or refusal to the tool's answer, and keeps the
+// transport's own concerns (schemas, the requestId bookkeeping of runOnce, the wording of
+// errors through app.Classify, views and their 64 KiB budget). It reads store only for views
+// (names through store.Namer) and the request ledger, never writes lifecycle rows, never builds
+// JSON by hand, and knows no SQL.
 package mcp
 
 // docs/tools.md is generated from the tool table (toolsdoc.go); regenerate it after changing a tool.

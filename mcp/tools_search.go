@@ -8,8 +8,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/google/uuid"
-
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
@@ -61,51 +60,12 @@ var search = tool[SearchIn, SearchOut]{
 	Name: "chorus_search", Title: "Search", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
 	Desc: "Find tasks, ideas, proposals, documents, projects and groups by words (all must match) or uuid.",
 	Run: func(ctx context.Context, d *Deps, call *Call, in SearchIn) (SearchOut, error) {
-		q := strings.TrimSpace(in.Query)
-		if q == "" {
-			return SearchOut{}, invalid("query must not be blank: give words to find, or an entity's uuid")
+		res, err := d.app().Search(ctx, call.Request, app.SearchInput{Query: in.Query, Scope: in.Scope,
+			ScopeUUID: (*string)(in.ScopeUUID), EntityTypes: in.EntityTypes, Limit: searchLimit})
+		if err != nil {
+			return SearchOut{}, err
 		}
-		req := store.SearchRequest{Text: q, Entities: in.EntityTypes, PerKind: searchLimit}
-		if in.ScopeUUID != nil && in.Scope != "group" && in.Scope != "project" {
-			return SearchOut{}, invalid("scopeUuid only applies to scope \"group\" or \"project\": set scope to the kind of %s, or leave scopeUuid out to search everything you can see", *in.ScopeUUID)
-		}
-		switch in.Scope {
-		case "group", "project":
-			if in.ScopeUUID == nil {
-				return SearchOut{}, refuse("scopeUuid is required for scope %q", in.Scope)
-			}
-			if in.Scope == "group" {
-				req.GroupUUID = string(*in.ScopeUUID)
-			} else {
-				req.ProjectUUID = string(*in.ScopeUUID)
-			}
-		}
-		terms := store.SearchTerms(q)
-		var hits []store.SearchHit
-		counts := map[string]int{}
-		if id, err := uuid.Parse(q); err == nil && len(q) == 36 { // docs/rules.md §4.12: a uuid is looked up first
-			hit, err := d.Store.SearchUUID(ctx, call.Who.Caller, req, id.String())
-			if err != nil {
-				return SearchOut{}, err
-			}
-			if hit != nil {
-				hits, counts[hit.EntityType] = []store.SearchHit{*hit}, 1
-				terms = nil
-			}
-		}
-		if hits == nil {
-			res, err := d.Store.Search(ctx, call.Who.Caller, req)
-			if err != nil {
-				return SearchOut{}, err
-			}
-			hits, counts = res.Hits, res.Counts
-		}
-		slices.SortStableFunc(hits, func(a, b store.SearchHit) int {
-			return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(b.UUID, a.UUID))
-		})
-		if len(hits) > searchLimit {
-			hits = hits[:searchLimit]
-		}
+		hits, counts, terms := res.Hits, res.Counts, res.Terms
 		rows := make([]SearchRow, len(hits))
 		for i, h := range hits {
 			rows[i] = SearchRow{EntityType: h.EntityType, UUID: h.UUID, Title: clip(h.Title), Snippet: snippet(h.Title, h.Body, terms),
@@ -229,20 +189,7 @@ var searchMentionables = tool[MentionablesIn, Mentionables]{
 	Name: "chorus_search_mentionables", Title: "Find people to mention", Toolset: tsCollab, Perm: perm.Public, Effect: reads,
 	Desc: "Find users and agents to @-mention, as @[Name](user:<uuid>) or @[Name](agent:<uuid>).",
 	Run: func(ctx context.Context, d *Deps, call *Call, in MentionablesIn) (Mentionables, error) {
-		if (in.EntityType == "") != (in.EntityUUID == nil) {
-			return Mentionables{}, invalid("entityType and entityUuid go together: give both to see who can access an entity, or neither")
-		}
-		var project *store.ProjectView
-		if in.EntityUUID != nil {
-			projectUUID, err := entityProject(ctx, d, call, in.EntityType, string(*in.EntityUUID))
-			if err != nil {
-				return Mentionables{}, err
-			}
-			if project, err = d.Store.RequireProject(ctx, call.Who.Caller, projectUUID, store.AccessViewer); err != nil {
-				return Mentionables{}, err
-			}
-		}
-		people, err := d.Store.Mentionables(ctx, call.Who.Caller, in.Query, project)
+		people, err := d.app().Mentionables(ctx, call.Request, in.Query, in.EntityType, (*string)(in.EntityUUID))
 		if err != nil {
 			return Mentionables{}, err
 		}
@@ -262,20 +209,4 @@ var searchMentionables = tool[MentionablesIn, Mentionables]{
 		}
 		return wrap(fit(rows, wrap)).(Mentionables), nil
 	},
-}
-
-// entityProject gates an idea, proposal, task or document for reading and returns its project.
-func entityProject(ctx context.Context, d *Deps, call *Call, typ, id string) (string, error) {
-	if typ == "document" {
-		doc, _, err := d.Store.DocumentAccess(ctx, call.Who.Caller, id, store.AccessViewer)
-		if err != nil {
-			return "", err
-		}
-		return doc.ProjectUUID, nil
-	}
-	t, err := d.Store.TargetAccess(ctx, call.Who.Caller, typ, id, store.AccessViewer)
-	if err != nil {
-		return "", err
-	}
-	return t.ProjectUUID, nil
 }
