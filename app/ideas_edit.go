@@ -11,16 +11,14 @@ import (
 
 // Edits of an idea that read more than the idea: its new parent (edit) or its new project (move).
 
-// stepRefusal words a failed step of a use case under the use case's own words: prefix, then the
-// sentence Classify gives err ("Failed to move Idea: Project not found"). An error Classify
-// cannot explain is kept as it is, unless always (then its plain text follows the prefix); a
-// sentence that already starts with prefix is not prefixed twice (unless always).
+// stepRefusal words a refused step of a use case under the use case's own words: prefix, then
+// the refusal's sentence ("Failed to move Idea: Project not found"); a sentence that already
+// starts with prefix is not prefixed twice, unless always. Any other error (an outage, a call
+// still running, an internal error) is returned as it is, so it reads as what it is and never
+// shows its raw text.
 func stepRefusal(prefix string, err error, always bool) error {
 	v := Classify(err)
-	switch {
-	case always && !v.Known():
-		return Refuse(vocab.RefusedPrecondition, "%s%s", prefix, err.Error())
-	case v.Known() && (always || !strings.HasPrefix(v.Msg, prefix)):
+	if v.Outcome == vocab.OutcomeRefused && (always || !strings.HasPrefix(v.Msg, prefix)) {
 		return Refuse(vocab.RefusedPrecondition, "%s%s", prefix, v.Msg)
 	}
 	return err
