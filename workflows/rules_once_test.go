@@ -55,53 +55,28 @@ var callers = []struct{ place, callee string }{
 func TestEachRefusalIsWrittenOnce(t *testing.T) {
 	found := map[string][]string{}
 	calls := map[string][]string{}
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		for _, decl := range f.Decls {
-			place := filepath.ToSlash(rel) + ":" + declName(decl)
-			ast.Inspect(decl, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.BasicLit:
-					if n.Kind != token.STRING {
-						return true
-					}
-					s, err := strconv.Unquote(n.Value)
-					if err != nil {
-						return true
-					}
-					for fragment := range producedBy {
-						if strings.Contains(s, fragment) && !slices.Contains(found[fragment], place) {
-							found[fragment] = append(found[fragment], place)
-						}
-					}
-				case *ast.CallExpr:
-					calls[place] = append(calls[place], exprName(n.Fun))
+	eachProductionDecl(t, func(place string, decl ast.Decl) {
+		ast.Inspect(decl, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BasicLit:
+				if n.Kind != token.STRING {
+					return true
 				}
-				return true
-			})
-		}
-		return nil
+				s, err := strconv.Unquote(n.Value)
+				if err != nil {
+					return true
+				}
+				for fragment := range producedBy {
+					if strings.Contains(s, fragment) && !slices.Contains(found[fragment], place) {
+						found[fragment] = append(found[fragment], place)
+					}
+				}
+			case *ast.CallExpr:
+				calls[place] = append(calls[place], exprName(n.Fun))
+			}
+			return true
+		})
 	})
-	require.NoError(t, err)
 	for fragment, want := range producedBy {
 		assert.ElementsMatch(t, want, found[fragment], "the places that write %q", fragment)
 	}
@@ -164,9 +139,43 @@ var fmtVerb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z%]`)
 // places is a rule stated twice (issue 21: "a test lists the refusal texts and finds each
 // produced by one function"). It also lists them, so a refusal's home is easy to find.
 func TestEveryRefusalTextHasOneHome(t *testing.T) {
+	homes := map[string][]string{}
+	eachProductionDecl(t, func(place string, decl ast.Decl) {
+		ast.Inspect(decl, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			i, ok := refusalMakers[exprName(call.Fun)]
+			if !ok || i >= len(call.Args) {
+				return true
+			}
+			lit, ok := call.Args[i].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			text, err := strconv.Unquote(lit.Value)
+			if err == nil && !slices.Contains(homes[text], place) {
+				homes[text] = append(homes[text], place)
+			}
+			return true
+		})
+	})
+	require.Greater(t, len(homes), 50, "the refusal makers were found (a rename would hide them all)")
+	for text, places := range homes {
+		if !strings.ContainsFunc(fmtVerb.ReplaceAllString(text, ""), unicode.IsLetter) {
+			continue // a pure format ("%s", "%s%s") passes on a text worded elsewhere
+		}
+		assert.Len(t, places, 1, "refusal %q is written in %v: state it once and call that", text, places)
+	}
+}
+
+// eachProductionDecl calls fn with every top-level declaration of the module's production code
+// (tests, testdata, tools/, clients/ and node_modules left out), named "file:declaration".
+func eachProductionDecl(t *testing.T, fn func(place string, decl ast.Decl)) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	homes := map[string][]string{}
 	fset := token.NewFileSet()
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -188,35 +197,9 @@ func TestEveryRefusalTextHasOneHome(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		for _, decl := range f.Decls {
-			place := filepath.ToSlash(rel) + ":" + declName(decl)
-			ast.Inspect(decl, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				i, ok := refusalMakers[exprName(call.Fun)]
-				if !ok || i >= len(call.Args) {
-					return true
-				}
-				lit, ok := call.Args[i].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					return true
-				}
-				text, err := strconv.Unquote(lit.Value)
-				if err == nil && !slices.Contains(homes[text], place) {
-					homes[text] = append(homes[text], place)
-				}
-				return true
-			})
+			fn(filepath.ToSlash(rel)+":"+declName(decl), decl)
 		}
 		return nil
 	})
 	require.NoError(t, err)
-	require.Greater(t, len(homes), 50, "the refusal makers were found (a rename would hide them all)")
-	for text, places := range homes {
-		if !strings.ContainsFunc(fmtVerb.ReplaceAllString(text, ""), unicode.IsLetter) {
-			continue // a pure format ("%s", "%s%s") passes on a text worded elsewhere
-		}
-		assert.Len(t, places, 1, "refusal %q is written in %v: state it once and call that", text, places)
-	}
 }
