@@ -524,8 +524,3 @@ const alreadyAppliedResult = "null"
 // the update's id in the run, so a retry after the repair would get it again, for ever, under
 // the same generation.
 func refused(err error) bool { return app.Refused(err) }
-
-// newID is the uuid of an entity a call creates: derived from the agent, the requestId and its
-// generation when the call has a requestId, so a retry finds what the first attempt made;
-// fresh otherwise (docs/write-path.md, "Exactly once").
-func (c *Call) newID(kind string) string { return c.NewID(kind) }

@@ -4,8 +4,6 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/chorus-dev/chorus/workflows"
 )
 
 // UUID is an argument that names an entity by its uuid. Its schema is a string with format
@@ -40,9 +38,3 @@ func init() {
 	schemaTypeOverrides[reflect.TypeFor[JSONObject]()] = &jsonschema.Schema{Types: []string{"null", "object"}}
 	schemaTypeOverrides[reflect.TypeFor[UUID]()] = &jsonschema.Schema{Type: "string", Format: formatUUID}
 }
-
-// actor is the caller as workflows know it.
-func actor(p Principal) workflows.Actor { return p.Actor() }
-
-// flowCall carries the requestId of a tool call, and its generation, to the workflow client.
-func flowCall(c *Call) workflows.Call { return c.Flow() }
