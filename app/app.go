@@ -33,7 +33,7 @@ type Principal struct {
 
 // Actor is the principal as workflow commands record it.
 func (p Principal) Actor() workflows.Actor {
-	return workflows.Actor{Type: "agent", UUID: p.Caller.AgentUUID, Name: p.Caller.AgentName,
+	return workflows.Actor{Type: p.Caller.Kind(), UUID: p.Caller.AgentUUID, Name: p.Caller.AgentName,
 		CompanyUUID: p.Caller.CompanyUUID, OwnerUUID: p.Caller.OwnerUUID}
 }
 
@@ -65,3 +65,21 @@ func (r Request) NewID(kind string) string {
 func (r Request) Flow() workflows.Call {
 	return workflows.Call{RequestID: r.RequestID, Generation: r.Generation, Retry: r.Retry}
 }
+
+// UserPrincipal is a person signed in to the console (or named on the command line) as a caller
+// of the use cases. A person holds every permission bit: what they may do in a project is their
+// project access level alone, so a viewer reads and is refused every change ("Insufficient
+// project access"), and an editor or admin acts (docs/rules.md §6.3, "People in the console").
+// Their actor in activity, notifications and workflow histories is {type "user", their uuid,
+// their display name}.
+func UserPrincipal(u *store.User) Principal {
+	return Principal{
+		Caller: store.Caller{CompanyUUID: u.CompanyUUID, AgentUUID: u.UUID, AgentName: u.DisplayName(),
+			OwnerUUID: u.UUID, ActorType: "user"},
+		Perms: perm.All,
+		Owner: u,
+	}
+}
+
+// IsUser reports whether the principal is a person rather than an agent.
+func (p Principal) IsUser() bool { return p.Caller.Kind() == "user" }

@@ -72,7 +72,7 @@ func (a *App) CreateDocument(ctx context.Context, r Request, in CreateDocumentIn
 	now := store.Now()
 	doc := store.Document{UUID: r.NewID("document"), CompanyUUID: r.Who.Caller.CompanyUUID, ProjectUUID: in.ProjectUUID,
 		Type: in.Type, Title: strings.TrimSpace(in.Title), Content: content, Version: 1, ProposalUUID: in.ProposalUUID,
-		CreatedByType: "agent", CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
+		CreatedByType: r.Who.Caller.Kind(), CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
 	if err := a.Store.CreateDocument(ctx, &doc); err != nil {
 		return DocumentRecord{}, err
 	}
@@ -135,7 +135,7 @@ func (a *App) CreateReport(ctx context.Context, r Request, in CreateReportInput)
 	}
 	now := store.Now()
 	doc := store.Document{UUID: r.NewID("report"), CompanyUUID: r.Who.Caller.CompanyUUID, Type: "report",
-		Title: in.Title, Content: &in.Content, Version: 1, ProposalUUID: &in.ProposalUUID, CreatedByType: "agent",
+		Title: in.Title, Content: &in.Content, Version: 1, ProposalUUID: &in.ProposalUUID, CreatedByType: r.Who.Caller.Kind(),
 		CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
 	err := a.Store.CreateReport(ctx, r.Who.Caller, in.ProposalUUID, &doc, in.Force)
 	var status *store.ReportStatusError

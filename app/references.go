@@ -91,7 +91,7 @@ func (a *App) AddInlineReferences(ctx context.Context, r Request, target store.T
 		at := now.Add(time.Duration(i) * time.Microsecond) // read back oldest first: in input order
 		refs = append(refs, store.Reference{UUID: id, CompanyUUID: r.Who.Caller.CompanyUUID, TargetType: target.Type,
 			TargetUUID: target.UUID, Type: ref.Type, URL: u, Title: strings.TrimSpace(ref.Title), Notes: ref.Notes,
-			CreatedByType: "agent", CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: at, UpdatedAt: at,
+			CreatedByType: r.Who.Caller.Kind(), CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: at, UpdatedAt: at,
 			ActivityUUID: vocab.DerivedUUID("reference_added", id)})
 		indexes = append(indexes, i)
 	}
@@ -166,7 +166,7 @@ func (a *App) AddReference(ctx context.Context, r Request, in AddReferenceInput)
 	id := r.NewID("reference")
 	rows, err := a.Store.AddReferences(ctx, *target, []store.Reference{{UUID: id, CompanyUUID: r.Who.Caller.CompanyUUID,
 		TargetType: target.Type, TargetUUID: target.UUID, Type: in.Type, URL: u, Title: strings.TrimSpace(in.Title),
-		Notes: in.Notes, CreatedByType: "agent", CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now,
+		Notes: in.Notes, CreatedByType: r.Who.Caller.Kind(), CreatedByUUID: r.Who.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now,
 		ActivityUUID: vocab.DerivedUUID("reference_added", id)}})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Reference{}, missing()

@@ -111,7 +111,7 @@ func (s *Store) AddComment(ctx context.Context, n NewComment) (*Comment, error) 
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := Now()
 		out = Comment{UUID: n.UUID, CompanyUUID: n.Caller.CompanyUUID, TargetType: n.Target.Type, TargetUUID: n.Target.UUID,
-			Content: n.Content, AuthorType: "agent", AuthorUUID: n.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
+			Content: n.Content, AuthorType: n.Caller.Kind(), AuthorUUID: n.Caller.AgentUUID, CreatedAt: now, UpdatedAt: now}
 		res, err := tx.NewInsert().Model(&out).On("CONFLICT (uuid) DO NOTHING").Exec(ctx)
 		if err != nil {
 			return err
@@ -128,19 +128,19 @@ func (s *Store) AddComment(ctx context.Context, n NewComment) (*Comment, error) 
 		}
 		t := n.Target
 		act := Activity{UUID: derivedID(out.UUID, "activity"), CompanyUUID: out.CompanyUUID, ProjectUUID: t.ProjectUUID,
-			TargetType: t.Type, TargetUUID: t.UUID, ActorType: "agent", ActorUUID: n.Caller.AgentUUID, Action: "comment_added",
+			TargetType: t.Type, TargetUUID: t.UUID, ActorType: n.Caller.Kind(), ActorUUID: n.Caller.AgentUUID, Action: "comment_added",
 			Value: jsonValue(map[string]string{"commentUuid": out.UUID}), CreatedAt: now}
 		note := NotifySpec{Seed: out.UUID + "/comment_added", ProjectUUID: t.ProjectUUID, Action: "comment_added",
 			EntityType: t.Type, EntityUUID: t.UUID, EntityTitle: t.Title,
 			Message:   fmt.Sprintf("%s commented on %q", n.Caller.AgentName, t.Title),
-			ActorType: "agent", ActorUUID: n.Caller.AgentUUID, ActorName: n.Caller.AgentName,
+			ActorType: n.Caller.Kind(), ActorUUID: n.Caller.AgentUUID, ActorName: n.Caller.AgentName,
 			Recipients: []Recipient{t.Assignee, t.Creator}}
 		if err := writeAudit(ctx, tx, out.CompanyUUID, []Activity{act}, []NotifySpec{note}); err != nil {
 			return err
 		}
 		return writeMentions(ctx, tx, out.CompanyUUID, &MentionText{Seed: out.UUID, Text: out.Content,
 			SourceType: "comment", SourceUUID: out.UUID, TargetType: t.Type, TargetUUID: t.UUID, TargetTitle: t.Title,
-			ProjectUUID: t.ProjectUUID, ActorType: "agent", ActorUUID: n.Caller.AgentUUID, ActorName: n.Caller.AgentName, At: now})
+			ProjectUUID: t.ProjectUUID, ActorType: n.Caller.Kind(), ActorUUID: n.Caller.AgentUUID, ActorName: n.Caller.AgentName, At: now})
 	})
 	if err != nil {
 		return nil, err

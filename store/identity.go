@@ -201,7 +201,7 @@ func (s *Store) EnsureBootstrap(ctx context.Context, b Bootstrap) (*BootstrapRes
 		res.Created = true
 		res.Company = Company{UUID: NewUUID(), Name: b.CompanyName, EmailDomains: []string{}, CreatedAt: now, UpdatedAt: now}
 		res.Owner = User{UUID: NewUUID(), CompanyUUID: res.Company.UUID, OIDCSub: "local:" + b.OwnerEmail,
-			Email: &b.OwnerEmail, Name: &b.OwnerName, CreatedAt: now}
+			Email: &b.OwnerEmail, Name: &b.OwnerName, Role: RoleAdmin, CreatedAt: now}
 		res.Agent = Agent{UUID: NewUUID(), CompanyUUID: res.Company.UUID, Name: b.AgentName,
 			Roles: []string{"admin_agent"}, Permissions: []string{}, OwnerUUID: &res.Owner.UUID,
 			CreatedAt: now, UpdatedAt: now}
@@ -278,7 +278,7 @@ func (s *Store) EnsureUser(ctx context.Context, companyUUID, email, name string)
 		name = email
 	}
 	u = User{UUID: NewUUID(), CompanyUUID: companyUUID, OIDCSub: "local:" + strings.ToLower(email),
-		Email: &email, Name: &name, CreatedAt: Now()}
+		Email: &email, Name: &name, Role: RoleMember, CreatedAt: Now()}
 	if _, err := s.DB.NewInsert().Model(&u).Exec(ctx); err != nil {
 		return nil, mapErr(err, "User")
 	}

@@ -24,13 +24,16 @@ type Company struct {
 type User struct {
 	bun.BaseModel `bun:"table:users"`
 
-	UUID        string    `bun:"uuid,pk"`
-	CompanyUUID string    `bun:"company_uuid"`
-	OIDCSub     string    `bun:"oidc_sub"`
-	Email       *string   `bun:"email"`
-	Name        *string   `bun:"name"`
-	AvatarURL   *string   `bun:"avatar_url"`
-	CreatedAt   time.Time `bun:"created_at"`
+	UUID        string  `bun:"uuid,pk"`
+	CompanyUUID string  `bun:"company_uuid"`
+	OIDCSub     string  `bun:"oidc_sub"`
+	Email       *string `bun:"email"`
+	Name        *string `bun:"name"`
+	AvatarURL   *string `bun:"avatar_url"`
+	// Role is the person's company role: "admin" (manages people, every agent and key) or
+	// "member" (their own agents). Project access is separate (docs/rules.md §6.3).
+	Role      string    `bun:"role"`
+	CreatedAt time.Time `bun:"created_at"`
 }
 
 // DisplayName is name, else email, else "Unknown" (docs/rules.md §1.2).

@@ -12,12 +12,25 @@ import (
 )
 
 // Caller is who a read or write acts for: an agent of a company, with the project access of its
-// owner user (docs/rules.md §6.3). OwnerUUID is "" for an ownerless agent, which sees public projects only.
+// owner user, or a person (ActorType "user") signed in to the console, with their own access
+// (docs/rules.md §6.3). OwnerUUID is "" for an ownerless agent, which sees public projects only.
+// For a person, AgentUUID and AgentName are the user's uuid and display name, and OwnerUUID is the
+// user's uuid too: a person is their own principal.
 type Caller struct {
 	CompanyUUID string
 	AgentUUID   string
 	AgentName   string
 	OwnerUUID   string
+	// ActorType is "user" for a person and "" (read as "agent") for an agent.
+	ActorType string
+}
+
+// Kind is how activity, notifications and workflow histories name the caller: "agent" or "user".
+func (c Caller) Kind() string {
+	if c.ActorType == "" {
+		return "agent"
+	}
+	return c.ActorType
 }
 
 // Access is a caller's level on a project, ordered none < viewer < editor < admin (docs/rules.md §6.3).

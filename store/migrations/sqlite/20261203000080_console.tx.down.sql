@@ -1,0 +1,3 @@
+DROP TABLE login_links;
+DROP TABLE console_sessions;
+ALTER TABLE users DROP COLUMN role;
