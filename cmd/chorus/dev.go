@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-dev/chorus/console"
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/workflows"
@@ -33,6 +34,7 @@ type devOptions struct {
 	// and the payload keys; edge: Host and Origin allow-lists, limits, /metrics (docs/security.md).
 	temporal temporalConfig
 	edge     edgeConfig
+	console  consoleConfig
 }
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -67,6 +69,7 @@ Ctrl-C stops everything, the Temporal server included.`,
 		"it has no login, so it is off unless asked (docs/security.md)")
 	o.temporal.flags(cmd, false, "")
 	o.edge.flags(cmd)
+	o.console.flags(cmd)
 	return cmd
 }
 
@@ -120,7 +123,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		}
 	}
 
-	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, temporalWait: 30 * time.Second,
+	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, console: o.console, temporalWait: 30 * time.Second,
 		pprofAddr: o.pprofAddr, taskQueue: o.taskQueue}
 	if cfg.retention, cfg.pruneInterval, err = pruningFromEnv(); err != nil {
 		return err
@@ -145,8 +148,16 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	// A key is printed once, to a terminal, when chorus dev made it: never one the operator chose
 	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
 	showKey := boot.Created && chosenKey == "" && isTerminal(out)
+	// A sign-in link is a credential too: printed only to a terminal, and good once, for an hour.
+	signIn := "chorus user login-link " + deref(boot.Owner.Email)
+	if isTerminal(out) {
+		if signIn, err = st.CreateLoginLink(ctx, &boot.Owner, time.Hour); err != nil {
+			return err
+		}
+		signIn = consoleURL(o.addr) + "/login/link/" + signIn
+	}
 	err = runServer(ctx, log, st, cfg, func() {
-		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot, showKey)
+		printBanner(out, g.dataDir, o.addr, uiURL, keyPath, boot, showKey, signIn)
 	})
 	fmt.Fprintln(out, "chorus: shutting down...")
 	if errors.Is(err, context.Canceled) {
@@ -231,8 +242,16 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// consoleURL is the console's address for a listen address (a wildcard host reads as loopback).
+func consoleURL(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		addr = "127.0.0.1:" + port
+	}
+	return "http://" + addr + console.Path
+}
+
 // printBanner says where everything is. The admin key is in it only when showKey.
-func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *store.BootstrapResult, showKey bool) {
+func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *store.BootstrapResult, showKey bool, signIn string) {
 	url := "http://" + addr + mcp.Path
 	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
 		url = "http://127.0.0.1:" + port + mcp.Path
@@ -241,6 +260,10 @@ func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *stor
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nChorus is ready.\n\n")
 	fmt.Fprintf(&b, "  MCP endpoint:  %s\n", url)
+	fmt.Fprintf(&b, "  Console:       %s/\n", consoleURL(addr))
+	fmt.Fprintf(&b, "  Sign in:       %s\n", signIn)
+	fmt.Fprintf(&b, "                 (as %s, the company admin; a link works once, for an hour; more with "+
+		"chorus user login-link)\n", deref(boot.Owner.Email))
 	if uiURL != "" {
 		fmt.Fprintf(&b, "  Temporal UI:   %s\n", uiURL)
 	}

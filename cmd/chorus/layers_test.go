@@ -33,10 +33,11 @@ func TestImportDirection(t *testing.T) {
 		"app":                 {"perm", "store", "workflows"},
 		"mcp":                 {"app", "perm", "store", "workflows"},
 		"mcpclient":           {"mcp"},
+		"console":             {"app", "perm", "store"},
 		"ops":                 {"store", "workflows"},
 		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
 		"deploy":              {"mcpclient", "store", "workflows"},
-		"cmd/chorus": {"activities", "app", "bench", "mcp", "mcpclient", "ops", "perm", "store", "workflows",
+		"cmd/chorus": {"activities", "app", "bench", "console", "mcp", "mcpclient", "ops", "perm", "store", "workflows",
 			"workflows/devserver"},
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

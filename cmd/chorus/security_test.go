@@ -41,6 +41,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/chorus-dev/chorus/console"
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
@@ -267,6 +268,7 @@ func TestDevNeverLogsKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, key, strings.TrimSpace(string(saved)))
 	require.Contains(t, out.String(), "Admin API key")
+	require.NotContains(t, out.String(), console.Path+"/login/link/", "a sign-in link is printed to a terminal only")
 	require.Contains(t, logged.String(), "tool call", "the debug log was read")
 	for name, text := range map[string]string{"output": out.String(), "log": logged.String()} {
 		require.NotContains(t, text, key, "chorus dev's %s holds the admin key", name)
@@ -276,11 +278,12 @@ func TestDevNeverLogsKeys(t *testing.T) {
 	// A key chorus dev made is printed to a terminal only.
 	boot := &store.BootstrapResult{Created: true, Key: store.GenerateKey(), Agent: store.Agent{Name: "Admin Agent"}}
 	var banner bytes.Buffer
-	printBanner(&banner, dataDir, addr, "", "admin.key", boot, isTerminal(&banner))
+	printBanner(&banner, dataDir, addr, "", "admin.key", boot, isTerminal(&banner), "chorus user login-link owner@localhost")
 	require.NotContains(t, banner.String(), boot.Key)
+	require.Contains(t, banner.String(), "Sign in:       chorus user login-link owner@localhost")
 	require.Contains(t, banner.String(), "saved to admin.key")
 	banner.Reset()
-	printBanner(&banner, dataDir, addr, "", "admin.key", boot, true)
+	printBanner(&banner, dataDir, addr, "", "admin.key", boot, true, "chorus user login-link owner@localhost")
 	require.Contains(t, banner.String(), boot.Key, "to a terminal, once")
 }
 

@@ -25,6 +25,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/app"
+	"github.com/chorus-dev/chorus/console"
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
@@ -67,6 +69,8 @@ type serverConfig struct {
 	// deployment, when its name and build id are set, makes the worker a version of a Temporal
 	// Worker Deployment (docs/production.md "Rolling deploys").
 	deployment workerDeployment
+	// console is how the web console under /console is served.
+	console consoleConfig
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -138,6 +142,7 @@ of it (docs/security.md), and name the proxy's host with --allowed-hosts. ` + tr
 		"this worker's version in --deployment-name, e.g. the image tag (env CHORUS_BUILD_ID)")
 	cfg.temporal.flags(cmd, false, "")
 	cfg.edge.flags(cmd)
+	cfg.console.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
 	cmd.PreRunE = func(*cobra.Command, []string) (err error) {
 		cfg.retention, cfg.pruneInterval, err = pruningFromEnv()
@@ -353,6 +358,9 @@ func newServerEcho(log *slog.Logger, st *store.Store, tc client.Client, cfg serv
 		return nil, err
 	}
 	ep.Mount(e)
+	if err := mountConsole(e, &app.App{Store: st, Flows: flows, Log: log}, log, cfg.console); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -509,7 +517,7 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 			if v.Status >= 500 {
 				lvl = slog.LevelError
 			}
-			log.Log(c.Request().Context(), lvl, "http", "method", v.Method, "uri", v.URI, "status", v.Status,
+			log.Log(c.Request().Context(), lvl, "http", "method", v.Method, "uri", console.LogSafeURI(v.URI), "status", v.Status,
 				"ms", v.Latency.Milliseconds(), "requestId", v.RequestID)
 			return nil
 		},
