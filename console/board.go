@@ -1,6 +1,119 @@
 package console
 
-import "github.com/labstack/echo/v4"
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 
-// boardRoutes: not built yet (issue 22); the helper that builds this area replaces this file.
-func (c *Console) boardRoutes(g *echo.Group) {}
+	"github.com/labstack/echo/v4"
+
+	"github.com/chorus-dev/chorus/app"
+	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
+)
+
+// The board (issue 22): a project's tasks in columns by status, filtered by idea, each column
+// paged; and the dependency graph of an idea's tasks (graph.go draws it).
+
+// boardRefresh is how often the board reloads itself (seconds), so a person watches the agents
+// move cards without an event stream.
+const boardRefresh = 10
+
+// boardRoutes adds the board and the idea graph.
+func (c *Console) boardRoutes(g *echo.Group) {
+	g.GET("/projects/:uuid", c.boardPage)
+	g.GET("/ideas/:uuid/graph", c.graphPage)
+}
+
+// statusLabels are the column titles of the task statuses (docs/rules.md §2.4).
+var statusLabels = map[vocab.TaskStatus]string{
+	vocab.TaskOpen: "Open", vocab.TaskAssigned: "Assigned", vocab.TaskInProgress: "In progress",
+	vocab.TaskToVerify: "To verify", vocab.TaskDone: "Done", vocab.TaskClosed: "Closed",
+}
+
+// boardColumn is a column as the template draws it.
+type boardColumn struct {
+	app.BoardColumn
+	Label string
+	// First and Last number the cards shown (1-based); Prev and Next page the column ("" none).
+	First, Last int
+	Prev, Next  string
+	Cards       []boardCard
+}
+
+// boardCard is a card as the template draws it.
+type boardCard struct {
+	store.BoardCard
+	// MoreBlockers counts the unresolved dependencies the card does not name.
+	MoreBlockers int
+}
+
+// boardPage is GET /console/projects/:uuid: the board, ?idea=<uuid> keeps one idea's tasks,
+// ?status=<status>&page=<n> pages one column. A hidden project is "Project not found" (404).
+func (c *Console) boardPage(ctx echo.Context) error {
+	q := app.BoardQuery{IdeaUUID: strings.TrimSpace(ctx.QueryParam("idea"))}
+	if st := vocab.TaskStatus(ctx.QueryParam("status")); statusLabels[st] != "" {
+		q.Status = st
+		q.Page, _ = strconv.Atoi(ctx.QueryParam("page"))
+	}
+	projectUUID := strings.ToLower(ctx.Param("uuid"))
+	b, err := c.app.Board(ctxOf(ctx), c.request(ctx), projectUUID, q)
+	if err != nil {
+		return c.failure(ctx, err)
+	}
+	cols := make([]boardColumn, len(b.Columns))
+	for i, col := range b.Columns {
+		v := boardColumn{BoardColumn: col, Label: statusLabels[col.Status], Cards: make([]boardCard, len(col.Cards))}
+		for j, card := range col.Cards {
+			v.Cards[j] = boardCard{BoardCard: card, MoreBlockers: card.BlockerCount - len(card.Blockers)}
+		}
+		if len(col.Cards) > 0 {
+			v.First = (col.Page-1)*col.PerColumn + 1
+			v.Last = v.First + len(col.Cards) - 1
+		}
+		if col.Page > 1 {
+			v.Prev = boardURL(b.Project.UUID, q.IdeaUUID, col.Status, col.Page-1)
+		}
+		if col.More() {
+			v.Next = boardURL(b.Project.UUID, q.IdeaUUID, col.Status, col.Page+1)
+		}
+		cols[i] = v
+	}
+	title := b.Project.Name
+	if b.Idea != nil {
+		title += " · " + b.Idea.Title
+	}
+	return c.render(ctx, http.StatusOK, "board", page{Title: title, Nav: "projects", Refresh: boardRefresh,
+		Data: map[string]any{"Board": b, "Columns": cols, "Level": b.Project.Level().String(),
+			"MoreIdeas": b.IdeaCount > len(b.Ideas)}})
+}
+
+// boardURL is the board of a project, filtered by idea ("" none), with a column's page.
+func boardURL(project, idea string, status vocab.TaskStatus, pageNo int) string {
+	v := url.Values{}
+	if idea != "" {
+		v.Set("idea", idea)
+	}
+	if pageNo > 1 {
+		v.Set("status", string(status))
+		v.Set("page", strconv.Itoa(pageNo))
+	}
+	u := Path + "/projects/" + project
+	if len(v) > 0 {
+		u += "?" + v.Encode()
+	}
+	return u
+}
+
+// graphPage is GET /console/ideas/:uuid/graph: the dependency graph of an idea's tasks, at
+// most app.GraphTaskLimit of them. A hidden idea is "Idea not found" (404).
+func (c *Console) graphPage(ctx echo.Context) error {
+	g, err := c.app.IdeaGraph(ctxOf(ctx), c.request(ctx), strings.ToLower(ctx.Param("uuid")))
+	if err != nil {
+		return c.failure(ctx, err)
+	}
+	return c.render(ctx, http.StatusOK, "graph", page{Title: "Dependencies · " + g.Idea.Title, Nav: "projects",
+		Refresh: boardRefresh, Data: map[string]any{"Graph": g, "Layout": layoutGraph(g.Tasks, g.Edges),
+			"Limit": app.GraphTaskLimit, "Left": g.Total - len(g.Tasks)}})
+}
