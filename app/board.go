@@ -110,7 +110,7 @@ func (a *App) Board(ctx context.Context, r Request, projectUUID string, q BoardQ
 		}
 		b.Columns = append(b.Columns, col)
 	}
-	cards, err := a.Store.BoardCards(ctx, tasks)
+	cards, err := a.Store.BoardCards(ctx, pv.UUID, tasks)
 	if err != nil {
 		return nil, err
 	}

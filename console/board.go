@@ -32,10 +32,13 @@ var statusLabels = map[vocab.TaskStatus]string{
 	vocab.TaskToVerify: "To verify", vocab.TaskDone: "Done", vocab.TaskClosed: "Closed",
 }
 
-// boardColumn is a column as the template draws it.
+// boardColumn is a column as the template draws it. Views are flat structs: the template
+// engine finds a field of an embedded struct by a slow reflective search, and a board draws
+// hundreds of cards.
 type boardColumn struct {
-	app.BoardColumn
-	Label string
+	Status           vocab.TaskStatus
+	Label            string
+	Total, PerColumn int
 	// First and Last number the cards shown (1-based); Prev and Next page the column ("" none).
 	First, Last int
 	Prev, Next  string
@@ -44,9 +47,36 @@ type boardColumn struct {
 
 // boardCard is a card as the template draws it.
 type boardCard struct {
-	store.BoardCard
-	// MoreBlockers counts the unresolved dependencies the card does not name.
-	MoreBlockers int
+	UUID, Title, Priority string
+	Assignee              string // "" unassigned
+	Blockers              []boardBlocker
+	// BlockerCount counts the unresolved dependencies; MoreBlockers those the card does not name.
+	BlockerCount, MoreBlockers               int
+	CriteriaPassed, CriteriaTotal, DevPassed int
+}
+
+// boardBlocker is an unresolved dependency a card names; Elsewhere: of another project, not linked.
+type boardBlocker struct {
+	UUID, Title string
+	Elsewhere   bool
+}
+
+// cardView flattens a card for the template.
+func cardView(c store.BoardCard) boardCard {
+	v := boardCard{UUID: c.UUID, Title: c.Title, Priority: c.Priority, Assignee: orEmpty(c.AssigneeName),
+		BlockerCount: c.BlockerCount, MoreBlockers: c.BlockerCount - len(c.Blockers), CriteriaPassed: c.CriteriaPassed,
+		CriteriaTotal: c.CriteriaTotal, DevPassed: c.DevPassed}
+	for _, b := range c.Blockers {
+		v.Blockers = append(v.Blockers, boardBlocker{UUID: b.UUID, Title: b.Title, Elsewhere: b.Elsewhere})
+	}
+	return v
+}
+
+func orEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // boardPage is GET /console/projects/:uuid: the board, ?idea=<uuid> keeps one idea's tasks,
@@ -64,9 +94,10 @@ func (c *Console) boardPage(ctx echo.Context) error {
 	}
 	cols := make([]boardColumn, len(b.Columns))
 	for i, col := range b.Columns {
-		v := boardColumn{BoardColumn: col, Label: statusLabels[col.Status], Cards: make([]boardCard, len(col.Cards))}
+		v := boardColumn{Status: col.Status, Label: statusLabels[col.Status], Total: col.Total, PerColumn: col.PerColumn,
+			Cards: make([]boardCard, len(col.Cards))}
 		for j, card := range col.Cards {
-			v.Cards[j] = boardCard{BoardCard: card, MoreBlockers: card.BlockerCount - len(card.Blockers)}
+			v.Cards[j] = cardView(card)
 		}
 		if len(col.Cards) > 0 {
 			v.First = (col.Page-1)*col.PerColumn + 1

@@ -66,15 +66,15 @@ func newBoardWorld(s *stack) *boardWorld {
 	return w
 }
 
-// columns maps each card on the page (task uuid) to its column's status.
-func columns(b *browser) map[string]string {
+// boardColumns maps each card on the page (task uuid) to its column's status.
+func boardColumns(b *browser) map[string]string {
 	b.t.Helper()
 	return eval[map[string]string](b, `Object.fromEntries([...document.querySelectorAll(".task-card")]`+
 		`.map(c => [c.dataset.task, c.closest(".column").dataset.status]))`)
 }
 
-// cardText is the visible text of a task's card.
-func cardText(b *browser, task string) string {
+// boardCardText is the visible text of a task's card.
+func boardCardText(b *browser, task string) string {
 	b.t.Helper()
 	return b.text(`.task-card[data-task="` + task + `"]`)
 }
@@ -94,36 +94,36 @@ func TestBoardFollowsTheAgents(t *testing.T) {
 	require.Equal(t, "private", b.text("#visibility"))
 	require.Equal(t, "admin", b.text("#access"))
 	require.Equal(t, "10", eval[string](b, `document.body.dataset.refresh`), "the board reloads itself")
-	require.Equal(t, map[string]string{w.design: "open", w.build: "open", w.ship: "open", w.chore: "open"}, columns(b))
+	require.Equal(t, map[string]string{w.design: "open", w.build: "open", w.ship: "open", w.chore: "open"}, boardColumns(b))
 	require.Equal(t, []string{"open", "assigned", "in_progress", "to_verify", "done", "closed"},
 		eval[[]string](b, `[...document.querySelectorAll(".column")].map(c => c.dataset.status)`), "every status, in lifecycle order")
 
-	design := cardText(b, w.design)
+	design := boardCardText(b, w.design)
 	require.Contains(t, design, "high")
 	require.Contains(t, design, "unassigned")
 	require.Contains(t, design, "2/3 passed")
 	require.NotContains(t, design, "Blocked by")
 	require.Equal(t, 2.0, eval[float64](b, `document.querySelector('.task-card[data-task="`+w.design+`"] progress').value`))
-	require.Contains(t, cardText(b, w.build), "Blocked by Design the API")
-	require.Contains(t, cardText(b, w.ship), "Blocked by Build the API")
-	require.Contains(t, cardText(b, w.ship), "0/1 passed")
+	require.Contains(t, boardCardText(b, w.build), "Blocked by Design the API")
+	require.Contains(t, boardCardText(b, w.ship), "Blocked by Build the API")
+	require.Contains(t, boardCardText(b, w.ship), "0/1 passed")
 
 	// An agent claims Design, then starts it: after each reload the card has moved.
 	dev := s.agent("Dev Bot", s.admin, "developer_agent")
 	s.call(dev, "chorus_claim_task", map[string]any{"taskUuid": w.design})
 	b.open("/console/projects/" + w.project)
-	require.Equal(t, "assigned", columns(b)[w.design])
-	require.Contains(t, cardText(b, w.design), "Dev Bot")
+	require.Equal(t, "assigned", boardColumns(b)[w.design])
+	require.Contains(t, boardCardText(b, w.design), "Dev Bot")
 	s.call(dev, "chorus_update_task", map[string]any{"taskUuid": w.design, "status": "in_progress"})
 	b.open("/console/projects/" + w.project)
-	require.Equal(t, "in_progress", columns(b)[w.design])
-	require.Contains(t, cardText(b, w.design), "Dev Bot")
+	require.Equal(t, "in_progress", boardColumns(b)[w.design])
+	require.Contains(t, boardCardText(b, w.design), "Dev Bot")
 
 	// The idea filter: the idea's three tasks, not the chore; the other idea has none.
 	b.fill("#idea", w.idea)
 	b.click("#filter")
 	require.Contains(t, b.location(), "idea="+w.idea)
-	require.Equal(t, map[string]string{w.design: "in_progress", w.build: "open", w.ship: "open"}, columns(b))
+	require.Equal(t, map[string]string{w.design: "in_progress", w.build: "open", w.ship: "open"}, boardColumns(b))
 	b.click("#graph-link")
 	b.waitText("Dependencies of “One-page checkout”")
 	layers := eval[map[string]string](b, `Object.fromEntries([...document.querySelectorAll("svg .g-node")].map(n => [n.dataset.task, n.dataset.layer]))`)
@@ -134,7 +134,7 @@ func TestBoardFollowsTheAgents(t *testing.T) {
 
 	b.open("/console/projects/" + w.project + "?idea=" + w.otherIdea)
 	b.waitText("No task comes from this idea yet")
-	require.Empty(t, columns(b))
+	require.Empty(t, boardColumns(b))
 }
 
 // A person outside a private project finds neither its board nor its ideas' graphs: 404 with

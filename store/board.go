@@ -1,6 +1,8 @@
 package store
 
 import (
+	"cmp"
+	"time"
 	"context"
 	"slices"
 
@@ -26,7 +28,7 @@ type BoardCard struct {
 	// AssigneeName is the assignee agent's (or person's) name; nil when unassigned.
 	AssigneeName *string
 	// Blockers names at most BoardBlockerRows unresolved dependencies, oldest first; BlockerCount
-	// counts them all.
+	// counts them all. Both are empty for a done or closed task.
 	Blockers     []TaskLink
 	BlockerCount int
 	// CriteriaPassed of CriteriaTotal criteria carry the admin's "passed" mark; DevPassed carry
@@ -65,24 +67,29 @@ func (s *Store) TaskColumn(ctx context.Context, projectUUID string, status vocab
 	return rows, err
 }
 
-// BoardCards adds to tasks (at most a few hundred: one board page) what their cards show, with
-// three reads over the tasks' uuids: the assignees' names, the unresolved dependencies and the
-// criteria counts. The cards keep the order of tasks.
-func (s *Store) BoardCards(ctx context.Context, tasks []Task) ([]BoardCard, error) {
+// BoardCards adds to tasks of projectUUID (at most a few hundred: one board page) what their
+// cards show, with three reads over the tasks' uuids: the assignees' names, the unresolved
+// dependencies (of unfinished tasks only: nothing blocks a done or closed task any more) and
+// the criteria counts. The cards keep the order of tasks.
+func (s *Store) BoardCards(ctx context.Context, projectUUID string, tasks []Task) ([]BoardCard, error) {
 	cards := make([]BoardCard, len(tasks))
 	if len(tasks) == 0 {
 		return cards, nil
 	}
 	ids := make([]string, len(tasks))
+	var unfinished []string
 	at := make(map[string]int, len(tasks))
 	for i, t := range tasks {
 		ids[i], at[t.UUID] = t.UUID, i
 		cards[i].Task = t
+		if !t.Status.Resolved() {
+			unfinished = append(unfinished, t.UUID)
+		}
 	}
 	if err := s.boardNames(ctx, cards); err != nil {
 		return nil, err
 	}
-	if err := s.boardBlockers(ctx, ids, at, cards); err != nil {
+	if err := s.boardBlockers(ctx, projectUUID, unfinished, at, cards); err != nil {
 		return nil, err
 	}
 	var crit []struct {
@@ -161,28 +168,44 @@ func (s *Store) boardNames(ctx context.Context, cards []BoardCard) error {
 	return nil
 }
 
+// blockerRow is an unresolved dependency (uuid, title, status, project, created_at) of the task Self.
+type blockerRow struct {
+	Self      string    `bun:"self_uuid"`
+	UUID      string    `bun:"uuid"`
+	Title     string    `bun:"title"`
+	Status    string    `bun:"status"`
+	Project   string    `bun:"project_uuid"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
 // boardBlockers fills the cards' unresolved dependencies (docs/rules.md §5.3), oldest first:
-// the first BoardBlockerRows by title (a task of another project by ElsewhereTitle), all counted.
-func (s *Store) boardBlockers(ctx context.Context, ids []string, at map[string]int, cards []BoardCard) error {
-	var rows []struct {
-		Self string `bun:"self_uuid"`
-		TaskLink
+// the first BoardBlockerRows by title (a task of another project than project by
+// ElsewhereTitle, as TaskLinks shows it), all counted. One read of the edges of the cards'
+// tasks joined to the dependencies' rows by primary key; sorted here, not by the database.
+func (s *Store) boardBlockers(ctx context.Context, project string, ids []string, at map[string]int, cards []BoardCard) error {
+	if len(ids) == 0 {
+		return nil
 	}
+	var rows []blockerRow
 	err := s.DB.NewSelect().TableExpr("task_dependencies AS d").
-		ColumnExpr("d.task_uuid AS self_uuid").ColumnExpr(linkColumns).
+		ColumnExpr("d.task_uuid AS self_uuid, t.uuid, t.title, t.status, t.project_uuid, t.created_at").
 		Join("JOIN tasks AS t ON t.uuid = d.depends_on_uuid").
-		Join("JOIN tasks AS self ON self.uuid = d.task_uuid").
-		Join("LEFT JOIN agents AS a ON a.uuid = t.assignee_uuid").
-		Where("d.task_uuid IN (?)", bun.List(ids)).Where("t.status NOT IN "+resolvedSQL).
-		Order("t.created_at ASC", "t.uuid ASC").Scan(ctx, &rows)
+		Where("d.task_uuid IN (?)", bun.List(ids)).Where("t.status NOT IN "+resolvedSQL).Scan(ctx, &rows)
 	if err != nil {
 		return err
 	}
+	slices.SortFunc(rows, func(a, b blockerRow) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.UUID, b.UUID))
+	})
 	for _, r := range rows {
 		card := &cards[at[r.Self]]
 		card.BlockerCount++
 		if len(card.Blockers) < BoardBlockerRows {
-			card.Blockers = append(card.Blockers, r.TaskLink)
+			l := TaskLink{UUID: r.UUID, Title: r.Title, Status: r.Status}
+			if r.Project != project {
+				l.Title, l.Elsewhere = ElsewhereTitle, true
+			}
+			card.Blockers = append(card.Blockers, l)
 		}
 	}
 	return nil
