@@ -18,6 +18,10 @@ const BoardColumnSize = 50
 // BoardIdeaOptions is how many of a project's ideas the board's idea filter lists (newest first).
 const BoardIdeaOptions = 200
 
+// maxBoardPage bounds a column's page number (a larger one shows the first page), so that its
+// offset stays far from overflowing.
+const maxBoardPage = 1_000_000
+
 // BoardQuery is what a board shows.
 type BoardQuery struct {
 	// IdeaUUID keeps only the tasks of the idea-input proposals listing this idea; "" keeps all.
@@ -87,27 +91,22 @@ func (a *App) Board(ctx context.Context, r Request, projectUUID string, q BoardQ
 			return nil, err
 		}
 	}
-	counts := map[vocab.TaskStatus]int{}
+	offsets := map[vocab.TaskStatus]int{}
+	if q.Page > 1 && q.Page <= maxBoardPage {
+		offsets[q.Status] = (q.Page - 1) * q.PerColumn
+	}
+	counts, pages := map[vocab.TaskStatus]int{}, map[vocab.TaskStatus][]store.Task{}
 	if b.Idea == nil || len(f.ProposalUUIDs) > 0 { // an idea in no proposal has no tasks
-		if counts, err = a.Store.TaskStatusCounts(ctx, pv.UUID, f); err != nil {
+		if counts, pages, err = a.Store.BoardColumns(ctx, pv.UUID, f, q.PerColumn, offsets); err != nil {
 			return nil, err
 		}
 	}
 	var tasks []store.Task
 	for _, st := range vocab.TaskStatuses {
-		col := BoardColumn{Status: st, Total: counts[st], Page: 1, PerColumn: q.PerColumn}
-		if st == q.Status && q.Page > 1 {
-			col.Page = q.Page
-		}
+		col := BoardColumn{Status: st, Total: counts[st], Page: 1 + offsets[st]/q.PerColumn, PerColumn: q.PerColumn,
+			Cards: make([]store.BoardCard, len(pages[st]))}
 		b.Total += col.Total
-		if offset := (col.Page - 1) * col.PerColumn; offset < col.Total {
-			rows, err := a.Store.TaskColumn(ctx, pv.UUID, st, f, col.PerColumn, offset)
-			if err != nil {
-				return nil, err
-			}
-			tasks = append(tasks, rows...)
-			col.Cards = make([]store.BoardCard, len(rows))
-		}
+		tasks = append(tasks, pages[st]...)
 		b.Columns = append(b.Columns, col)
 	}
 	cards, err := a.Store.BoardCards(ctx, pv.UUID, tasks)

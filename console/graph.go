@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // The dependency graph of an idea's tasks, drawn on the server as SVG with no script: tasks in
@@ -20,11 +21,12 @@ const (
 	titleRunes   = 30
 )
 
-// graphNode is a drawn task.
+// graphNode is a drawn task (a flat struct: see boardColumn).
 type graphNode struct {
-	store.Task
-	Layer, Row int
-	X, Y       int
+	UUID, Title, Priority string
+	Status                vocab.TaskStatus
+	Layer, Row            int
+	X, Y                  int
 	// Label is the title cut to fit its box; DependsOn names the drawn tasks it depends on;
 	// Outside counts its dependencies on tasks the graph does not draw.
 	Label     string
@@ -54,7 +56,8 @@ func layoutGraph(tasks []store.Task, edges []store.DependencyEdge) graphLayout {
 	byID := make(map[string]*graphNode, len(tasks))
 	nodes := make([]*graphNode, len(tasks))
 	for i, t := range tasks {
-		nodes[i] = &graphNode{Task: t, Label: clip(t.Title, titleRunes)}
+		nodes[i] = &graphNode{UUID: t.UUID, Title: t.Title, Priority: t.Priority, Status: t.Status,
+			Label: clipTitle(t.Title, titleRunes)}
 		byID[t.UUID] = nodes[i]
 	}
 	for _, e := range edges {
@@ -141,8 +144,8 @@ func meanRow(n *graphNode) int {
 	return sum * 10 / len(n.DependsOn) // tenths, so close means still sort apart
 }
 
-// clip cuts s to n runes, marking a cut with an ellipsis.
-func clip(s string, n int) string {
+// clipTitle cuts s to n runes, marking a cut with an ellipsis.
+func clipTitle(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s

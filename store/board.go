@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"sync"
 	"time"
 	"context"
 	"slices"
@@ -59,12 +60,53 @@ func (s *Store) TaskStatusCounts(ctx context.Context, projectUUID string, f Task
 	return out, nil
 }
 
-// TaskColumn reads one page of a project's tasks in status, matching f, in the order of every
-// task list (priority, then newest first), without counting them (TaskStatusCounts counts).
-func (s *Store) TaskColumn(ctx context.Context, projectUUID string, status vocab.TaskStatus, f TaskFilter, limit, offset int) ([]Task, error) {
-	f.Status = string(status)
-	rows, _, err := s.taskPage(ctx, s.projectTasks(projectUUID, f), limit, offset, false)
-	return rows, err
+// BoardColumns reads a board's columns: for each status of vocab.TaskStatuses, how many of a
+// project's tasks matching f it holds and one page of them (limit rows after offsets[status]),
+// in the order of every task list (priority, then newest first). Seven reads, each bounded by
+// an index (tasks_project_status_order_idx, or tasks_project_proposal_status_idx with
+// f.ProposalUUIDs); on PostgreSQL they run concurrently on pooled connections.
+func (s *Store) BoardColumns(ctx context.Context, projectUUID string, f TaskFilter, limit int,
+	offsets map[vocab.TaskStatus]int) (map[vocab.TaskStatus]int, map[vocab.TaskStatus][]Task, error) {
+	var counts map[vocab.TaskStatus]int
+	pages := make([][]Task, len(vocab.TaskStatuses))
+	reads := []func() error{func() (err error) { counts, err = s.TaskStatusCounts(ctx, projectUUID, f); return err }}
+	for i, st := range vocab.TaskStatuses {
+		reads = append(reads, func() (err error) {
+			g := f
+			g.Status = string(st)
+			pages[i], _, err = s.taskPage(ctx, s.projectTasks(projectUUID, g), limit, offsets[st], false)
+			return err
+		})
+	}
+	if err := s.together(reads...); err != nil {
+		return nil, nil, err
+	}
+	out := make(map[vocab.TaskStatus][]Task, len(pages))
+	for i, st := range vocab.TaskStatuses {
+		out[st] = pages[i]
+	}
+	return counts, out, nil
+}
+
+// together runs independent reads: on PostgreSQL concurrently, on pooled connections, so a
+// page waits for the slowest read instead of their sum; on SQLite, in process, one after
+// another (as Relations does). It returns the first error in the order of reads.
+func (s *Store) together(reads ...func() error) error {
+	errs := make([]error, len(reads))
+	if s.Dialect() != "pg" {
+		for i, read := range reads {
+			if errs[i] = read(); errs[i] != nil {
+				return errs[i]
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		wg.Go(func() { errs[i] = read() })
+	}
+	wg.Wait()
+	return cmp.Or(errs...)
 }
 
 // BoardCards adds to tasks of projectUUID (at most a few hundred: one board page) what their
@@ -86,23 +128,23 @@ func (s *Store) BoardCards(ctx context.Context, projectUUID string, tasks []Task
 			unfinished = append(unfinished, t.UUID)
 		}
 	}
-	if err := s.boardNames(ctx, cards); err != nil {
-		return nil, err
-	}
-	if err := s.boardBlockers(ctx, projectUUID, unfinished, at, cards); err != nil {
-		return nil, err
-	}
 	var crit []struct {
 		TaskUUID  string `bun:"task_uuid"`
 		Total     int    `bun:"total"`
 		Passed    int    `bun:"passed"`
 		DevPassed int    `bun:"dev_passed"`
 	}
-	err := s.DB.NewSelect().TableExpr("acceptance_criteria AS ac").
-		ColumnExpr("ac.task_uuid, count(*) AS total").
-		ColumnExpr("sum(CASE WHEN ac.status = 'passed' THEN 1 ELSE 0 END) AS passed").
-		ColumnExpr("sum(CASE WHEN ac.dev_status = 'passed' THEN 1 ELSE 0 END) AS dev_passed").
-		Where("ac.task_uuid IN (?)", bun.List(ids)).Group("ac.task_uuid").Scan(ctx, &crit)
+	// The three reads fill different fields of the cards.
+	err := s.together(
+		func() error { return s.boardNames(ctx, cards) },
+		func() error { return s.boardBlockers(ctx, projectUUID, unfinished, at, cards) },
+		func() error {
+			return s.DB.NewSelect().TableExpr("acceptance_criteria AS ac").
+				ColumnExpr("ac.task_uuid, count(*) AS total").
+				ColumnExpr("sum(CASE WHEN ac.status = 'passed' THEN 1 ELSE 0 END) AS passed").
+				ColumnExpr("sum(CASE WHEN ac.dev_status = 'passed' THEN 1 ELSE 0 END) AS dev_passed").
+				Where("ac.task_uuid IN (?)", bun.List(ids)).Group("ac.task_uuid").Scan(ctx, &crit)
+		})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,1 @@
+DROP INDEX tasks_project_proposal_status_idx;
