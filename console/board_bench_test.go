@@ -106,7 +106,7 @@ func (w *boardBench) measure(b *testing.B, path string) {
 // seedBoardBench seeds a project of n tasks (store.SeedReadTasks: chains of dependencies, open,
 // done and closed, one criterion each), puts one in twenty in progress and one in forty to
 // verify with the admin agent as assignee, and gives half the tasks to a proposal built on an
-// idea; then signs the company's admin in.
+// idea (seedIdeaTasks); then signs the company's admin in.
 func seedBoardBench(b *testing.B, dialect string, n int) *boardBench {
 	b.Helper()
 	ctx := context.Background()
@@ -121,17 +121,6 @@ func seedBoardBench(b *testing.B, dialect string, n int) *boardBench {
 	ids, err := st.SeedReadTasks(ctx, store.ReadSeed{CompanyUUID: boot.Company.UUID, ProjectUUID: p.UUID,
 		CreatedByUUID: boot.Agent.UUID, Count: n})
 	benchMust(b, err)
-	now := store.Now()
-	idea := store.Idea{UUID: store.NewUUID(), CompanyUUID: boot.Company.UUID, ProjectUUID: p.UUID, Title: "Big idea",
-		Status: vocab.IdeaElaborated, CreatedByType: "agent", CreatedByUUID: boot.Agent.UUID, Version: 1,
-		ChangeID: "bench-seed", CreatedAt: now, UpdatedAt: now}
-	proposal := store.Proposal{UUID: store.NewUUID(), CompanyUUID: boot.Company.UUID, ProjectUUID: p.UUID,
-		Title: "Big plan", InputType: "idea", InputUUIDs: []string{idea.UUID}, Status: vocab.ProposalApproved,
-		CreatedByType: "agent", CreatedByUUID: boot.Agent.UUID, Version: 1, ChangeID: "bench-seed", CreatedAt: now, UpdatedAt: now}
-	_, err = st.DB.NewInsert().Model(&idea).Exec(ctx)
-	benchMust(b, err)
-	_, err = st.DB.NewInsert().Model(&proposal).Exec(ctx)
-	benchMust(b, err)
 	var inProgress, toVerify, ofIdea []string
 	for i, id := range ids {
 		switch {
@@ -144,11 +133,7 @@ func seedBoardBench(b *testing.B, dialect string, n int) *boardBench {
 			ofIdea = append(ofIdea, id)
 		}
 	}
-	for from := 0; from < len(ofIdea); from += 500 {
-		_, err = st.DB.NewUpdate().Table("tasks").Set("proposal_uuid = ?", proposal.UUID).
-			Where("uuid IN (?)", bun.List(ofIdea[from:min(from+500, len(ofIdea))])).Exec(ctx)
-		benchMust(b, err)
-	}
+	idea := seedIdeaTasks(b, st, boot.Company.UUID, p.UUID, boot.Agent.UUID, ofIdea)
 	for status, rows := range map[string][]string{"in_progress": inProgress, "to_verify": toVerify} {
 		_, err = st.DB.NewUpdate().Table("tasks").Set("status = ?", status).Set("assignee_type = 'agent'").
 			Set("assignee_uuid = ?", boot.Agent.UUID).Where("uuid IN (?)", bun.List(rows)).Exec(ctx)
@@ -171,7 +156,32 @@ func seedBoardBench(b *testing.B, dialect string, n int) *boardBench {
 	b.Cleanup(srv.Close)
 	s := &stack{t: b, st: st, url: srv.URL, company: boot.Company.UUID, admin: &boot.Owner}
 	_, session := s.httpSignIn(s.admin)
-	return &boardBench{handler: e, st: st, cookie: session, project: p.UUID, idea: idea.UUID}
+	return &boardBench{handler: e, st: st, cookie: session, project: p.UUID, idea: idea}
+}
+
+// seedIdeaTasks writes an idea and an approved proposal built on it straight into the tables
+// (no workflow: only for a project no command touches, see store.ReadSeed), makes tasks that
+// proposal's tasks and returns the idea's uuid.
+func seedIdeaTasks(t testing.TB, st *store.Store, company, project, agent string, tasks []string) string {
+	t.Helper()
+	ctx := context.Background()
+	now := store.Now()
+	idea := store.Idea{UUID: store.NewUUID(), CompanyUUID: company, ProjectUUID: project, Title: "Big idea",
+		Status: vocab.IdeaElaborated, CreatedByType: "agent", CreatedByUUID: agent, Version: 1,
+		ChangeID: "bench-seed", CreatedAt: now, UpdatedAt: now}
+	proposal := store.Proposal{UUID: store.NewUUID(), CompanyUUID: company, ProjectUUID: project,
+		Title: "Big plan", InputType: "idea", InputUUIDs: []string{idea.UUID}, Status: vocab.ProposalApproved,
+		CreatedByType: "agent", CreatedByUUID: agent, Version: 1, ChangeID: "bench-seed", CreatedAt: now, UpdatedAt: now}
+	_, err := st.DB.NewInsert().Model(&idea).Exec(ctx)
+	benchMust(t, err)
+	_, err = st.DB.NewInsert().Model(&proposal).Exec(ctx)
+	benchMust(t, err)
+	for from := 0; from < len(tasks); from += 500 {
+		_, err = st.DB.NewUpdate().Table("tasks").Set("proposal_uuid = ?", proposal.UUID).
+			Where("uuid IN (?)", bun.List(tasks[from:min(from+500, len(tasks))])).Exec(ctx)
+		benchMust(t, err)
+	}
+	return idea.UUID
 }
 
 // cpuTime is the CPU time (user and system) the process has used.
@@ -183,9 +193,9 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchMust(b *testing.B, err error) {
-	b.Helper()
+func benchMust(t testing.TB, err error) {
+	t.Helper()
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 }

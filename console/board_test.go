@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
 )
@@ -236,4 +237,33 @@ func TestBoardPagesColumns(t *testing.T) {
 	require.Contains(t, body, "Previous 50")
 	body = get("?status=nonsense&page=2")
 	require.Equal(t, 50, cards(body, "open"), "an unknown status pages nothing")
+}
+
+// An idea with more tasks than the graph draws: the graph draws app.GraphTaskLimit of them and
+// says how many there are; the board filtered by the idea counts them all and pages them.
+func TestBoardGraphLimit(t *testing.T) {
+	s := newStack(t, "sqlite")
+	ctx := context.Background()
+	pm := s.connect(s.adminKey)
+	project := s.call(pm, "chorus_admin_create_project", map[string]any{"name": "Big"})["uuid"].(string)
+	agents, err := s.st.ListAgents(ctx, s.company)
+	require.NoError(t, err)
+	tasks, err := s.st.SeedReadTasks(ctx, store.ReadSeed{CompanyUUID: s.company, ProjectUUID: project,
+		CreatedByUUID: agents[0].UUID, Count: 260})
+	require.NoError(t, err)
+	idea := seedIdeaTasks(t, s.st, s.company, project, agents[0].UUID, tasks[:250])
+
+	c, _ := s.httpSignIn(s.admin)
+	res, err := c.Get(s.url + "/console/ideas/" + idea + "/graph")
+	require.NoError(t, err)
+	body := readAll(t, res)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, app.GraphTaskLimit, strings.Count(body, `<g class="g-node`))
+	require.Contains(t, body, "This idea has 250 tasks; the graph draws the first 200")
+
+	res, err = c.Get(s.url + "/console/projects/" + project + "?idea=" + idea)
+	require.NoError(t, err)
+	body = readAll(t, res)
+	require.Contains(t, body, "250 tasks of this idea")
+	require.Contains(t, body, "/console/projects/"+project+"?idea="+idea+"&amp;page=2&amp;status=open")
 }
