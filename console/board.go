@@ -103,8 +103,9 @@ func (c *Console) boardPage(ctx echo.Context) error {
 			v.First = (col.Page-1)*col.PerColumn + 1
 			v.Last = v.First + len(col.Cards) - 1
 		}
-		if col.Page > 1 {
-			v.Prev = boardURL(b.Project.UUID, q.IdeaUUID, col.Status, col.Page-1)
+		if col.Page > 1 { // past the end, back to the last page that has cards
+			last := max(1, (col.Total+col.PerColumn-1)/col.PerColumn)
+			v.Prev = boardURL(b.Project.UUID, q.IdeaUUID, col.Status, min(col.Page-1, last))
 		}
 		if col.More() {
 			v.Next = boardURL(b.Project.UUID, q.IdeaUUID, col.Status, col.Page+1)
@@ -117,7 +118,21 @@ func (c *Console) boardPage(ctx echo.Context) error {
 	}
 	return c.render(ctx, http.StatusOK, "board", page{Title: title, Nav: "projects", Refresh: boardRefresh,
 		Data: map[string]any{"Board": b, "Columns": cols, "Level": b.Project.Level().String(),
-			"MoreIdeas": b.IdeaCount > len(b.Ideas)}})
+			"MoreIdeas": b.IdeaCount > len(b.Ideas), "IdeaListed": ideaListed(b)}})
+}
+
+// ideaListed reports whether the idea filtered on is among the filter's choices (an older idea
+// of a project with many is not, and is then added to them).
+func ideaListed(b *app.Board) bool {
+	if b.Idea == nil {
+		return true
+	}
+	for _, i := range b.Ideas {
+		if i.UUID == b.Idea.UUID {
+			return true
+		}
+	}
+	return false
 }
 
 // boardURL is the board of a project, filtered by idea ("" none), with a column's page.

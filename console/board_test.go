@@ -235,6 +235,7 @@ func TestBoardPagesColumns(t *testing.T) {
 	body = get("?status=open&page=9")
 	require.Zero(t, cards(body, "open"), "past the end: an empty column with a way back")
 	require.Contains(t, body, "Previous 50")
+	require.Contains(t, body, "/console/projects/"+project+"?page=2&amp;status=open", "back to the last page with cards")
 	body = get("?status=nonsense&page=2")
 	require.Equal(t, 50, cards(body, "open"), "an unknown status pages nothing")
 }
