@@ -2,10 +2,10 @@ package store
 
 import (
 	"cmp"
-	"sync"
-	"time"
 	"context"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/uptrace/bun"
 
