@@ -26,8 +26,8 @@ func (c *Console) boardRoutes(g *echo.Group) {
 	g.GET("/ideas/:uuid/graph", c.graphPage)
 }
 
-// statusLabels are the column titles of the task statuses (docs/rules.md §2.4).
-var statusLabels = map[vocab.TaskStatus]string{
+// boardStatusLabels are the column titles of the task statuses (docs/rules.md §2.4).
+var boardStatusLabels = map[vocab.TaskStatus]string{
 	vocab.TaskOpen: "Open", vocab.TaskAssigned: "Assigned", vocab.TaskInProgress: "In progress",
 	vocab.TaskToVerify: "To verify", vocab.TaskDone: "Done", vocab.TaskClosed: "Closed",
 }
@@ -61,9 +61,9 @@ type boardBlocker struct {
 	Elsewhere   bool
 }
 
-// cardView flattens a card for the template.
-func cardView(c store.BoardCard) boardCard {
-	v := boardCard{UUID: c.UUID, Title: c.Title, Priority: c.Priority, Assignee: orEmpty(c.AssigneeName),
+// boardCardView flattens a card for the template.
+func boardCardView(c store.BoardCard) boardCard {
+	v := boardCard{UUID: c.UUID, Title: c.Title, Priority: c.Priority, Assignee: boardName(c.AssigneeName),
 		BlockerCount: c.BlockerCount, MoreBlockers: c.BlockerCount - len(c.Blockers), CriteriaPassed: c.CriteriaPassed,
 		CriteriaTotal: c.CriteriaTotal, DevPassed: c.DevPassed}
 	for _, b := range c.Blockers {
@@ -72,7 +72,8 @@ func cardView(c store.BoardCard) boardCard {
 	return v
 }
 
-func orEmpty(s *string) string {
+// boardName is an assignee's name, "" for none.
+func boardName(s *string) string {
 	if s == nil {
 		return ""
 	}
@@ -83,7 +84,7 @@ func orEmpty(s *string) string {
 // ?status=<status>&page=<n> pages one column. A hidden project is "Project not found" (404).
 func (c *Console) boardPage(ctx echo.Context) error {
 	q := app.BoardQuery{IdeaUUID: strings.TrimSpace(ctx.QueryParam("idea"))}
-	if st := vocab.TaskStatus(ctx.QueryParam("status")); statusLabels[st] != "" {
+	if st := vocab.TaskStatus(ctx.QueryParam("status")); boardStatusLabels[st] != "" {
 		q.Status = st
 		q.Page, _ = strconv.Atoi(ctx.QueryParam("page"))
 	}
@@ -92,12 +93,16 @@ func (c *Console) boardPage(ctx echo.Context) error {
 	if err != nil {
 		return c.failure(ctx, err)
 	}
+	ideaUUID := ""
+	if b.Idea != nil {
+		ideaUUID = b.Idea.UUID
+	}
 	cols := make([]boardColumn, len(b.Columns))
 	for i, col := range b.Columns {
-		v := boardColumn{Status: col.Status, Label: statusLabels[col.Status], Total: col.Total, PerColumn: col.PerColumn,
+		v := boardColumn{Status: col.Status, Label: boardStatusLabels[col.Status], Total: col.Total, PerColumn: col.PerColumn,
 			Cards: make([]boardCard, len(col.Cards))}
 		for j, card := range col.Cards {
-			v.Cards[j] = cardView(card)
+			v.Cards[j] = boardCardView(card)
 		}
 		if len(col.Cards) > 0 {
 			v.First = (col.Page-1)*col.PerColumn + 1
@@ -105,10 +110,10 @@ func (c *Console) boardPage(ctx echo.Context) error {
 		}
 		if col.Page > 1 { // past the end, back to the last page that has cards
 			last := max(1, (col.Total+col.PerColumn-1)/col.PerColumn)
-			v.Prev = boardURL(b.Project.UUID, q.IdeaUUID, col.Status, min(col.Page-1, last))
+			v.Prev = boardURL(b.Project.UUID, ideaUUID, col.Status, min(col.Page-1, last))
 		}
 		if col.More() {
-			v.Next = boardURL(b.Project.UUID, q.IdeaUUID, col.Status, col.Page+1)
+			v.Next = boardURL(b.Project.UUID, ideaUUID, col.Status, col.Page+1)
 		}
 		cols[i] = v
 	}

@@ -15,10 +15,10 @@ import (
 
 // Box sizes and gaps of the drawing, in SVG user units (pixels at 100%).
 const (
-	nodeW, nodeH = 210, 50
-	gapX, gapY   = 70, 14
-	graphPad     = 10
-	titleRunes   = 30
+	graphNodeW, graphNodeH = 210, 50
+	graphGapX, graphGapY   = 70, 14
+	graphPad               = 10
+	graphTitleRunes        = 30
 )
 
 // graphNode is a drawn task (a flat struct: see boardColumn).
@@ -44,6 +44,8 @@ type graphEdge struct {
 // graphLayout is the drawing: its size, boxes, arrows and the layers for the list beside it.
 type graphLayout struct {
 	Width, Height int
+	// NodeW and NodeH are every box's size.
+	NodeW, NodeH int
 	Nodes         []*graphNode
 	Edges         []graphEdge
 	Layers        [][]*graphNode
@@ -57,7 +59,7 @@ func layoutGraph(tasks []store.Task, edges []store.DependencyEdge) graphLayout {
 	nodes := make([]*graphNode, len(tasks))
 	for i, t := range tasks {
 		nodes[i] = &graphNode{UUID: t.UUID, Title: t.Title, Priority: t.Priority, Status: t.Status,
-			Label: clipTitle(t.Title, titleRunes)}
+			Label: graphClip(t.Title, graphTitleRunes)}
 		byID[t.UUID] = nodes[i]
 	}
 	for _, e := range edges {
@@ -71,7 +73,7 @@ func layoutGraph(tasks []store.Task, edges []store.DependencyEdge) graphLayout {
 		}
 	}
 	layers := assignLayers(nodes)
-	var l graphLayout
+	l := graphLayout{NodeW: graphNodeW, NodeH: graphNodeH}
 	l.Nodes, l.Layers = nodes, layers
 	maxRows := 0
 	for li, layer := range layers {
@@ -79,19 +81,19 @@ func layoutGraph(tasks []store.Task, edges []store.DependencyEdge) graphLayout {
 			slices.SortStableFunc(layer, func(a, b *graphNode) int { return meanRow(a) - meanRow(b) })
 		}
 		for r, n := range layer {
-			n.Row, n.X, n.Y = r, graphPad+li*(nodeW+gapX), graphPad+r*(nodeH+gapY)
+			n.Row, n.X, n.Y = r, graphPad+li*(graphNodeW+graphGapX), graphPad+r*(graphNodeH+graphGapY)
 		}
 		maxRows = max(maxRows, len(layer))
 	}
 	for _, n := range nodes {
 		for _, d := range n.DependsOn {
-			x1, y1, x2, y2 := d.X+nodeW, d.Y+nodeH/2, n.X, n.Y+nodeH/2
+			x1, y1, x2, y2 := d.X+graphNodeW, d.Y+graphNodeH/2, n.X, n.Y+graphNodeH/2
 			l.Edges = append(l.Edges, graphEdge{Blocking: !d.Status.Resolved(),
-				Path: fmt.Sprintf("M%d %d C%d %d, %d %d, %d %d", x1, y1, x1+gapX/2, y1, x2-gapX/2, y2, x2-2, y2)})
+				Path: fmt.Sprintf("M%d %d C%d %d, %d %d, %d %d", x1, y1, x1+graphGapX/2, y1, x2-graphGapX/2, y2, x2-2, y2)})
 		}
 	}
-	l.Width = 2*graphPad + len(layers)*(nodeW+gapX) - gapX
-	l.Height = 2*graphPad + maxRows*(nodeH+gapY) - gapY
+	l.Width = 2*graphPad + len(layers)*(graphNodeW+graphGapX) - graphGapX
+	l.Height = 2*graphPad + maxRows*(graphNodeH+graphGapY) - graphGapY
 	return l
 }
 
@@ -144,8 +146,8 @@ func meanRow(n *graphNode) int {
 	return sum * 10 / len(n.DependsOn) // tenths, so close means still sort apart
 }
 
-// clipTitle cuts s to n runes, marking a cut with an ellipsis.
-func clipTitle(s string, n int) string {
+// graphClip cuts s to n runes, marking a cut with an ellipsis.
+func graphClip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
