@@ -92,8 +92,10 @@ func layoutGraph(tasks []store.Task, edges []store.DependencyEdge) graphLayout {
 				Path: fmt.Sprintf("M%d %d C%d %d, %d %d, %d %d", x1, y1, x1+graphGapX/2, y1, x2-graphGapX/2, y2, x2-2, y2)})
 		}
 	}
-	l.Width = 2*graphPad + len(layers)*(graphNodeW+graphGapX) - graphGapX
-	l.Height = 2*graphPad + maxRows*(graphNodeH+graphGapY) - graphGapY
+	if len(layers) > 0 {
+		l.Width = 2*graphPad + len(layers)*(graphNodeW+graphGapX) - graphGapX
+		l.Height = 2*graphPad + maxRows*(graphNodeH+graphGapY) - graphGapY
+	}
 	return l
 }
 
