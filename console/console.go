@@ -86,7 +86,10 @@ func (c *Console) Mount(e *echo.Echo) {
 	g := e.Group(Path, c.securityHeaders)
 	g.GET("/static/*", echo.WrapHandler(http.StripPrefix(Path+"/static/", http.FileServer(http.FS(static)))))
 
+	direct := echo.ExtractIPDirect()
 	limit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		// The peer's own address: a client cannot pick its identity with X-Forwarded-For.
+		IdentifierExtractor: func(ctx echo.Context) (string, error) { return direct(ctx.Request()), nil },
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 			Rate: c.cfg.SignInRate, Burst: c.cfg.SignInBurst, ExpiresIn: 10 * time.Minute}),
 		DenyHandler: func(ctx echo.Context, _ string, _ error) error {
