@@ -63,6 +63,7 @@ func TestInboxMentionRoundTrip(t *testing.T) {
 	require.Contains(t, row, `Admin Agent mentioned you: "Can you look at the contrast, @Pat?"`)
 	require.Contains(t, row, "Dark mode")
 	require.Equal(t, "/console/ideas/"+f.idea, eval[string](b, `document.querySelector("table.notifications tr.unread a").getAttribute("href")`))
+	require.Contains(t, b.text(".waiting"), "1 unread mention of you")
 	require.Contains(t, b.text(".waiting"), "0 proposals to review")
 
 	b.click("table.notifications tr.unread button.mark-read")
@@ -128,12 +129,22 @@ func TestInboxMarkAllRead(t *testing.T) {
 			"content": a.text + " @[Pat](user:" + pat.UUID + ")"})
 	}
 	require.Equal(t, 2, s.unread(pat), "two actors: two notifications")
+	now := store.Now()
+	_, err := s.st.DB.NewInsert().Model(&store.Proposal{UUID: store.NewUUID(), CompanyUUID: s.company, ProjectUUID: f.project,
+		Title: "Pending", InputType: "idea", InputUUIDs: []string{f.idea}, DocumentDrafts: []store.DocumentDraft{},
+		TaskDrafts: []store.TaskDraft{}, Status: "pending", CreatedByUUID: f.agentUUID, CreatedByType: "agent",
+		CreatedAt: now, UpdatedAt: now}).Exec(context.Background())
+	require.NoError(t, err)
 
 	c, _ := s.httpSignIn(pat)
 	res, err := c.Get(s.url + "/console/inbox")
 	require.NoError(t, err)
 	body := readAll(t, res)
 	require.Contains(t, body, "2 unread of 2")
+	require.Contains(t, body, `<strong class="waiting-mentions">2</strong> unread mentions`)
+	require.Contains(t, body, `<a href="/console/review"><strong class="waiting-proposals">1</strong> proposal to review</a>`,
+		"a proposal waits in the project Pat edits")
+	require.Contains(t, body, `<strong class="waiting-tasks">0</strong> tasks to verify`)
 	form := url.Values{"_csrf": {formValue(body, "_csrf")}}
 	res, err = c.PostForm(s.url+"/console/inbox/read-all", form)
 	require.NoError(t, err)
@@ -217,4 +228,13 @@ func TestCommentFormRules(t *testing.T) {
 	require.Contains(t, got, "Idea not found")
 	require.NotContains(t, got, "Dark mode")
 	require.Equal(t, 1, count())
+
+	// The form returns only to a console page, never to another site.
+	res, err = c.PostForm(s.url+"/console/comments", url.Values{"_csrf": {formValue(body, "_csrf")}, "requestId": {store.NewUUID()},
+		"targetType": {"idea"}, "targetUuid": {f.idea}, "back": {"//evil.example/x"}, "content": {"Second"}})
+	require.NoError(t, err)
+	readAll(t, res)
+	require.Equal(t, strings.TrimPrefix(s.url, "http://"), res.Request.URL.Host)
+	require.Equal(t, "/console/", res.Request.URL.Path)
+	require.Equal(t, 2, count())
 }

@@ -8,10 +8,13 @@ import (
 	"github.com/chorus-dev/chorus/vocab"
 )
 
-// Waiting is what waits for a person's decision across the projects where they can act
-// (docs/rules.md §6.3: approving a proposal and verifying a task are changes, so they need
-// editor or better): proposals submitted for review and tasks submitted for verification.
+// Waiting is what waits for a person: their unread @-mentions (docs/rules.md §7.3), and, across
+// the projects where they can act (§6.3: approving a proposal and verifying a task are changes,
+// so they need editor or better), proposals submitted for review and tasks submitted for
+// verification.
 type Waiting struct {
+	// Mentions counts the caller's unread "mentioned" notifications (those its inbox shows).
+	Mentions int
 	// Proposals counts the pending proposals (status "pending") of those projects.
 	Proposals int
 	// Tasks counts the tasks to verify (status "to_verify") of those projects.
@@ -21,9 +24,13 @@ type Waiting struct {
 }
 
 // WaitingFor counts what waits for the caller in the company's projects where its level is
-// editor or better (a project hidden from it, or where it is a viewer, counts nothing). Three
-// queries: the caller's roles, then one count per kind.
+// editor or better (a project hidden from it, or where it is a viewer, counts nothing), and its
+// unread mentions. Four queries: the mentions, the caller's roles, then one count per kind.
 func (s *Store) WaitingFor(ctx context.Context, c Caller) (Waiting, error) {
+	mentions, err := s.callerInbox(s.DB, (*Notification)(nil), c).Where("read_at IS NULL").Where("action = 'mentioned'").Count(ctx)
+	if err != nil {
+		return Waiting{}, err
+	}
 	var rows []ProjectView
 	if err := s.projectRoles(c).Scan(ctx, &rows); err != nil {
 		return Waiting{}, err
@@ -34,7 +41,7 @@ func (s *Store) WaitingFor(ctx context.Context, c Caller) (Waiting, error) {
 			ids = append(ids, rows[i].UUID)
 		}
 	}
-	w := Waiting{Projects: len(ids)}
+	w := Waiting{Mentions: int(mentions), Projects: len(ids)}
 	if len(ids) == 0 {
 		return w, nil
 	}

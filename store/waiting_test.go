@@ -44,15 +44,17 @@ func TestPersonInboxAndWaiting(t *testing.T) {
 				insertTask(t, st, co, p.UUID, s)
 			}
 		}
-		w, err := st.WaitingFor(ctx, person)
-		require.NoError(t, err)
-		require.Equal(t, store.Waiting{Proposals: 2, Tasks: 4, Projects: 2}, w, "the public and the admin project only")
 
 		mine := insertNotification(t, st, co, "user", pat.UUID, public.UUID)
 		insertNotification(t, st, co, "agent", pat.UUID, public.UUID)               // an agent's (type differs)
 		insertNotification(t, st, co, "user", b.Owner.UUID, public.UUID)            // someone else's
 		insertNotification(t, st, co, "user", pat.UUID, hidden.UUID)                // of a project Pat cannot see
 		agents := insertNotification(t, st, co, "agent", b.Agent.UUID, public.UUID) // the agent's own
+
+		w, err := st.WaitingFor(ctx, person)
+		require.NoError(t, err)
+		require.Equal(t, store.Waiting{Mentions: 1, Proposals: 2, Tasks: 4, Projects: 2}, w,
+			"Pat's own mention; the public and the admin project only")
 
 		n, err := st.UnreadNotifications(ctx, person)
 		require.NoError(t, err)
