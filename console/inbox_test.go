@@ -2,10 +2,12 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -237,4 +239,62 @@ func TestCommentFormRules(t *testing.T) {
 	require.Equal(t, strings.TrimPrefix(s.url, "http://"), res.Request.URL.Host)
 	require.Equal(t, "/console/", res.Request.URL.Path)
 	require.Equal(t, 2, count())
+}
+
+// The inbox pages unread notifications first (50 to a page), then read ones; the comments
+// partial pages 20 comments at a time. Neither loads more than it shows.
+func TestInboxAndCommentPages(t *testing.T) {
+	s := newStack(t, "sqlite")
+	pat := s.user("pat@example.com", store.RoleMember)
+	f := s.inboxFixture(pat)
+	ctx := context.Background()
+	base := store.Now().Add(-time.Hour)
+	for i := range 55 {
+		at := base.Add(time.Duration(i) * time.Second)
+		n := store.Notification{UUID: store.NewUUID(), CompanyUUID: s.company, ProjectUUID: &f.project, RecipientType: "user",
+			RecipientUUID: pat.UUID, EntityType: "idea", EntityUUID: f.idea, EntityTitle: "Dark mode", Action: "comment_added",
+			Message: fmt.Sprintf("note %02d", i), ActorType: "agent", ActorUUID: f.agentUUID, ActorName: "Admin Agent", CreatedAt: at, UpdatedAt: at}
+		if i >= 52 { // the three newest are read: they still come after every unread one
+			n.ReadAt = &at
+		}
+		_, err := s.st.DB.NewInsert().Model(&n).Exec(ctx)
+		require.NoError(t, err)
+	}
+	for i := range 21 {
+		at := base.Add(time.Duration(i) * time.Second)
+		_, err := s.st.DB.NewInsert().Model(&store.Comment{UUID: store.NewUUID(), CompanyUUID: s.company, TargetType: "idea",
+			TargetUUID: f.idea, Content: fmt.Sprintf("comment %02d", i), AuthorType: "agent", AuthorUUID: f.agentUUID,
+			CreatedAt: at, UpdatedAt: at}).Exec(ctx)
+		require.NoError(t, err)
+	}
+	c, _ := s.httpSignIn(pat)
+	get := func(path string) string {
+		res, err := c.Get(s.url + path)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode, path)
+		return readAll(t, res)
+	}
+	first := get("/console/inbox")
+	require.Contains(t, first, "52 unread of 55")
+	require.Equal(t, 50, strings.Count(first, `<tr class="unread"`))
+	require.Zero(t, strings.Count(first, `<tr class="read"`))
+	require.Less(t, strings.Index(first, "note 51"), strings.Index(first, "note 02"), "newest first")
+	require.Contains(t, first, `<a href="/console/inbox?offset=50">Older</a>`)
+	second := get("/console/inbox?offset=50")
+	require.Equal(t, 2, strings.Count(second, `<tr class="unread"`))
+	require.Equal(t, 3, strings.Count(second, `<tr class="read"`))
+	require.Less(t, strings.Index(second, "note 01"), strings.Index(second, "note 54"), "unread before read")
+	require.NotContains(t, second, ">Older<")
+	require.Contains(t, second, `<a href="/console/inbox?offset=0">Newer</a>`)
+
+	page := "/console/comments/idea/" + f.idea
+	body := get(page)
+	require.Equal(t, 20, strings.Count(body, `<article class="comment card"`))
+	require.Contains(t, body, "comment 20")
+	require.NotContains(t, body, "comment 00")
+	require.Contains(t, body, `href="`+page+`?coff=20#comments" class="more"`)
+	older := get(page + "?coff=20")
+	require.Equal(t, 1, strings.Count(older, `<article class="comment card"`))
+	require.Contains(t, older, "comment 00")
+	require.Equal(t, page, formValue(older, "back"), "the form returns to the page, not to its older comments")
 }
