@@ -135,8 +135,8 @@ func (c *Console) proposalAction(ctx echo.Context) error {
 		}
 		var res app.ApprovedProposal
 		res, err = c.app.ApproveProposal(rctx, req, id, n)
-		notice = "Proposal approved: " + strconv.Itoa(len(res.Tasks)) + " tasks and " + strconv.Itoa(len(res.Documents)) +
-			" documents were made from its drafts."
+		notice = "Proposal approved: " + count(len(res.Tasks), "task") + " and " + count(len(res.Documents), "document") +
+			" made from its drafts."
 	case "reject":
 		_, err = c.app.RejectProposal(rctx, req, id, note)
 		notice = "Proposal rejected: it is back in draft, with your note for its author."
@@ -155,6 +155,14 @@ func (c *Console) proposalAction(ctx echo.Context) error {
 		return c.showProposal(ctx, statusOf(app.Classify(err)), p, action, note)
 	}
 	return c.redirect(ctx, Path+"/proposals/"+id, notice)
+}
+
+// count is "1 task", "2 tasks".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // deref is *s, or "" for nil.

@@ -112,7 +112,7 @@ func TestReviewApproveAProposalAndSeeItsTasks(t *testing.T) {
 
 	b.fill("#approve-note", "Ship it")
 	b.click("#approve")
-	b.waitText("Proposal approved: 2 tasks and 1 documents")
+	b.waitText("Proposal approved: 2 tasks and 1 document made from its drafts.")
 	require.Equal(t, "approved", b.text("#proposal-status"))
 	require.Contains(t, b.text("#approved-tasks"), "Schema")
 	require.Contains(t, b.text("#approved-tasks"), "API")
