@@ -108,7 +108,7 @@ func TestReviewApproveAProposalAndSeeItsTasks(t *testing.T) {
 	b.click("#reject")
 	require.Equal(t, "Input validation error: reviewNote is required to reject a proposal", b.text("#reject-note-error"))
 	require.Equal(t, "pending", s.proposalStatus(f))
-	require.Empty(t, s.activities(f.proposal, "rejected"))
+	require.Empty(t, s.activities(f.proposal, "rejected_to_draft"))
 
 	b.fill("#approve-note", "Ship it")
 	b.click("#approve")
@@ -225,4 +225,39 @@ func TestReviewOutsiderGetsNotFound(t *testing.T) {
 	require.Contains(t, body, "Proposal not found")
 	require.Equal(t, "pending", s.proposalStatus(f))
 	require.False(t, strings.Contains(body, "Checkout"), "nothing of the proposal shows")
+}
+
+// Reject with a note sends the proposal back to draft, close with a note ends it: each is the
+// tool's use case, recorded as the person's act (actor type "user", their uuid).
+func TestReviewRejectThenClose(t *testing.T) {
+	s := newStack(t, "sqlite")
+	f := s.pendingProposal("public")
+	c, _ := s.httpSignIn(s.admin)
+	decide := func(action, note string) (int, string) {
+		res, err := c.Get(s.url + "/console/proposals/" + f.proposal)
+		require.NoError(t, err)
+		html := readAll(t, res)
+		return postForm(t, c, s.url+"/console/proposals/"+f.proposal+"/"+action,
+			url.Values{"_csrf": {formValue(html, "_csrf")}, "requestId": {action + "-1"}, "reviewNote": {note}})
+	}
+	status, body := decide("reject", "Add a tech design")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "Proposal rejected: it is back in draft")
+	require.Equal(t, "draft", s.proposalStatus(f))
+	acts := s.activities(f.proposal, "rejected_to_draft")
+	require.Len(t, acts, 1)
+	require.Equal(t, []string{"user", s.admin.UUID}, []string{acts[0].ActorType, acts[0].ActorUUID})
+
+	status, body = decide("close", "too late")
+	require.Equal(t, http.StatusConflict, status, "a draft is not closed")
+	require.Contains(t, body, "Can only close pending Proposals, current status: draft")
+	s.call(f.pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": f.proposal})
+	status, body = decide("close", "Superseded by the new checkout")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "Proposal closed for good.")
+	require.Equal(t, "closed", s.proposalStatus(f))
+	acts = s.activities(f.proposal, "closed")
+	require.Len(t, acts, 1)
+	require.Equal(t, []string{"user", s.admin.UUID}, []string{acts[0].ActorType, acts[0].ActorUUID})
+	require.Empty(t, s.proposalTasks(f))
 }
