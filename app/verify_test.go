@@ -81,7 +81,7 @@ func verifyQueue(t *testing.T, s *store.Store) {
 
 	_, total, err = a.VerifyQueue(ctx, Request{Who: UserPrincipal(&boot.Owner)}, Page{})
 	require.NoError(t, err)
-	assert.Equal(t, 4, total, "the company admin sees every project's")
+	assert.Equal(t, 4, total, "their creator, a member of each, sees every project's")
 }
 
 // Marks are checked before anything is sent: a criterion uuid that is not a uuid and a status
