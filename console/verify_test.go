@@ -167,7 +167,8 @@ func get(t *testing.T, c *http.Client, to string) (int, string) {
 }
 
 // A form submitted twice (the same requestId) applies once: the second mark does not undo a
-// change made in between, and the second verify answers as the first did, with one activity.
+// change made in between, and the second verify (or close) answers as the first did, with one
+// activity, the person's.
 func TestVerifyDoubleSubmitAppliesOnce(t *testing.T) {
 	s := newStack(t, "sqlite")
 	f := s.toVerify()
@@ -198,6 +199,18 @@ func TestVerifyDoubleSubmitAppliesOnce(t *testing.T) {
 	status, _ := s.state(f.pm, f.task)
 	require.Equal(t, "done", status)
 	require.Len(t, s.activities(f.task, "verified"), 1, "verified once")
+
+	closing := url.Values{"requestId": {store.NewUUID()}}
+	for range 2 {
+		code, html = post(t, c, csrf, s.url+"/console/tasks/"+f.other+"/close", closing)
+		require.Equal(t, http.StatusOK, code, html)
+		require.Contains(t, html, "Task closed.")
+	}
+	status, _ = s.state(f.pm, f.other)
+	require.Equal(t, "closed", status)
+	closed := s.activities(f.other, "closed")
+	require.Len(t, closed, 1, "closed once")
+	assert.Equal(t, [2]string{"user", s.admin.UUID}, [2]string{closed[0].ActorType, closed[0].ActorUUID})
 }
 
 // Reopening a task with an unresolved dependency is refused without force, in the use case's
