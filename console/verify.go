@@ -17,8 +17,8 @@ import (
 // chorus_admin_verify_task, chorus_admin_reopen_task, chorus_admin_close_task), so its checks,
 // refusal texts and workflow command are the tool's.
 
-// queueRows is how many tasks one page of the queue shows.
-const queueRows = 50
+// verifyQueueRows is how many tasks one page of the queue shows.
+const verifyQueueRows = 50
 
 // verifyRoutes adds the queue, the task's page and its actions.
 func (c *Console) verifyRoutes(g *echo.Group) {
@@ -30,18 +30,18 @@ func (c *Console) verifyRoutes(g *echo.Group) {
 	g.POST("/tasks/:uuid/close", c.closeTask)
 }
 
-// queueItem is one row of the queue page.
-type queueItem struct {
+// verifyQueueItem is one row of the queue page.
+type verifyQueueItem struct {
 	store.VerifyItem
 	Assignee *store.ActorRef
 }
 
 // verifyQueuePage lists the tasks waiting for verification in the projects the person can see,
-// oldest submission first, queueRows to a page (?offset=N).
+// oldest submission first, verifyQueueRows to a page (?offset=N).
 func (c *Console) verifyQueuePage(ctx echo.Context) error {
 	offset, _ := strconv.Atoi(ctx.QueryParam("offset"))
 	offset = max(offset, 0)
-	rows, total, err := c.app.VerifyQueue(ctxOf(ctx), c.request(ctx), app.Page{Limit: queueRows, Offset: offset})
+	rows, total, err := c.app.VerifyQueue(ctxOf(ctx), c.request(ctx), app.Page{Limit: verifyQueueRows, Offset: offset})
 	if err != nil {
 		return c.failure(ctx, err)
 	}
@@ -49,27 +49,27 @@ func (c *Console) verifyQueuePage(ctx echo.Context) error {
 	refs := make([]store.ActorRef, 0, len(rows))
 	for _, r := range rows {
 		if r.AssigneeUUID != nil {
-			refs = append(refs, store.ActorRef{Type: deref(r.AssigneeType), UUID: *r.AssigneeUUID})
+			refs = append(refs, store.ActorRef{Type: strOrEmpty(r.AssigneeType), UUID: *r.AssigneeUUID})
 		}
 	}
 	names.Prefetch(ctxOf(ctx), refs...)
-	items := make([]queueItem, len(rows))
+	items := make([]verifyQueueItem, len(rows))
 	for i, r := range rows {
-		items[i] = queueItem{VerifyItem: r, Assignee: names.Ref(ctxOf(ctx), deref(r.AssigneeType), r.AssigneeUUID)}
+		items[i] = verifyQueueItem{VerifyItem: r, Assignee: names.Ref(ctxOf(ctx), strOrEmpty(r.AssigneeType), r.AssigneeUUID)}
 	}
 	data := map[string]any{"Items": items, "Total": total, "From": offset + 1, "To": offset + len(items)}
 	if offset > 0 {
-		data["Prev"] = max(offset-queueRows, 0)
+		data["Prev"] = max(offset-verifyQueueRows, 0)
 	}
 	if offset+len(items) < total {
-		data["Next"] = offset + queueRows
+		data["Next"] = offset + verifyQueueRows
 	}
 	return c.render(ctx, http.StatusOK, "verify", page{Title: "Verify", Nav: "verify", Data: data})
 }
 
 // taskPage shows a task with its criteria, work reports and the actions the person may take.
 func (c *Console) taskPage(ctx echo.Context) error {
-	v, err := c.loadTask(ctx, ctx.Param("uuid"))
+	v, err := c.loadTaskPage(ctx, ctx.Param("uuid"))
 	if err != nil {
 		return c.failure(ctx, err)
 	}
@@ -79,12 +79,12 @@ func (c *Console) taskPage(ctx echo.Context) error {
 // taskRefused answers a refused action on a task: its page again, with the use case's refusal at
 // the top and, through place, beside the field it concerns. Anything that is not a refusal a
 // form can show (not found, an outage) is c.failure's.
-func (c *Console) taskRefused(ctx echo.Context, err error, place func(p *page, v *taskView)) error {
+func (c *Console) taskRefused(ctx echo.Context, err error, place func(p *page, v *taskPageData)) error {
 	p, ok := refused(err)
 	if !ok {
 		return c.failure(ctx, err)
 	}
-	v, lerr := c.loadTask(ctx, ctx.Param("uuid"))
+	v, lerr := c.loadTaskPage(ctx, ctx.Param("uuid"))
 	if lerr != nil {
 		return c.failure(ctx, lerr)
 	}
@@ -127,7 +127,7 @@ func (c *Console) markCriteria(ctx echo.Context) error {
 	marks, rows := markInputs(ctx)
 	res, err := c.app.MarkCriteria(ctxOf(ctx), c.request(ctx), app.CriteriaMarks{TaskUUID: taskUUID, Marks: marks})
 	if err != nil {
-		return c.taskRefused(ctx, err, func(p *page, v *taskView) { placeMarkError(p, marks, rows) })
+		return c.taskRefused(ctx, err, func(p *page, v *taskPageData) { placeMarkError(p, marks, rows) })
 	}
 	s := res.Summary
 	return c.redirect(ctx, Path+"/tasks/"+taskUUID, fmt.Sprintf("Marks saved. Acceptance: %s (required passed %d of %d, failed %d).",
@@ -172,7 +172,7 @@ func (c *Console) reopenTask(ctx echo.Context) error {
 	taskUUID := ctx.Param("uuid")
 	force := ctx.FormValue("force") == "1"
 	if _, err := c.app.ReopenTask(ctxOf(ctx), c.request(ctx), taskUUID, force); err != nil {
-		return c.taskRefused(ctx, err, func(p *page, v *taskView) {
+		return c.taskRefused(ctx, err, func(p *page, v *taskPageData) {
 			if msg, blockers, ok := blockersOf(p.Error); ok {
 				p.Error, v.BlockedBy = msg, blockers
 				p.Fields = map[string]string{"force": msg}

@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,19 +15,19 @@ import (
 // with both sets of marks, the agent's work reports and the submission summary, all read through
 // app use cases as the person (a hidden task is "Task not found", as chorus_get_task says).
 
-// historyRows is how many of a task's latest activities the page reads for its work reports and
+// taskHistoryRows is how many of a task's latest activities the page reads for its work reports and
 // its submission: the page shows those and says when there are more.
-const historyRows = 50
+const taskHistoryRows = 50
 
-// taskView is what templates/task.html shows.
-type taskView struct {
+// taskPageData is what templates/task.html shows.
+type taskPageData struct {
 	Task     *store.Task
 	Project  *store.ProjectView
 	Assignee *store.ActorRef
 	Proposal *store.Proposal
-	Ideas    []ideaLink
+	Ideas    []taskPageIdea
 	// Criteria are the acceptance criteria with who marked them.
-	Criteria []criterionView
+	Criteria []taskCriterion
 	Summary  store.AcceptanceSummary
 	Accept   string // the acceptance status (docs/rules.md §5.2)
 	// DependsOn are the tasks this one is blocked by; DependedBy those it blocks; Blockers how
@@ -36,23 +35,23 @@ type taskView struct {
 	DependsOn, DependedBy           []store.TaskLink
 	DependsOnCount, DependedByCount int
 	Blockers                        int
-	// Reports are the assignee's work reports (newest first) among the latest historyRows
+	// Reports are the assignee's work reports (newest first) among the latest taskHistoryRows
 	// activities; Submission the latest submission; Verified the verification, if any.
-	Reports    []reportView
-	Submission *reportView
-	Verified   *reportView
+	Reports    []taskEvent
+	Submission *taskEvent
+	Verified   *taskEvent
 	MoreEvents bool
 	Comments   int
 	// CanAct: the person may change the task (editor or admin of its project); a viewer reads.
 	CanAct bool
 	// BlockedBy lists the blockers a refused reopen named (docs/rules.md §5.3).
-	BlockedBy []blockerView
+	BlockedBy []taskBlocker
 }
 
-type ideaLink struct{ UUID, Title string }
+type taskPageIdea struct{ UUID, Title string }
 
-// criterionView is one criterion with the names of who marked it.
-type criterionView struct {
+// taskCriterion is one criterion with the names of who marked it.
+type taskCriterion struct {
 	store.AcceptanceCriterion
 	Index      int
 	DevMarker  *store.ActorRef
@@ -60,8 +59,8 @@ type criterionView struct {
 	StatusText string
 }
 
-// reportView is one entry of the task's history the page shows: who, when, and the text.
-type reportView struct {
+// taskEvent is one entry of the task's history the page shows: who, when, and the text.
+type taskEvent struct {
 	Actor   *store.ActorRef
 	At      string
 	Text    string
@@ -69,22 +68,22 @@ type reportView struct {
 	Session *string
 }
 
-// blockerView is one unresolved dependency as a refused reopen lists it (docs/rules.md §5.3).
-type blockerView struct {
+// taskBlocker is one unresolved dependency as a refused reopen lists it (docs/rules.md §5.3).
+type taskBlocker struct {
 	UUID   string `json:"uuid"`
 	Title  string `json:"title"`
 	Status string `json:"status"`
 }
 
-// loadTask reads everything the task's page shows, as the person.
-func (c *Console) loadTask(ctx echo.Context, taskUUID string) (*taskView, error) {
+// loadTaskPage reads everything the task's page shows, as the person.
+func (c *Console) loadTaskPage(ctx echo.Context, taskUUID string) (*taskPageData, error) {
 	rctx, r := ctxOf(ctx), c.request(ctx)
 	r.RequestID = "" // a read: the form's requestId is the action's, not this read's
 	d, err := c.app.GetTask(rctx, r, taskUUID, nil)
 	if err != nil {
 		return nil, err
 	}
-	v := &taskView{Task: d.Task, Project: d.Project, CanAct: d.Project.Level() >= store.AccessEditor,
+	v := &taskPageData{Task: d.Task, Project: d.Project, CanAct: d.Project.Level() >= store.AccessEditor,
 		DependsOn: d.Relations.DependsOn, DependsOnCount: d.Relations.DependsOnCount,
 		DependedBy: d.Relations.DependedBy, DependedByCount: d.Relations.DependedByCount, Comments: d.Relations.CommentCount}
 	v.Summary, v.Accept = store.Summarize(d.Relations.Criteria)
@@ -94,27 +93,27 @@ func (c *Console) loadTask(ctx echo.Context, taskUUID string) (*taskView, error)
 		}
 	}
 	names := c.app.Store.NewNamer()
-	v.Assignee = names.Ref(rctx, deref(d.Task.AssigneeType), d.Task.AssigneeUUID)
+	v.Assignee = names.Ref(rctx, strOrEmpty(d.Task.AssigneeType), d.Task.AssigneeUUID)
 	for i, cr := range d.Relations.Criteria {
-		v.Criteria = append(v.Criteria, criterionView{AcceptanceCriterion: cr, Index: i,
-			DevMarker: names.Ref(rctx, deref(cr.DevMarkedByType), cr.DevMarkedBy),
-			Marker:    names.Ref(rctx, deref(cr.MarkedByType), cr.MarkedBy)})
+		v.Criteria = append(v.Criteria, taskCriterion{AcceptanceCriterion: cr, Index: i,
+			DevMarker: names.Ref(rctx, strOrEmpty(cr.DevMarkedByType), cr.DevMarkedBy),
+			Marker:    names.Ref(rctx, strOrEmpty(cr.MarkedByType), cr.MarkedBy)})
 	}
-	if err := c.loadHistory(rctx, r, v, names); err != nil {
+	if err := c.loadTaskHistory(rctx, r, v, names); err != nil {
 		return nil, err
 	}
-	if err := c.loadOrigin(rctx, r, v); err != nil {
+	if err := c.loadTaskOrigin(rctx, r, v); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// loadHistory reads the task's latest activities for its work reports (comment_added with a
+// loadTaskHistory reads the task's latest activities for its work reports (comment_added with a
 // report, docs/rules.md §7.1), its latest submission (with its summary) and its verification.
-func (c *Console) loadHistory(ctx context.Context, r app.Request, v *taskView, names *store.Namer) error {
+func (c *Console) loadTaskHistory(ctx context.Context, r app.Request, v *taskPageData, names *store.Namer) error {
 	target := v.Task.UUID
 	acts, total, err := c.app.ListActivity(ctx, r, app.ActivityQuery{ProjectUUID: v.Task.ProjectUUID, TargetType: "task",
-		TargetUUID: &target}, historyRows, 0)
+		TargetUUID: &target}, taskHistoryRows, 0)
 	if err != nil {
 		return err
 	}
@@ -126,14 +125,14 @@ func (c *Console) loadHistory(ctx context.Context, r app.Request, v *taskView, n
 			Summary       *string `json:"summary"`
 		}
 		_ = json.Unmarshal(a.Value, &val)
-		entry := reportView{Actor: names.Ref(ctx, a.ActorType, &a.ActorUUID), At: a.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"),
+		entry := taskEvent{Actor: names.Ref(ctx, a.ActorType, &a.ActorUUID), At: a.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"),
 			Session: a.SessionName}
 		switch {
 		case a.Action == "comment_added" && val.Report != nil:
-			entry.Text, entry.Status = *val.Report, deref(val.StatusUpdated)
+			entry.Text, entry.Status = *val.Report, strOrEmpty(val.StatusUpdated)
 			v.Reports = append(v.Reports, entry)
 		case a.Action == "submitted" && v.Submission == nil:
-			entry.Text = deref(val.Summary)
+			entry.Text = strOrEmpty(val.Summary)
 			v.Submission = &entry
 		case a.Action == "verified" && v.Verified == nil:
 			v.Verified = &entry
@@ -142,9 +141,9 @@ func (c *Console) loadHistory(ctx context.Context, r app.Request, v *taskView, n
 	return nil
 }
 
-// loadOrigin reads the task's proposal and the ideas it was made from, when the person can see
+// loadTaskOrigin reads the task's proposal and the ideas it was made from, when the person can see
 // them (a proposal or idea they cannot see is left out).
-func (c *Console) loadOrigin(ctx context.Context, r app.Request, v *taskView) error {
+func (c *Console) loadTaskOrigin(ctx context.Context, r app.Request, v *taskPageData) error {
 	if v.Task.ProposalUUID == nil {
 		return nil
 	}
@@ -164,7 +163,7 @@ func (c *Console) loadOrigin(ctx context.Context, r app.Request, v *taskView) er
 			}
 			continue
 		}
-		v.Ideas = append(v.Ideas, ideaLink{UUID: id, Title: idea.Idea.Title})
+		v.Ideas = append(v.Ideas, taskPageIdea{UUID: id, Title: idea.Idea.Title})
 	}
 	return nil
 }
@@ -180,11 +179,11 @@ func hiddenIsNothing(err error) error {
 
 // blockersOf reads the blockers of a refused reopen's JSON answer (docs/rules.md §5.3): its
 // message, and the tasks it lists; ok is false for any other refusal.
-func blockersOf(msg string) (text string, blockers []blockerView, ok bool) {
+func blockersOf(msg string) (text string, blockers []taskBlocker, ok bool) {
 	var b struct {
 		Error    string        `json:"error"`
 		Message  string        `json:"message"`
-		Blockers []blockerView `json:"blockers"`
+		Blockers []taskBlocker `json:"blockers"`
 	}
 	if json.Unmarshal([]byte(msg), &b) != nil || b.Error != "blocked_by_dependencies" {
 		return "", nil, false
@@ -192,14 +191,9 @@ func blockersOf(msg string) (text string, blockers []blockerView, ok bool) {
 	return b.Message, b.Blockers, true
 }
 
-func deref(s *string) string {
+func strOrEmpty(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
-}
-
-// criterionIndex is the row of the criterion uuid names, or -1.
-func (v *taskView) criterionIndex(uuid string) int {
-	return slices.IndexFunc(v.Criteria, func(c criterionView) bool { return c.UUID == uuid })
 }

@@ -59,8 +59,8 @@ func (s *stack) toVerify() verifyFixture {
 	return f
 }
 
-// state is a task as the tool reads it: its status and each criterion's verification mark.
-func (s *stack) state(a *mcpclient.Agent, task string) (status string, marks []string) {
+// verifyState is a task as the tool reads it: its status and each criterion's verification mark.
+func (s *stack) verifyState(a *mcpclient.Agent, task string) (status string, marks []string) {
 	s.t.Helper()
 	v := s.call(a, "chorus_get_task", map[string]any{"taskUuid": task})
 	for _, c := range v["acceptanceCriteriaItems"].([]any) {
@@ -69,8 +69,8 @@ func (s *stack) state(a *mcpclient.Agent, task string) (status string, marks []s
 	return v["status"].(string), marks
 }
 
-// activities are a task's activity rows of one action.
-func (s *stack) activities(task, action string) []store.Activity {
+// verifyActivities are a task's activity rows of one action.
+func (s *stack) verifyActivities(task, action string) []store.Activity {
 	s.t.Helper()
 	var rows []store.Activity
 	require.NoError(s.t, s.st.DB.NewSelect().Model(&rows).Where("target_uuid = ?", task).Where("action = ?", action).
@@ -78,8 +78,8 @@ func (s *stack) activities(task, action string) []store.Activity {
 	return rows
 }
 
-// check clicks a radio button or checkbox (no page load follows).
-func (b *browser) check(sel string) {
+// verifyTick clicks a radio button or checkbox (no page load follows).
+func (b *browser) verifyTick(sel string) {
 	b.t.Helper()
 	b.do(chromedp.Click(sel))
 }
@@ -110,12 +110,12 @@ func TestVerifyATaskCriterionByCriterion(t *testing.T) {
 		require.Contains(t, page, want)
 	}
 
-	b.check("#c0-passed")
-	b.check("#c1-failed")
+	b.verifyTick("#c0-passed")
+	b.verifyTick("#c1-failed")
 	b.fill("#c1-note", "Enter does nothing in Safari")
 	b.click("#save-marks")
 	b.waitText("Marks saved.")
-	status, marks := s.state(f.pm, f.task)
+	status, marks := s.verifyState(f.pm, f.task)
 	require.Equal(t, "to_verify", status)
 	require.Equal(t, []string{"passed", "failed"}, marks)
 	require.Contains(t, b.page(), "Enter does nothing in Safari")
@@ -124,19 +124,19 @@ func TestVerifyATaskCriterionByCriterion(t *testing.T) {
 	const refusal = "Cannot verify task: Not all required acceptance criteria are passed. Required: 2, Passed: 1, Failed: 1, Pending: 0."
 	b.waitText(refusal)
 	require.Contains(t, b.text(".error"), refusal, "the use case's refusal, at the top")
-	status, marks = s.state(f.pm, f.task)
+	status, marks = s.verifyState(f.pm, f.task)
 	require.Equal(t, "to_verify", status, "a refused verify changes nothing")
 	require.Equal(t, []string{"passed", "failed"}, marks)
 
-	b.check("#c1-passed")
+	b.verifyTick("#c1-passed")
 	b.click("#save-marks")
 	b.waitText("Marks saved.")
 	b.click("#verify")
 	b.waitText("Task verified")
 	require.Equal(t, "done", b.text("#task-status"))
-	status, _ = s.state(f.pm, f.task)
+	status, _ = s.verifyState(f.pm, f.task)
 	require.Equal(t, "done", status)
-	verified := s.activities(f.task, "verified")
+	verified := s.verifyActivities(f.task, "verified")
 	require.Len(t, verified, 1)
 	assert.Equal(t, "user", verified[0].ActorType)
 	assert.Equal(t, s.admin.UUID, verified[0].ActorUUID)
@@ -149,8 +149,8 @@ func TestVerifyATaskCriterionByCriterion(t *testing.T) {
 	require.NotContains(t, b.page(), "Ship the login form", "a verified task leaves the queue")
 }
 
-// post sends a console form with the session's CSRF token and returns the final status and page.
-func post(t *testing.T, c *http.Client, csrf, to string, form url.Values) (int, string) {
+// verifyPost sends a console form with the session's CSRF token and returns the final status and page.
+func verifyPost(t *testing.T, c *http.Client, csrf, to string, form url.Values) (int, string) {
 	t.Helper()
 	form.Set("_csrf", csrf)
 	res, err := c.PostForm(to, form)
@@ -158,8 +158,8 @@ func post(t *testing.T, c *http.Client, csrf, to string, form url.Values) (int, 
 	return res.StatusCode, readAll(t, res)
 }
 
-// get reads a console page.
-func get(t *testing.T, c *http.Client, to string) (int, string) {
+// verifyGet reads a console page.
+func verifyGet(t *testing.T, c *http.Client, to string) (int, string) {
 	t.Helper()
 	res, err := c.Get(to)
 	require.NoError(t, err)
@@ -173,42 +173,42 @@ func TestVerifyDoubleSubmitAppliesOnce(t *testing.T) {
 	s := newStack(t, "sqlite")
 	f := s.toVerify()
 	c, _ := s.httpSignIn(s.admin)
-	code, html := get(t, c, s.url+"/console/tasks/"+f.task)
+	code, html := verifyGet(t, c, s.url+"/console/tasks/"+f.task)
 	require.Equal(t, http.StatusOK, code)
 	csrf := formValue(html, "_csrf")
 	marks := url.Values{"requestId": {store.NewUUID()}, "criteria[0].uuid": {f.criteria[0]}, "criteria[0].status": {"passed"},
 		"criteria[1].uuid": {f.criteria[1]}, "criteria[1].status": {"passed"}}
-	code, html = post(t, c, csrf, s.url+"/console/tasks/"+f.task+"/criteria", marks)
+	code, html = verifyPost(t, c, csrf, s.url+"/console/tasks/"+f.task+"/criteria", marks)
 	require.Equal(t, http.StatusOK, code, html)
 	require.Contains(t, html, "Marks saved.")
 	s.call(f.pm, "chorus_mark_acceptance_criteria", map[string]any{"taskUuid": f.task,
 		"criteria": []map[string]any{{"uuid": f.criteria[1], "status": "failed"}}})
-	code, _ = post(t, c, csrf, s.url+"/console/tasks/"+f.task+"/criteria", marks)
+	code, _ = verifyPost(t, c, csrf, s.url+"/console/tasks/"+f.task+"/criteria", marks)
 	require.Equal(t, http.StatusOK, code)
-	_, got := s.state(f.pm, f.task)
+	_, got := s.verifyState(f.pm, f.task)
 	require.Equal(t, []string{"passed", "failed"}, got, "the repeated form did not apply again")
 
 	s.call(f.pm, "chorus_mark_acceptance_criteria", map[string]any{"taskUuid": f.task,
 		"criteria": []map[string]any{{"uuid": f.criteria[1], "status": "passed"}}})
 	verify := url.Values{"requestId": {store.NewUUID()}}
 	for range 2 {
-		code, html = post(t, c, csrf, s.url+"/console/tasks/"+f.task+"/verify", verify)
+		code, html = verifyPost(t, c, csrf, s.url+"/console/tasks/"+f.task+"/verify", verify)
 		require.Equal(t, http.StatusOK, code, html)
 		require.Contains(t, html, "Task verified")
 	}
-	status, _ := s.state(f.pm, f.task)
+	status, _ := s.verifyState(f.pm, f.task)
 	require.Equal(t, "done", status)
-	require.Len(t, s.activities(f.task, "verified"), 1, "verified once")
+	require.Len(t, s.verifyActivities(f.task, "verified"), 1, "verified once")
 
 	closing := url.Values{"requestId": {store.NewUUID()}}
 	for range 2 {
-		code, html = post(t, c, csrf, s.url+"/console/tasks/"+f.other+"/close", closing)
+		code, html = verifyPost(t, c, csrf, s.url+"/console/tasks/"+f.other+"/close", closing)
 		require.Equal(t, http.StatusOK, code, html)
 		require.Contains(t, html, "Task closed.")
 	}
-	status, _ = s.state(f.pm, f.other)
+	status, _ = s.verifyState(f.pm, f.other)
 	require.Equal(t, "closed", status)
-	closed := s.activities(f.other, "closed")
+	closed := s.verifyActivities(f.other, "closed")
 	require.Len(t, closed, 1, "closed once")
 	assert.Equal(t, [2]string{"user", s.admin.UUID}, [2]string{closed[0].ActorType, closed[0].ActorUUID})
 }
@@ -229,15 +229,15 @@ func TestVerifyReopenForcePastBlockers(t *testing.T) {
 	b.waitText(refusal)
 	require.Contains(t, b.text(".reopen .field-error"), refusal, "beside the force box")
 	require.Contains(t, b.text(".blockers"), "Design the session schema")
-	status, _ := s.state(f.pm, f.task)
+	status, _ := s.verifyState(f.pm, f.task)
 	require.Equal(t, "to_verify", status, "a refused reopen changes nothing")
 
-	b.check("#force")
+	b.verifyTick("#force")
 	b.click("#reopen")
 	b.waitText("Task reopened past its unresolved dependencies")
-	status, _ = s.state(f.pm, f.task)
+	status, _ = s.verifyState(f.pm, f.task)
 	require.Equal(t, "in_progress", status)
-	forced := s.activities(f.task, "force_status_change")
+	forced := s.verifyActivities(f.task, "force_status_change")
 	require.Len(t, forced, 1)
 	assert.Equal(t, "user", forced[0].ActorType)
 	assert.Equal(t, s.admin.UUID, forced[0].ActorUUID)
@@ -254,10 +254,10 @@ func TestVerifyViewerCannotActOutsiderGetsNotFound(t *testing.T) {
 	require.NoError(t, err)
 
 	c, _ := s.httpSignIn(viewer)
-	code, html := get(t, c, s.url+"/console/verify")
+	code, html := verifyGet(t, c, s.url+"/console/verify")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, html, "Ship the login form", "a viewer sees the queue")
-	code, html = get(t, c, s.url+"/console/tasks/"+f.task)
+	code, html = verifyGet(t, c, s.url+"/console/tasks/"+f.task)
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, html, "needs editor access")
 	require.NotContains(t, html, `id="verify"`, "no actions offered")
@@ -272,25 +272,25 @@ func TestVerifyViewerCannotActOutsiderGetsNotFound(t *testing.T) {
 		if action.Has("criteria[0].uuid") {
 			to = s.url + "/console/tasks/" + f.task + "/criteria"
 		}
-		code, html = post(t, c, csrf, to, action)
+		code, html = verifyPost(t, c, csrf, to, action)
 		require.Equal(t, http.StatusForbidden, code)
 		require.Contains(t, html, "Insufficient project access")
 	}
-	status, marks := s.state(f.pm, f.task)
+	status, marks := s.verifyState(f.pm, f.task)
 	require.Equal(t, "to_verify", status, "the viewer's verify changed nothing")
 	require.Equal(t, []string{"passed", "passed"}, marks, "the viewer's mark changed nothing")
 
 	o, _ := s.httpSignIn(outsider)
-	code, html = get(t, o, s.url+"/console/tasks/"+f.task)
+	code, html = verifyGet(t, o, s.url+"/console/tasks/"+f.task)
 	require.Equal(t, http.StatusNotFound, code)
 	require.Contains(t, html, "Task not found")
-	code, html = get(t, o, s.url+"/console/verify")
+	code, html = verifyGet(t, o, s.url+"/console/verify")
 	require.Equal(t, http.StatusOK, code)
 	require.NotContains(t, html, "Ship the login form")
-	code, html = post(t, o, formValue(html, "_csrf"), s.url+"/console/tasks/"+f.task+"/verify", url.Values{"requestId": {store.NewUUID()}})
+	code, html = verifyPost(t, o, formValue(html, "_csrf"), s.url+"/console/tasks/"+f.task+"/verify", url.Values{"requestId": {store.NewUUID()}})
 	require.Equal(t, http.StatusNotFound, code)
 	require.Contains(t, html, "Task not found")
-	status, _ = s.state(f.pm, f.task)
+	status, _ = s.verifyState(f.pm, f.task)
 	require.Equal(t, "to_verify", status)
 }
 
@@ -304,7 +304,7 @@ func TestVerifyBadInputShowsTheFieldError(t *testing.T) {
 	b.open("/console/tasks/" + f.task)
 	b.waitText("Ship the login form")
 
-	b.check("#c1-passed")
+	b.verifyTick("#c1-passed")
 	eval[bool](b, `(document.getElementById("c1-passed").value = "done", true)`)
 	b.click("#save-marks")
 	tool := f.pm.Call(context.Background(), "chorus_mark_acceptance_criteria", map[string]any{"taskUuid": f.task,
@@ -316,13 +316,13 @@ func TestVerifyBadInputShowsTheFieldError(t *testing.T) {
 	require.Contains(t, b.text("#criterion-1 .field-error"), te.Text, "beside the criterion")
 
 	stranger := store.NewUUID()
-	b.check("#c0-failed")
+	b.verifyTick("#c0-failed")
 	eval[bool](b, `(document.querySelector('input[name="criteria[0].uuid"]').value = "`+stranger+`", true)`)
 	b.click("#save-marks")
 	want := "Criterion " + stranger + " does not belong to task " + f.task
 	b.waitText(want)
 	require.Contains(t, b.text("#criterion-0 .field-error"), want, "beside the criterion")
-	status, marks := s.state(f.pm, f.task)
+	status, marks := s.verifyState(f.pm, f.task)
 	require.Equal(t, "to_verify", status)
 	require.Equal(t, []string{"pending", "pending"}, marks, "bad input changed nothing")
 }
