@@ -48,6 +48,8 @@ func (c *Console) reviewQueue(ctx echo.Context) error {
 // proposalView is what the proposal page shows: the review, and its drafts ready to draw.
 type proposalView struct {
 	app.ProposalReview
+	// Thread is the proposal's comments and the form to add one (templates/_comments.html).
+	Thread commentsView
 	// Docs are the document drafts rendered, or once approved the documents made from them;
 	// Drafts are the task drafts.
 	Docs   []docView
@@ -113,6 +115,9 @@ func (c *Console) showProposal(ctx echo.Context, status int, p page, failed, not
 			}
 		}
 		v.Drafts = append(v.Drafts, tv)
+	}
+	if v.Thread, err = c.commentsFor(ctx, "proposal", pr.UUID); err != nil {
+		return c.failure(ctx, err)
 	}
 	p.Title, p.Nav, p.Data = pr.Title, "review", v
 	return c.render(ctx, status, "proposal", p)

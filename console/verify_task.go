@@ -46,6 +46,8 @@ type taskPageData struct {
 	CanAct bool
 	// BlockedBy lists the blockers a refused reopen named (docs/rules.md §5.3).
 	BlockedBy []taskBlocker
+	// Thread is the task's comments and the form to add one (templates/_comments.html).
+	Thread commentsView
 }
 
 type taskPageIdea struct{ UUID, Title string }
@@ -103,6 +105,9 @@ func (c *Console) loadTaskPage(ctx echo.Context, taskUUID string) (*taskPageData
 		return nil, err
 	}
 	if err := c.loadTaskOrigin(rctx, r, v); err != nil {
+		return nil, err
+	}
+	if v.Thread, err = c.commentsFor(ctx, "task", v.Task.UUID); err != nil {
 		return nil, err
 	}
 	return v, nil
