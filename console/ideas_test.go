@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -249,4 +250,27 @@ func TestIdeaViewerCannotActOutsiderGetsNotFound(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	require.Contains(t, body, "Idea not found")
 	require.Empty(t, ideaActivities(s, f.idea, "elaboration_answered"))
+}
+
+// The tracker shows 50 ideas a page, newest first, and pages on to the rest.
+func TestIdeaTrackerPages(t *testing.T) {
+	s := newStack(t, "sqlite")
+	pm := s.agent("Planner", s.admin, "pm")
+	project := s.call(pm, "chorus_admin_create_project", map[string]any{"name": "Backlog"})["uuid"].(string)
+	for i := 1; i <= 51; i++ {
+		s.call(pm, "chorus_pm_create_idea", map[string]any{"projectUuid": project, "title": fmt.Sprintf("Idea %02d", i)})
+	}
+	c, _ := s.httpSignIn(s.user("bo@example.com", store.RoleMember))
+	res, first := get(t, s, c, "/console/projects/"+project+"/ideas")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, 50, strings.Count(first, `class="idea-row`))
+	require.Contains(t, first, "Ideas 1–50 of 51")
+	require.Contains(t, first, "Idea 51")
+	require.NotContains(t, first, "Idea 01")
+	require.Contains(t, first, `href="?page=2"`)
+	_, second := get(t, s, c, "/console/projects/"+project+"/ideas?page=2")
+	require.Equal(t, 1, strings.Count(second, `class="idea-row`))
+	require.Contains(t, second, "Idea 01")
+	require.Contains(t, second, `href="?page=1"`)
+	require.NotContains(t, second, `href="?page=3"`)
 }
