@@ -43,10 +43,6 @@ func (a *App) IdeaTracker(ctx context.Context, r Request, projectUUID string, si
 	if err != nil {
 		return IdeaTracker{}, err
 	}
-	derived, err := a.Store.DeriveStatuses(ctx, []string{projectUUID})
-	if err != nil {
-		return IdeaTracker{}, err
-	}
 	var ids, parents []string
 	namer := a.Store.NewNamer()
 	for _, i := range rows {
@@ -57,6 +53,10 @@ func (a *App) IdeaTracker(ctx context.Context, r Request, projectUUID string, si
 		if i.AssigneeUUID != nil && i.AssigneeType != nil {
 			namer.Prefetch(ctx, store.ActorRef{Type: *i.AssigneeType, UUID: *i.AssigneeUUID})
 		}
+	}
+	derived, err := a.Store.DeriveStatusesOf(ctx, projectUUID, ids)
+	if err != nil {
+		return IdeaTracker{}, err
 	}
 	work, err := a.Store.IdeasWork(ctx, projectUUID, ids)
 	if err != nil {

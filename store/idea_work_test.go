@@ -19,14 +19,7 @@ func TestIdeasWork(t *testing.T) {
 		ctx := context.Background()
 		b, p := bootProject(t, st)
 		now := store.Now()
-		idea := func(title string) string {
-			i := &store.Idea{UUID: store.NewUUID(), CompanyUUID: b.Company.UUID, ProjectUUID: p.UUID, Title: title,
-				Status: vocab.IdeaElaborated, CreatedByType: "agent", CreatedByUUID: b.Agent.UUID, ChangeID: store.NewUUID(),
-				Attachments: []byte("[]"), CreatedAt: now, UpdatedAt: now}
-			_, err := st.DB.NewInsert().Model(i).Exec(ctx)
-			require.NoError(t, err)
-			return i.UUID
-		}
+		idea := func(title string) string { return insertIdea(t, st, b, p, title, vocab.IdeaElaborated, nil, false) }
 		proposal := func(title string, status vocab.ProposalStatus, age time.Duration, inputs ...string) string {
 			pr := &store.Proposal{UUID: store.NewUUID(), CompanyUUID: b.Company.UUID, ProjectUUID: p.UUID, Title: title,
 				InputType: "idea", InputUUIDs: inputs, DocumentDrafts: []store.DocumentDraft{}, TaskDrafts: []store.TaskDraft{},
@@ -66,5 +59,47 @@ func TestIdeasWork(t *testing.T) {
 		titles, err = st.IdeaTitles(ctx, store.NewUUID(), []string{a})
 		require.NoError(t, err)
 		require.Empty(t, titles, "an idea of another project is not named")
+	})
+}
+
+// insertIdea writes an idea row as its workflow would, under parent (nil: top-level).
+func insertIdea(t *testing.T, st *store.Store, b *store.BootstrapResult, p *store.Project, title string, status vocab.IdeaStatus,
+	parent *string, theme bool) string {
+	t.Helper()
+	now := store.Now()
+	i := &store.Idea{UUID: store.NewUUID(), CompanyUUID: b.Company.UUID, ProjectUUID: p.UUID, Title: title, Status: status,
+		ParentUUID: parent, IsContainer: theme, CreatedByType: "agent", CreatedByUUID: b.Agent.UUID, ChangeID: store.NewUUID(),
+		Attachments: []byte("[]"), CreatedAt: now, UpdatedAt: now}
+	_, err := st.DB.NewInsert().Model(i).Exec(context.Background())
+	require.NoError(t, err)
+	return i.UUID
+}
+
+// DeriveStatusesOf, which reads only the ideas asked for and their descendants, gives them the
+// statuses DeriveStatuses gives them over the whole project, themes' roll-ups included, also
+// when an idea and one of its descendants are both asked for.
+func TestDeriveStatusesOfMatchesTheWholeProject(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		b, p := bootProject(t, st)
+		theme := insertIdea(t, st, b, p, "Theme", vocab.IdeaOpen, nil, true)
+		sub := insertIdea(t, st, b, p, "Sub-theme", vocab.IdeaOpen, &theme, true)
+		leaf := insertIdea(t, st, b, p, "Leaf", vocab.IdeaElaborated, &sub, false)
+		insertIdea(t, st, b, p, "Open", vocab.IdeaOpen, &theme, false)
+		other := insertIdea(t, st, b, p, "Other", vocab.IdeaElaborating, nil, false)
+
+		all, err := st.DeriveStatuses(ctx, []string{p.UUID})
+		require.NoError(t, err)
+		require.Equal(t, store.DerivedInProgress, all[theme].Status)
+		require.Equal(t, &store.ChildProgress{Done: 0, Total: 2}, all[theme].ChildProgress)
+		some, err := st.DeriveStatusesOf(ctx, p.UUID, []string{theme, leaf, other})
+		require.NoError(t, err)
+		require.Len(t, some, 5, "the ideas asked for and their descendants, each once")
+		for id, d := range some {
+			require.Equal(t, all[id], d, "idea %s", id)
+		}
+		none, err := st.DeriveStatusesOf(ctx, store.NewUUID(), []string{theme})
+		require.NoError(t, err)
+		require.Empty(t, none, "ideas of another project are not read")
 	})
 }
