@@ -207,6 +207,15 @@ func TestIdeaAnswerDoubleSubmitAppliesOnce(t *testing.T) {
 	got := answers(f.elaboration(s))
 	require.Equal(t, "small", got["scope"]["selectedOptionId"])
 	require.Nil(t, got["audience"], "the question left blank stays open")
+
+	// The page offers no resolve while a round is pending; the post is refused all the same.
+	_, html = get(t, s, c, "/console/ideas/"+f.idea)
+	require.NotContains(t, html, `id="resolve"`)
+	res, body := ideaPost(t, s, c, html, f.idea, "resolve", url.Values{"requestId": {store.NewUUID()}})
+	require.Equal(t, http.StatusConflict, res.StatusCode)
+	require.Contains(t, body, "Failed to resolve elaboration: Cannot resolve: 1 round(s) still have unanswered questions")
+	require.Equal(t, "pending_answers", f.elaboration(s)["status"])
+	require.Empty(t, ideaActivities(s, f.idea, "elaboration_resolved"))
 }
 
 // On a private project a viewer reads the idea but gets no form, and the form posted anyway is
