@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -54,6 +55,11 @@ func TestAgentCreateKeyShownOnceAndRevoked(t *testing.T) {
 	a := s.connect(key)
 	out := s.call(a, "chorus_checkin", map[string]any{})
 	assert.Contains(t, jsonText(t, out), "Planner", "the key works over MCP")
+	b.open("/console/agents")
+	row := eval[string](b, `[...document.querySelectorAll('#agents tr')].find(r => r.innerText.includes('Planner')).innerText`)
+	assert.Contains(t, row, "UTC", "the list shows the agent's last activity: %q", row)
+	assert.Contains(t, row, "idea:admin")
+	b.open("/console/agents/" + uuid)
 
 	b.click("#keys button.revoke")
 	b.waitText("revoked: its next call is refused")
@@ -100,10 +106,14 @@ func TestAgentMemberSeesOnlyTheirOwn(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, res.StatusCode)
 	assert.Contains(t, body, "Agent not found")
 
+	past := store.Now().Add(-time.Hour)
+	_, _, err = s.st.CreateKeyWith(ctx, s.company, mine.UUID, store.NewKey{Name: "old laptop", ExpiresAt: &past})
+	require.NoError(t, err)
 	res, err = c.Get(s.url + "/console/agents/" + mine.UUID)
 	require.NoError(t, err)
 	body = readAll(t, res)
 	require.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Regexp(t, `old laptop</td>\s*<td class="state">expired`, body, "an expired key shows as expired")
 	csrf := formValue(body, "_csrf")
 	k, err := s.st.KeyByRef(ctx, s.company, theirKey)
 	require.NoError(t, err)
