@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/chorus-dev/chorus/store"
@@ -16,51 +17,125 @@ import (
 // MaxClaimTTLSeconds is the longest claim time to live (docs/rules.md §5.10): 30 days.
 const MaxClaimTTLSeconds = 30 * 24 * 3600
 
-// SetProjectVisibility makes a project public or private and reports whether it changed.
-// Changing it crosses the private boundary (one side is private), so it needs admin on the
-// project, as moving a project across that boundary does (docs/rules.md §6.3 manage_project,
-// "People in the console"); an operator may always. A project in a private group stays private.
-// The project's group, if any, gets its accessVersion raised, as a move does, so confirmation
-// tokens taken before go stale.
-func (a *App) SetProjectVisibility(ctx context.Context, m Manager, projectUUID, visibility string) (*store.Project, bool, error) {
-	if visibility != "public" && visibility != "private" {
-		return nil, false, Refuse(vocab.RefusedInvalid, "visibility: must be public or private, got %q", visibility)
+// VisibilityChange makes a project public or private, or previews it.
+type VisibilityChange struct {
+	ProjectUUID string
+	Visibility  string
+	// Preview: say what the change would do and change nothing.
+	Preview bool
+	// Token is the confirmationToken of the preview of this change.
+	Token string
+}
+
+// VisibilityImpact is what a visibility change does (docs/rules.md §6.5): every person whose
+// level on the project changes, and the token that confirms it.
+type VisibilityImpact struct {
+	ProjectUUID    string
+	Name           string
+	FromVisibility string
+	Visibility     string
+	Changes        []store.RoleChange
+	Summary        string
+	// RequiresConfirmation: the change alters access, so it applies only with Token.
+	RequiresConfirmation bool
+	Token                string
+}
+
+// SetProjectVisibility makes a project public or private, or previews it, and returns the
+// project after it (nil with a preview) and its impact. Changing it crosses the private boundary
+// (one side is private), so it needs admin on the project, as a move across that boundary does
+// (docs/rules.md §6.3 manage_project, §6.6); an operator may always. A project in a private
+// group stays private. As every change of who may see what (§6.5), a real change applies only
+// with the confirmationToken of its preview. The project's group, if any, gets its
+// accessVersion raised, as a move does, so tokens taken before go stale.
+func (a *App) SetProjectVisibility(ctx context.Context, m Manager, v VisibilityChange) (*store.Project, *VisibilityImpact, error) {
+	if v.Visibility != "public" && v.Visibility != "private" {
+		return nil, nil, Refuse(vocab.RefusedInvalid, "visibility: must be public or private, got %q", v.Visibility)
 	}
 	var (
-		out     *store.Project
-		changed bool
+		out    *store.Project
+		impact *VisibilityImpact
 	)
 	err := a.Store.InAccessTx(ctx, m.Caller, func(ctx context.Context, t *store.AccessTx) error {
-		changed = false
-		if err := t.LockProjectRow(ctx, projectUUID); err != nil {
+		out, impact = nil, nil
+		if err := t.LockProjectRow(ctx, v.ProjectUUID); err != nil {
 			return err
 		}
-		p, err := managedProject(ctx, t, m, projectUUID)
+		p, err := managedProject(ctx, t, m, v.ProjectUUID)
 		if err != nil {
 			return err
 		}
-		out = p
-		if p.Visibility == visibility {
+		if err := keepPrivateInGroup(ctx, t, p, v.Visibility); err != nil {
+			return err
+		}
+		if impact, err = visibilityImpact(ctx, t, m.Caller, *p, v.Visibility); err != nil || v.Preview {
+			return err
+		}
+		if p.Visibility == v.Visibility {
+			out = p
 			return nil
 		}
-		if p.GroupUUID != nil && visibility == "public" {
-			g, err := t.GroupRow(ctx, *p.GroupUUID)
-			if err != nil {
-				return err
-			}
-			if visibilityIn(g.Visibility, visibility) != visibility {
-				return Refuse(vocab.RefusedPrecondition, "visibility: the project is in a private group, which keeps its "+
-					"projects private; move it out of the group first (chorus_admin_move_project_to_group)")
-			}
+		if err := checkToken(v.Token, impact.Token); err != nil {
+			return err
 		}
-		changed = true
-		out, err = t.MoveProject(ctx, *p, p.GroupUUID, visibility)
+		out, err = t.MoveProject(ctx, *p, p.GroupUUID, v.Visibility)
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	return out, changed, nil
+	return out, impact, nil
+}
+
+// keepPrivateInGroup refuses to make a project of a private group public (docs/rules.md §6.5).
+func keepPrivateInGroup(ctx context.Context, t *store.AccessTx, p *store.Project, visibility string) error {
+	if p.GroupUUID == nil || visibility != "public" {
+		return nil
+	}
+	g, err := t.GroupRow(ctx, *p.GroupUUID)
+	if err != nil {
+		return err
+	}
+	if visibilityIn(g.Visibility, visibility) != visibility {
+		return Refuse(vocab.RefusedPrecondition, "visibility: the project is in a private group, which keeps its "+
+			"projects private; move it out of the group first (chorus_admin_move_project_to_group)")
+	}
+	return nil
+}
+
+// visibilityImpact is the preview of making p's visibility to: who gains or loses access, and
+// the token over the access facts (the project's visibility, group and members, the group's
+// visibility, accessVersion and members).
+func visibilityImpact(ctx context.Context, t *store.AccessTx, c store.Caller, p store.Project, to string) (*VisibilityImpact, error) {
+	out := &VisibilityImpact{ProjectUUID: p.UUID, Name: p.Name, FromVisibility: p.Visibility, Visibility: to,
+		Changes: []store.RoleChange{}}
+	var facts store.AccessFacts
+	if err := t.ProjectAccess(ctx, &facts, p); err != nil {
+		return nil, err
+	}
+	if err := t.GroupAccess(ctx, &facts, deref(p.GroupUUID)); err != nil {
+		return nil, err
+	}
+	changes, err := t.RoleChanges(ctx, p, deref(p.GroupUUID), to)
+	if err != nil {
+		return nil, err
+	}
+	out.Changes = append(out.Changes, changes...)
+	out.RequiresConfirmation = p.Visibility != to
+	gain, lose := 0, 0
+	for _, ch := range out.Changes {
+		if ch.After > ch.Before {
+			gain++
+		} else {
+			lose++
+		}
+	}
+	out.Summary = fmt.Sprintf("Making %q %s: %d person(s) gain access, %d lose some", p.Name, to, gain, lose)
+	if !out.RequiresConfirmation {
+		out.Summary = fmt.Sprintf("%q is %s already; nothing changes", p.Name, to)
+	}
+	out.Token = confirmToken(facts, "project-visibility", c, p.UUID, to)
+	return out, nil
 }
 
 // SetProjectClaimTTL sets how long a task claim in the project lasts without a word from its

@@ -29,12 +29,12 @@ func (c *Console) settingsRoutes(g *echo.Group) {
 func settingsPath(projectUUID string) string { return Path + "/projects/" + projectUUID + "/settings" }
 
 func (c *Console) settingsPage(ctx echo.Context) error {
-	return c.showSettings(ctx, http.StatusOK, page{}, map[string]string{})
+	return c.showSettings(ctx, http.StatusOK, page{}, map[string]string{}, nil)
 }
 
 // showSettings draws the settings page with p's error and fields; form holds inputs to show
-// again after a refusal.
-func (c *Console) showSettings(ctx echo.Context, status int, p page, form map[string]string) error {
+// again after a refusal; confirm, when set, is a visibility change waiting for confirmation.
+func (c *Console) showSettings(ctx echo.Context, status int, p page, form map[string]string, confirm *app.VisibilityImpact) error {
 	r := c.request(ctx)
 	pv, err := c.app.GetProject(ctxOf(ctx), r, ctx.Param("uuid"))
 	if err != nil {
@@ -53,7 +53,7 @@ func (c *Console) showSettings(ctx echo.Context, status int, p page, form map[st
 	}
 	p.Title, p.Nav = "Settings of "+pv.Name, "projects"
 	p.Data = map[string]any{"Project": pv, "Level": pv.Level().String(), "Members": members, "ClaimTTL": ttl,
-		"Form": form, "Roles": []string{"viewer", "editor", "admin"}}
+		"Form": form, "Roles": []string{"viewer", "editor", "admin"}, "Confirm": confirm}
 	return c.render(ctx, status, "settings", p)
 }
 
@@ -64,23 +64,29 @@ func (c *Console) settingsDone(ctx echo.Context, err error, notice string, form 
 		return c.redirect(ctx, settingsPath(ctx.Param("uuid")), notice)
 	}
 	if p, ok := refused(err, fields...); ok {
-		return c.showSettings(ctx, statusOfErr(err), p, form)
+		return c.showSettings(ctx, statusOfErr(err), p, form, nil)
 	}
 	return c.failure(ctx, err)
 }
 
-// setVisibility makes the project public or private (admin on the project).
+// setVisibility makes the project public or private (admin on the project) in two steps, as
+// every change of who may see what (docs/rules.md §6.5): the first post previews the change and
+// asks to confirm it, listing who gains or loses access; the confirmation carries the preview's
+// token and applies it, unless access changed in between (then it is refused as stale).
 func (c *Console) setVisibility(ctx echo.Context) error {
-	vis := ctx.FormValue("visibility")
-	p, changed, err := c.app.SetProjectVisibility(ctxOf(ctx), c.request(ctx).Agent(), ctx.Param("uuid"), vis)
-	notice := ""
-	if err == nil {
-		notice = "The project is " + p.Visibility + " already; nothing changed."
-		if changed {
-			notice = "The project is now " + p.Visibility + "."
-		}
+	v := app.VisibilityChange{ProjectUUID: ctx.Param("uuid"), Visibility: ctx.FormValue("visibility"),
+		Token: ctx.FormValue("token")}
+	v.Preview = v.Token == ""
+	p, impact, err := c.app.SetProjectVisibility(ctxOf(ctx), c.request(ctx).Agent(), v)
+	switch {
+	case err != nil:
+		return c.settingsDone(ctx, err, "", nil, "visibility")
+	case v.Preview && impact.RequiresConfirmation:
+		return c.showSettings(ctx, http.StatusOK, page{}, nil, impact)
+	case v.Preview:
+		return c.redirect(ctx, settingsPath(v.ProjectUUID), "The project is "+impact.Visibility+" already; nothing changed.")
 	}
-	return c.settingsDone(ctx, err, notice, nil, "visibility")
+	return c.redirect(ctx, settingsPath(v.ProjectUUID), "The project is now "+p.Visibility+".")
 }
 
 // setClaimTTL sets the claim time to live in seconds; empty or 0 turns leases off.
@@ -94,7 +100,7 @@ func (c *Console) setClaimTTL(ctx echo.Context) error {
 			p := page{Error: "claimTtlSeconds: " + strconv.Quote(raw) + " is not a whole number of seconds; " +
 				"give 0 (claims never lapse) to " + strconv.Itoa(app.MaxClaimTTLSeconds) + " (30 days)"}
 			p.Fields = map[string]string{"claimTtlSeconds": p.Error}
-			return c.showSettings(ctx, http.StatusUnprocessableEntity, p, form)
+			return c.showSettings(ctx, http.StatusUnprocessableEntity, p, form, nil)
 		}
 		seconds = n
 	}

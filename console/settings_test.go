@@ -46,6 +46,12 @@ func TestSettingsVisibilityMembersAndClaimTTL(t *testing.T) {
 	require.Contains(t, b.page(), "Settings of Apollo")
 	b.fill("#visibility", "private")
 	b.click("#save-visibility")
+	b.waitText("Confirm to apply it")
+	confirm := b.text("#confirm-visibility")
+	assert.Contains(t, confirm, "0 person(s) gain access, 2 lose some", "vic and otto would lose access")
+	assert.Contains(t, confirm, "vic@example.com")
+	assert.Equal(t, "public", s.projectAs(s.admin, id).Visibility, "the preview changed nothing")
+	b.click("#confirm")
 	b.waitText("The project is now private.")
 	assert.Equal(t, "private", s.projectAs(s.admin, id).Visibility)
 
@@ -105,7 +111,7 @@ func TestSettingsVisibilityMembersAndClaimTTL(t *testing.T) {
 	assert.NotContains(t, body, "Apollo")
 	csrf := formValue(body, "_csrf")
 	for path, form := range map[string]url.Values{
-		"/visibility": {"visibility": {"public"}},
+		"/visibility": {"visibility": {"public"}, "token": {"cft_0000"}},
 		"/claim-ttl":  {"claimTtlSeconds": {"5"}},
 		"/members":    {"email": {"otto@example.com"}, "role": {"admin"}},
 	} {
@@ -145,8 +151,17 @@ func TestSettingsChangeAndRemoveMember(t *testing.T) {
 		require.NoError(t, err)
 		return res.StatusCode, readAll(t, res)
 	}
-	status, _ := post("/members", url.Values{"email": {*vic.Email}, "role": {"editor"}})
+	status, body := post("/visibility", url.Values{"visibility": {"private"}})
 	require.Equal(t, http.StatusOK, status)
+	token := formValue(body, "token")
+	require.NotEmpty(t, token, "the preview asks for confirmation")
+	status, _ = post("/members", url.Values{"email": {*vic.Email}, "role": {"editor"}})
+	require.Equal(t, http.StatusOK, status)
+	status, body = post("/visibility", url.Values{"visibility": {"private"}, "token": {token}})
+	assert.Equal(t, http.StatusConflict, status)
+	assert.Contains(t, body, "Confirmation token is stale", "access changed since the preview")
+	assert.Equal(t, "public", s.projectAs(s.admin, id).Visibility, "a stale confirmation changed nothing")
+
 	status, body = post("/members/"+vic.UUID, url.Values{"role": {"owner"}})
 	assert.Equal(t, http.StatusConflict, status)
 	assert.Contains(t, body, "role must be viewer, editor or admin")
