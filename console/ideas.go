@@ -67,8 +67,12 @@ func (c *Console) showIdea(ctx echo.Context, status int, p page, posted url.Valu
 	}
 	rounds, pending := roundViews(o, posted)
 	es := ideaStr(o.Idea.ElaborationStatus)
+	thread, err := c.commentsFor(ctx, "idea", o.Idea.UUID)
+	if err != nil {
+		return c.failure(ctx, err)
+	}
 	p.Title, p.Nav = o.Idea.Title, "projects"
-	p.Data = map[string]any{"Idea": o, "Rounds": rounds, "Pending": pending,
+	p.Data = map[string]any{"Idea": o, "Rounds": rounds, "Pending": pending, "Thread": thread,
 		"CanResolve": o.CanEdit && len(o.Rounds) > 0 && pending == 0 && es != string(vocab.ElaborationResolved)}
 	return c.render(ctx, status, "idea", p)
 }
