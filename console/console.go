@@ -42,6 +42,8 @@ type Config struct {
 	SignInBurst int
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// OIDC, when set, offers sign-in through an OpenID Connect provider beside sign-in links.
+	OIDC *OIDCConfig
 }
 
 // Console serves the pages. Build it with New and mount it with Mount.
@@ -50,6 +52,7 @@ type Console struct {
 	app   *app.App
 	log   *slog.Logger
 	pages map[string]*template.Template
+	oidc  *oidcClient // nil without Config.OIDC
 }
 
 // New parses the templates and checks the configuration.
@@ -70,6 +73,12 @@ func New(cfg Config) (*Console, error) {
 		cfg.Now = time.Now
 	}
 	c := &Console{cfg: cfg, app: cfg.App, log: cfg.Log}
+	if cfg.OIDC != nil {
+		if err := cfg.OIDC.Validate(); err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		c.oidc = &oidcClient{cfg: *cfg.OIDC}
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -97,6 +106,8 @@ func (c *Console) Mount(e *echo.Echo) {
 	g.GET("/login", func(ctx echo.Context) error { return c.signInPage(ctx, http.StatusOK, "") })
 	g.GET("/login/link/:token", c.linkPage, limit)
 	g.POST("/login/link", c.consumeLink, limit)
+	g.GET("/login/oidc", c.oidcStart, limit)
+	g.GET("/login/oidc/callback", c.oidcCallback, limit)
 
 	in := g.Group("", c.requireSession)
 	in.POST("/logout", c.logout)
