@@ -192,6 +192,10 @@ func (c *Console) oidcIdentity(ctx echo.Context, p oidcPending) (store.OIDCIdent
 	rctx, cancel := context.WithTimeout(c.oidc.context(ctxOf(ctx)), 15*time.Second)
 	defer cancel()
 	tok, err := conf.Exchange(rctx, ctx.QueryParam("code"), oauth2.VerifierOption(p.Verifier))
+	var refused *oauth2.RetrieveError
+	if errors.As(err, &refused) { // its body may echo the code: keep the provider's error code alone
+		return store.OIDCIdentity{}, fmt.Errorf("code exchange refused by the provider: %q", refused.ErrorCode)
+	}
 	if err != nil {
 		return store.OIDCIdentity{}, fmt.Errorf("code exchange: %w", err)
 	}
