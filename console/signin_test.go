@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -50,6 +51,27 @@ func TestRateLimitSignIn(t *testing.T) {
 	}
 	status, _, _ := get(t, http.DefaultClient, s.url+"/console/login")
 	require.Equal(t, http.StatusOK, status, "the sign-in page is not an attempt")
+}
+
+// Behind a trusted proxy, attempts count against the client its X-Forwarded-For names: other
+// clients through the same proxy still sign in; the same client is limited.
+func TestRateLimitSignInBehindATrustedProxy(t *testing.T) {
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	s := startStack(t, "sqlite", stackOptions{console: console.Config{SignInRate: rate.Every(time.Hour), SignInBurst: 1,
+		TrustedProxies: []*net.IPNet{loopback}}})
+	try := func(client string) int {
+		req, err := http.NewRequest(http.MethodGet, s.url+"/console/login/link/chl_guess", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-For", client)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		readAll(t, res)
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, try("203.0.113.1"))
+	require.Equal(t, http.StatusOK, try("203.0.113.2"), "another client through the proxy")
+	require.Equal(t, http.StatusTooManyRequests, try("203.0.113.1"), "the same client again")
+	require.Equal(t, http.StatusTooManyRequests, try("10.9.9.9, 203.0.113.2"), "an address the client prepends is not believed")
 }
 
 // In a browser, a form whose hidden _csrf input was removed is refused with the page that says

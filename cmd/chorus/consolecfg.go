@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -28,6 +29,9 @@ type consoleConfig struct {
 	// oidcIssuer and oidcClientID name the OpenID Connect provider and this client at it; the
 	// secret comes from CHORUS_OIDC_CLIENT_SECRET or the file oidcSecretFile, never a flag value.
 	oidcIssuer, oidcClientID, oidcSecretFile string
+	// trustedProxies are the reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For
+	// names the client sign-in attempts count against.
+	trustedProxies []string
 }
 
 func (c *consoleConfig) flags(cmd *cobra.Command) {
@@ -38,7 +42,10 @@ func (c *consoleConfig) flags(cmd *cobra.Command) {
 		"how long a console sign-in lasts (env CHORUS_CONSOLE_SESSION_TTL)")
 	cmd.Flags().StringVar(&c.publicURL, "console-url", envOr("CHORUS_CONSOLE_URL", ""),
 		"the origin people reach the console at, e.g. https://chorus.example.com; the OpenID Connect redirect URL is "+
-			"this + /console/login/oidc/callback (env CHORUS_CONSOLE_URL)")
+			"this + /console/login/oidc/callback, and an https origin makes the console's cookies Secure (env CHORUS_CONSOLE_URL)")
+	cmd.Flags().StringSliceVar(&c.trustedProxies, "console-trusted-proxies", envList("CHORUS_CONSOLE_TRUSTED_PROXIES"),
+		"addresses or CIDR ranges of the reverse proxies in front of Chorus, whose X-Forwarded-For names the client "+
+			"that console sign-in attempts count against (comma-separated; env CHORUS_CONSOLE_TRUSTED_PROXIES)")
 	cmd.Flags().StringVar(&c.oidcIssuer, "oidc-issuer", envOr("CHORUS_OIDC_ISSUER", ""),
 		"the OpenID Connect provider's issuer URL; set it to offer sign-in through your identity provider (env CHORUS_OIDC_ISSUER)")
 	cmd.Flags().StringVar(&c.oidcClientID, "oidc-client-id", envOr("CHORUS_OIDC_CLIENT_ID", ""),
@@ -81,15 +88,41 @@ func (c consoleConfig) oidc() (*console.OIDCConfig, error) {
 	return o, o.Validate()
 }
 
+// proxies parses --console-trusted-proxies: each an IP address or a CIDR range.
+func (c consoleConfig) proxies() ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, p := range c.trustedProxies {
+		if ip := net.ParseIP(p); ip != nil {
+			bits := 8 * len(ip.To16())
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(p)
+		if err != nil {
+			return nil, fmt.Errorf("--console-trusted-proxies: %q is neither an IP address nor a CIDR range (10.0.0.5, 10.0.0.0/24)", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // mountConsole serves the console under /console on e, over the same use cases as the MCP endpoint.
 func mountConsole(e *echo.Echo, a *app.App, log *slog.Logger, c consoleConfig) error {
 	o, err := c.oidc()
 	if err != nil {
 		return err
 	}
+	proxies, err := c.proxies()
+	if err != nil {
+		return err
+	}
 	// A public https origin means TLS in front of Chorus: Secure cookies.
 	secure := c.secure || strings.HasPrefix(c.publicURL, "https://")
-	con, err := console.New(console.Config{App: a, Log: log, Secure: secure, SessionTTL: c.sessionTTL, OIDC: o})
+	con, err := console.New(console.Config{App: a, Log: log, Secure: secure, SessionTTL: c.sessionTTL, OIDC: o,
+		TrustedProxies: proxies})
 	if err != nil {
 		return err
 	}

@@ -49,3 +49,14 @@ func TestConsoleOIDCConfig(t *testing.T) {
 	_, err = base.oidc()
 	require.ErrorContains(t, err, "--oidc-client-secret-file:")
 }
+
+// --console-trusted-proxies takes addresses and CIDR ranges, and names a bad entry.
+func TestConsoleTrustedProxies(t *testing.T) {
+	ns, err := consoleConfig{trustedProxies: []string{"10.0.0.5", "192.168.0.0/16", "::1"}}.proxies()
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.5/32", ns[0].String())
+	require.Equal(t, "192.168.0.0/16", ns[1].String())
+	require.Equal(t, "::1/128", ns[2].String())
+	_, err = consoleConfig{trustedProxies: []string{"proxy.local"}}.proxies()
+	require.ErrorContains(t, err, `--console-trusted-proxies: "proxy.local" is neither`)
+}
