@@ -213,3 +213,31 @@ func TestOIDCConfigIsChecked(t *testing.T) {
 	status, _, _ = get(t, http.DefaultClient, s.url+"/console/login/oidc")
 	require.Equal(t, http.StatusNotFound, status)
 }
+
+// The ID token must carry this sign-in's nonce, and the code must be redeemed with this
+// sign-in's PKCE verifier: an authorization request changed on its way to the provider (another
+// nonce, another challenge) signs nobody in.
+func TestOIDCTamperedNonceOrChallengeIsRefused(t *testing.T) {
+	m := startProvider(t)
+	s := oidcStack(t, m)
+	s.user("jane@example.com", store.RoleMember)
+	for _, param := range []string{"nonce", "code_challenge"} {
+		m.QueueUser(&mockoidc.MockUser{Subject: "jane-1", Email: "jane@example.com", EmailVerified: true})
+		c := oidcClient()
+		status, authorize, _ := get(t, c, s.url+"/console/login/oidc")
+		require.Equal(t, http.StatusSeeOther, status)
+		u, err := url.Parse(authorize)
+		require.NoError(t, err)
+		q := u.Query()
+		require.NotEmpty(t, q.Get(param), "the request carries a %s", param)
+		require.Equal(t, "S256", q.Get("code_challenge_method"))
+		q.Set(param, "tampered-"+q.Get(param)[:20])
+		u.RawQuery = q.Encode()
+		status, callback, _ := get(t, c, u.String())
+		require.Equal(t, http.StatusFound, status)
+		status, _, body := get(t, c, callback)
+		require.Equal(t, http.StatusUnauthorized, status, param)
+		require.Contains(t, body, "did not confirm the sign-in")
+	}
+	requireSessions(t, s, 0)
+}
