@@ -109,10 +109,7 @@ func (c *Console) Mount(e *echo.Echo) {
 	g := e.Group(Path, c.securityHeaders)
 	g.GET("/static/*", echo.WrapHandler(http.StripPrefix(Path+"/static/", http.FileServer(http.FS(static)))))
 
-	direct := echo.ExtractIPDirect()
 	limit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		// The peer's own address: a client cannot pick its identity with X-Forwarded-For.
-		IdentifierExtractor: func(ctx echo.Context) (string, error) { return direct(ctx.Request()), nil },
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 			Rate: c.cfg.SignInRate, Burst: c.cfg.SignInBurst, ExpiresIn: 10 * time.Minute}),
 		IdentifierExtractor: func(ctx echo.Context) (string, error) { return c.client(ctx.Request()), nil },

@@ -89,7 +89,7 @@ func (s *stack) startOIDC(c *http.Client) string {
 }
 
 // get fetches u with c without following redirects and returns the status, Location and body.
-func get(t *testing.T, c *http.Client, u string) (int, string, string) {
+func oidcGet(t *testing.T, c *http.Client, u string) (int, string, string) {
 	t.Helper()
 	nc := *c
 	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -117,7 +117,7 @@ func TestOIDCWrongStateAndReplayAreRefused(t *testing.T) {
 	q := u.Query()
 	q.Set("state", "forged")
 	u.RawQuery = q.Encode()
-	status, _, body := get(t, c, u.String())
+	status, _, body := oidcGet(t, c, u.String())
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, body, "did not start in this browser")
 	requireSessions(t, s, 0)
@@ -127,18 +127,18 @@ func TestOIDCWrongStateAndReplayAreRefused(t *testing.T) {
 	cb = s.startOIDC(c)
 	cbURL, _ := url.Parse(cb)
 	pending := c.Jar.Cookies(cbURL)
-	status, loc, _ := get(t, c, cb)
+	status, loc, _ := oidcGet(t, c, cb)
 	require.Equal(t, http.StatusSeeOther, status)
 	require.Equal(t, "/console/", loc)
 	requireSessions(t, s, 1)
 
-	status, _, body = get(t, c, cb)
+	status, _, body = oidcGet(t, c, cb)
 	require.Equal(t, http.StatusBadRequest, status, "the same browser again: the sign-in is spent")
 	require.Contains(t, body, "was already used")
 
 	other := oidcClient()
 	other.Jar.SetCookies(cbURL, pending)
-	status, _, body = get(t, other, cb)
+	status, _, body = oidcGet(t, other, cb)
 	require.Equal(t, http.StatusUnauthorized, status, "a copy of the cookie: the provider refuses the spent code")
 	require.Contains(t, body, "did not confirm the sign-in")
 	requireSessions(t, s, 1)
@@ -154,7 +154,7 @@ func TestOIDCUnknownPersonIsRefused(t *testing.T) {
 	try := func(u *mockoidc.MockUser) (int, string) {
 		m.QueueUser(u)
 		c := oidcClient()
-		status, _, body := get(t, c, s.startOIDC(c))
+		status, _, body := oidcGet(t, c, s.startOIDC(c))
 		return status, body
 	}
 
@@ -207,10 +207,10 @@ func TestOIDCConfigIsChecked(t *testing.T) {
 	}
 
 	s := startStack(t, "sqlite", stackOptions{})
-	status, _, body := get(t, http.DefaultClient, s.url+"/console/login")
+	status, _, body := oidcGet(t, http.DefaultClient, s.url+"/console/login")
 	require.Equal(t, http.StatusOK, status)
 	require.NotContains(t, body, "/console/login/oidc")
-	status, _, _ = get(t, http.DefaultClient, s.url+"/console/login/oidc")
+	status, _, _ = oidcGet(t, http.DefaultClient, s.url+"/console/login/oidc")
 	require.Equal(t, http.StatusNotFound, status)
 }
 
@@ -224,7 +224,7 @@ func TestOIDCTamperedNonceOrChallengeIsRefused(t *testing.T) {
 	for _, param := range []string{"nonce", "code_challenge"} {
 		m.QueueUser(&mockoidc.MockUser{Subject: "jane-1", Email: "jane@example.com", EmailVerified: true})
 		c := oidcClient()
-		status, authorize, _ := get(t, c, s.url+"/console/login/oidc")
+		status, authorize, _ := oidcGet(t, c, s.url+"/console/login/oidc")
 		require.Equal(t, http.StatusSeeOther, status)
 		u, err := url.Parse(authorize)
 		require.NoError(t, err)
@@ -233,9 +233,9 @@ func TestOIDCTamperedNonceOrChallengeIsRefused(t *testing.T) {
 		require.Equal(t, "S256", q.Get("code_challenge_method"))
 		q.Set(param, "tampered-"+q.Get(param)[:20])
 		u.RawQuery = q.Encode()
-		status, callback, _ := get(t, c, u.String())
+		status, callback, _ := oidcGet(t, c, u.String())
 		require.Equal(t, http.StatusFound, status)
-		status, _, body := get(t, c, callback)
+		status, _, body := oidcGet(t, c, callback)
 		require.Equal(t, http.StatusUnauthorized, status, param)
 		require.Contains(t, body, "did not confirm the sign-in")
 	}

@@ -45,11 +45,11 @@ func TestRateLimitSignIn(t *testing.T) {
 	require.Equal(t, "60", res.Header.Get("Retry-After"))
 
 	for _, path := range []string{"/console/login/link/chl_guess", "/console/login/oidc"} {
-		status, _, body := get(t, http.DefaultClient, s.url+path)
+		status, _, body := oidcGet(t, http.DefaultClient, s.url+path)
 		require.Equal(t, http.StatusTooManyRequests, status, path)
 		require.Contains(t, body, "Too many sign-in attempts")
 	}
-	status, _, _ := get(t, http.DefaultClient, s.url+"/console/login")
+	status, _, _ := oidcGet(t, http.DefaultClient, s.url+"/console/login")
 	require.Equal(t, http.StatusOK, status, "the sign-in page is not an attempt")
 }
 
