@@ -1,7 +1,7 @@
 # Every target is one line and calls go. `make run` and `make test` are the two that matter.
 GO ?= go
 
-.PHONY: run test test-short test-prod build lint bench bench-prod bench-go temporal temporal-cli record-upgrade-data screenshot up down
+.PHONY: run test test-short test-prod build lint bench bench-prod bench-go temporal temporal-cli record-upgrade-data screenshot screenshots up down
 
 run: ## the whole stack on this machine (flags: make run ARGS="--ui --temporal-port 17233 --ui-port 18233")
 	$(GO) run ./cmd/chorus dev $(ARGS)
@@ -47,6 +47,9 @@ record-upgrade-data: temporal-cli ## record cmd/chorus/testdata/upgrade-<version
 
 screenshot: temporal ## docs/temporal-ui-workflows.png: the Temporal UI's workflow list with Chorus's columns, taken in headless Chromium (apt-get install -y chromium) on a stack of its own
 	$(GO) -C tools/screenshot run . --repo $(CURDIR) --out docs/temporal-ui-workflows.png
+
+screenshots: temporal ## docs/console/*.png: the console's main pages over a demo project, taken in headless Chromium (apt-get install -y chromium) by TestConsoleTour
+	CHORUS_SCREENSHOTS=$(CURDIR)/docs/console CHORUS_TEMPORAL_SERVER_BIN="$$($(GO) -C tools/server tool -n go.temporal.io/server/cmd/server)" $(GO) test -count=1 -run '^TestConsoleTour$$' ./console
 
 up: ## production-like stack with Docker Compose (needs Docker)
 	docker compose up -d --build

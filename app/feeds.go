@@ -57,3 +57,15 @@ func (a *App) ListActivity(ctx context.Context, r Request, q ActivityQuery, size
 	}
 	return a.Store.ListActivity(ctx, r.Who.Caller, q.ProjectUUID, q.TargetType, target, size, offset)
 }
+
+// UnreadNotifications counts the caller's unread notifications that ListNotifications would
+// show (docs/rules.md §4.16: those of projects the caller can still see), in one query.
+func (a *App) UnreadNotifications(ctx context.Context, r Request) (int, error) {
+	return a.Store.UnreadNotifications(ctx, r.Who.Caller)
+}
+
+// WaitingFor counts the proposals to review and tasks to verify in the projects where the caller
+// can decide them: editor or better (docs/rules.md §6.3, "Levels"); hidden projects count nothing.
+func (a *App) WaitingFor(ctx context.Context, r Request) (store.Waiting, error) {
+	return a.Store.WaitingFor(ctx, r.Who.Caller)
+}

@@ -10,15 +10,25 @@ import (
 // manage its members, an operator (the chorus project member commands) manages every project
 // of its company whatever its roles, and nobody takes the last admin role away.
 
-// Manager is who changes a project's members: an agent acting with its owner's access (Caller),
-// or an operator.
+// Manager is who changes a project's members and settings, or a company's agents and keys: an
+// agent acting with its owner's access (Caller), a person signed in to the console (Caller and
+// Person), or an operator.
 type Manager struct {
 	Caller   store.Caller
 	Operator bool
+	// Person is the signed-in person when the caller is one (their company role decides over
+	// agents and keys, docs/rules.md "People in the console"); nil for an agent or an operator.
+	Person *store.User
 }
 
-// Agent is the manager a request's caller is.
-func (r Request) Agent() Manager { return Manager{Caller: r.Who.Caller} }
+// Agent is the manager a request's caller is: the agent, or the person.
+func (r Request) Agent() Manager {
+	m := Manager{Caller: r.Who.Caller}
+	if r.Who.IsUser() {
+		m.Person = r.Who.Owner
+	}
+	return m
+}
 
 // Operator is an operator of the company as a manager.
 func Operator(companyUUID string) Manager {

@@ -106,6 +106,9 @@ func (a *App) MarkCriteria(ctx context.Context, r Request, in CriteriaMarks) (Ta
 }
 
 func (a *App) markCriteria(ctx context.Context, r Request, in CriteriaMarks, cmd workflows.Command[workflows.MarkCriteriaInput, workflows.TaskResult]) (TaskCriteria, error) {
+	if err := checkMarks(in.Marks); err != nil {
+		return TaskCriteria{}, err
+	}
 	if _, err := taskCommand(ctx, a, r, in.TaskUUID, cmd, workflows.MarkCriteriaInput{Actor: r.Who.Actor(), Marks: in.Marks}); err != nil {
 		return TaskCriteria{}, err
 	}

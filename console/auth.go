@@ -194,8 +194,5 @@ func (c *Console) request(ctx echo.Context) app.Request {
 	return app.Request{Who: p, RequestID: strings.TrimSpace(ctx.FormValue(requestIDField))}
 }
 
-// oidcEnabled reports whether the sign-in page offers OpenID Connect.
-func (c *Console) oidcEnabled() bool { return false }
-
 // ctxOf is the request's context.
 func ctxOf(ctx echo.Context) context.Context { return ctx.Request().Context() }

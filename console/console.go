@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -40,8 +41,14 @@ type Config struct {
 	// bursts of 10).
 	SignInRate  rate.Limit
 	SignInBurst int
+	// TrustedProxies are the reverse proxies in front of the console whose X-Forwarded-For is
+	// believed: a sign-in attempt through them counts against the client that header names.
+	// Without them, attempts count against the connection's peer (behind a proxy: all together).
+	TrustedProxies []*net.IPNet
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// OIDC, when set, offers sign-in through an OpenID Connect provider beside sign-in links.
+	OIDC *OIDCConfig
 }
 
 // Console serves the pages. Build it with New and mount it with Mount.
@@ -50,6 +57,9 @@ type Console struct {
 	app   *app.App
 	log   *slog.Logger
 	pages map[string]*template.Template
+	// client is the address a sign-in attempt counts against (Config.TrustedProxies).
+	client echo.IPExtractor
+	oidc   *oidcClient // nil without Config.OIDC
 }
 
 // New parses the templates and checks the configuration.
@@ -69,7 +79,20 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c := &Console{cfg: cfg, app: cfg.App, log: cfg.Log}
+	c := &Console{cfg: cfg, app: cfg.App, log: cfg.Log, client: echo.ExtractIPDirect()}
+	if len(cfg.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range cfg.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		c.client = echo.ExtractIPFromXFFHeader(trust...)
+	}
+	if cfg.OIDC != nil {
+		if err := cfg.OIDC.Validate(); err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		c.oidc = &oidcClient{cfg: *cfg.OIDC}
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -89,6 +112,7 @@ func (c *Console) Mount(e *echo.Echo) {
 	limit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 			Rate: c.cfg.SignInRate, Burst: c.cfg.SignInBurst, ExpiresIn: 10 * time.Minute}),
+		IdentifierExtractor: func(ctx echo.Context) (string, error) { return c.client(ctx.Request()), nil },
 		DenyHandler: func(ctx echo.Context, _ string, _ error) error {
 			ctx.Response().Header().Set("Retry-After", "60")
 			return c.signInPage(ctx, http.StatusTooManyRequests, "Too many sign-in attempts from here. Wait a minute, then try again.")
@@ -97,6 +121,8 @@ func (c *Console) Mount(e *echo.Echo) {
 	g.GET("/login", func(ctx echo.Context) error { return c.signInPage(ctx, http.StatusOK, "") })
 	g.GET("/login/link/:token", c.linkPage, limit)
 	g.POST("/login/link", c.consumeLink, limit)
+	g.GET("/login/oidc", c.oidcStart, limit)
+	g.GET("/login/oidc/callback", c.oidcCallback, limit)
 
 	in := g.Group("", c.requireSession)
 	in.POST("/logout", c.logout)

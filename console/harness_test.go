@@ -48,6 +48,9 @@ type stack struct {
 // stackOptions change a stack: the console's configuration beyond App and Log.
 type stackOptions struct {
 	console console.Config
+	// configure, when set, completes the console's configuration once the server's origin
+	// (http://127.0.0.1:port) is known, before the console is built.
+	configure func(origin string, cfg *console.Config)
 }
 
 func newStack(t testing.TB, dialect string) *stack { return startStack(t, dialect, stackOptions{}) }
@@ -76,16 +79,21 @@ func startStack(t testing.TB, dialect string, o stackOptions) *stack {
 
 	ep, err := mcp.NewEndpoint(&mcp.Deps{Store: s.st, Flows: flows, Log: log}, "test")
 	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(nil) // listens now: its origin is known before the console is built
+	t.Cleanup(srv.Close)
+	s.url = "http://" + srv.Listener.Addr().String()
 	cfg := o.console
 	cfg.App, cfg.Log = s.app, log
+	if o.configure != nil {
+		o.configure(s.url, &cfg)
+	}
 	s.con, err = console.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
 	ep.Mount(e)
 	s.con.Mount(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	s.url = srv.URL
+	srv.Config.Handler = e
+	srv.Start()
 	return s
 }
 

@@ -33,7 +33,9 @@ type page struct {
 	// Refresh reloads the page every so many seconds (a board that follows the agents' work);
 	// 0: never.
 	Refresh int
-	Data    any
+	// Unread counts the signed-in person's unread notifications, shown in the nav (set by render).
+	Unread int
+	Data   any
 }
 
 // funcs are the helpers the templates may call.
@@ -73,6 +75,8 @@ var funcs = template.FuncMap{
 	},
 	"add":   func(a, b int) int { return a + b },
 	"field": func(p page, name string) string { return p.Fields[name] },
+	// mentions shows a comment's text with its @-mention markup as @Name (inbox area).
+	"mentions": showMentions,
 }
 
 // parsePages parses every page template with the layout and the shared partials: page
@@ -111,6 +115,11 @@ func (c *Console) render(ctx echo.Context, status int, name string, p page) erro
 	}
 	if w := c.who(ctx); w != nil {
 		p.User, p.CSRF = w.user, w.csrf
+		n, err := c.app.UnreadNotifications(ctxOf(ctx), c.request(ctx))
+		if err != nil {
+			c.log.WarnContext(ctxOf(ctx), "console unread count", "err", err)
+		}
+		p.Unread = n
 	}
 	if p.Notice == "" {
 		p.Notice = c.takeNotice(ctx)

@@ -21,7 +21,7 @@ const recentOnCheckin = 5
 
 // Checkin records that the agent is active (lastActiveAt = now), takes up to five of its unread
 // notifications (newest first) and marks them read, and counts the unread ones left, all among
-// those of projects it can see (agentInbox). The
+// those of projects it can see (callerInbox). The
 // first check-in of an agent that has an owner leaves the owner an "agent_checkin"
 // notification. All of it happens in one transaction.
 func (s *Store) Checkin(ctx context.Context, c Caller) (*CheckinResult, error) {
@@ -66,7 +66,7 @@ func (s *Store) checkin(ctx context.Context, c Caller, write bool) (*CheckinResu
 				return err
 			}
 		}
-		err := s.agentInbox(tx, &res.Recent, c).Where("read_at IS NULL").
+		err := s.callerInbox(tx, &res.Recent, c).Where("read_at IS NULL").
 			Order("created_at DESC", "uuid DESC").Limit(recentOnCheckin).Scan(ctx)
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func (s *Store) checkin(ctx context.Context, c Caller, write bool) (*CheckinResu
 				return err
 			}
 		}
-		unread, err := s.agentInbox(tx, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
+		unread, err := s.callerInbox(tx, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
 		res.Unread = int(unread)
 		return err
 	})

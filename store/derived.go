@@ -208,11 +208,12 @@ func (s *Store) IdeaProgress(ctx context.Context, ideaUUID string) (IdeaProgress
 	return out, errors.New("the idea kept moving between projects while its progress was read")
 }
 
-// ideaSubtree reads the facts of an idea of the project and of all its descendants, a level at
-// a time (at most 64 levels, which also stops a corrupt cycle).
-func (s *Store) ideaSubtree(ctx context.Context, projectUUID, root string) ([]ideaFacts, error) {
+// ideaSubtree reads the facts of ideas of the project (roots) and of all their descendants, each
+// once, a level at a time (at most 64 levels, which also stops a corrupt cycle).
+func (s *Store) ideaSubtree(ctx context.Context, projectUUID string, roots ...string) ([]ideaFacts, error) {
 	var out []ideaFacts
-	frontier := []string{root}
+	seen := map[string]bool{}
+	frontier := roots
 	for depth := 0; len(frontier) > 0 && depth < 64; depth++ {
 		var level []ideaFacts
 		q := s.DB.NewSelect().Table("ideas").Column(ideaFactColumns...).Where("project_uuid = ?", projectUUID)
@@ -224,13 +225,29 @@ func (s *Store) ideaSubtree(ctx context.Context, projectUUID, root string) ([]id
 		if err := q.Scan(ctx, &level); err != nil {
 			return nil, err
 		}
-		out = append(out, level...)
-		frontier = frontier[:0]
+		frontier = nil
 		for _, i := range level {
-			frontier = append(frontier, i.UUID)
+			if !seen[i.UUID] {
+				seen[i.UUID] = true
+				out = append(out, i)
+				frontier = append(frontier, i.UUID)
+			}
 		}
 	}
 	return out, nil
+}
+
+// DeriveStatusesOf computes the derived status (docs/rules.md §5.1) of the given ideas of a
+// project, reading only them and their descendants (a theme's roll-up), not the whole project.
+func (s *Store) DeriveStatusesOf(ctx context.Context, projectUUID string, ideaUUIDs []string) (map[string]Derived, error) {
+	if len(ideaUUIDs) == 0 {
+		return map[string]Derived{}, nil
+	}
+	subtree, err := s.ideaSubtree(ctx, projectUUID, ideaUUIDs...)
+	if err != nil {
+		return nil, err
+	}
+	return deriveFrom(ctx, s.DB, []string{projectUUID}, subtree)
 }
 
 // IdeaParent is an idea's parent: "" when it has none or no longer exists.

@@ -28,11 +28,13 @@ type NotificationPage struct {
 	Unread int
 }
 
-// agentInbox selects the notifications addressed to the calling agent that are not archived and
+// callerInbox selects the notifications addressed to the caller that are not archived and
 // whose project the caller can still see (docs/rules.md §4.16): one of a project it lost access
-// to, or of a project deleted since, is neither shown nor counted nor marked.
-func (s *Store) agentInbox(db bun.IDB, model any, c Caller) *bun.SelectQuery {
-	return db.NewSelect().Model(model).Where("recipient_type = 'agent'").Where("recipient_uuid = ?", c.AgentUUID).
+// to, or of a project deleted since, is neither shown nor counted nor marked. An agent's are
+// those with recipient type "agent"; a person's in the console (Caller.Kind "user", AgentUUID
+// the user's uuid) those with recipient type "user", such as an agent's @-mention of them (§7.3).
+func (s *Store) callerInbox(db bun.IDB, model any, c Caller) *bun.SelectQuery {
+	return db.NewSelect().Model(model).Where("recipient_type = ?", c.Kind()).Where("recipient_uuid = ?", c.AgentUUID).
 		Where("archived_at IS NULL").Where("(project_uuid IS NULL OR project_uuid IN (?))", s.visibleProjectIDs(c))
 }
 
@@ -42,12 +44,12 @@ func (s *Store) ListNotifications(ctx context.Context, c Caller, f NotificationF
 	var out NotificationPage
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = NotificationPage{}
-		unread, err := s.agentInbox(tx, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
+		unread, err := s.callerInbox(tx, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
 		if err != nil {
 			return err
 		}
 		out.Unread = int(unread)
-		q := s.agentInbox(tx, &out.Rows, c)
+		q := s.callerInbox(tx, &out.Rows, c)
 		switch f.Status {
 		case "read":
 			q = q.Where("read_at IS NOT NULL")
@@ -92,7 +94,7 @@ func (s *Store) MarkNotificationRead(ctx context.Context, c Caller, uuid string)
 		return 0, NotFound("Notification")
 	}
 	var n Notification
-	if err := s.agentInbox(s.DB, &n, c).Where("uuid = ?", uuid).Scan(ctx); err != nil {
+	if err := s.callerInbox(s.DB, &n, c).Where("uuid = ?", uuid).Scan(ctx); err != nil {
 		return 0, mapErr(err, "Notification")
 	}
 	now := Now()
@@ -109,12 +111,19 @@ func (s *Store) MarkNotificationRead(ctx context.Context, c Caller, uuid string)
 func (s *Store) MarkAllNotificationsRead(ctx context.Context, c Caller) (int, error) {
 	now := Now()
 	res, err := s.DB.NewUpdate().Model((*Notification)(nil)).Set("read_at = ?", now).Set("updated_at = ?", now).
-		Where("uuid IN (?)", s.agentInbox(s.DB, (*Notification)(nil), c).Column("uuid").Where("read_at IS NULL")).Exec(ctx)
+		Where("uuid IN (?)", s.callerInbox(s.DB, (*Notification)(nil), c).Column("uuid").Where("read_at IS NULL")).Exec(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
+}
+
+// UnreadNotifications counts the caller's unread notifications (the ones ListNotifications
+// counts as Unread), in one query: the console's nav shows it on every page.
+func (s *Store) UnreadNotifications(ctx context.Context, c Caller) (int, error) {
+	n, err := s.callerInbox(s.DB, (*Notification)(nil), c).Where("read_at IS NULL").Count(ctx)
+	return int(n), err
 }
 
 // ListActivity returns a page of a project's activities, or of one entity's when targetUUID is

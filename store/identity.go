@@ -288,6 +288,9 @@ func (s *Store) EnsureUser(ctx context.Context, companyUUID, email, name string)
 // NewAgent is what CreateAgent needs. Roles must be canonical preset names and Permissions
 // canonical "resource:action" strings (see package perm).
 type NewAgent struct {
+	// UUID is the new agent's uuid; "" makes a random one (a use case derives it from the
+	// caller's requestId, so a retried create names the same agent).
+	UUID        string
 	CompanyUUID string
 	Name        string
 	Roles       []string
@@ -309,7 +312,10 @@ func (s *Store) CreateAgent(ctx context.Context, n NewAgent) (*Agent, string, er
 		n.Permissions = []string{}
 	}
 	now := Now()
-	a := Agent{UUID: NewUUID(), CompanyUUID: n.CompanyUUID, Name: strings.TrimSpace(n.Name), Roles: n.Roles,
+	if n.UUID == "" {
+		n.UUID = NewUUID()
+	}
+	a := Agent{UUID: n.UUID, CompanyUUID: n.CompanyUUID, Name: strings.TrimSpace(n.Name), Roles: n.Roles,
 		Permissions: n.Permissions, OwnerUUID: n.OwnerUUID, Persona: n.Persona, CreatedAt: now, UpdatedAt: now}
 	plaintext := GenerateKey()
 	key := newKeyRow(a, plaintext, "", nil, now)
@@ -336,9 +342,16 @@ type AgentListing struct {
 // ListAgents lists the company's agents, oldest first, with their owner's email and the number
 // of keys that are neither revoked nor expired.
 func (s *Store) ListAgents(ctx context.Context, companyUUID string) ([]AgentListing, error) {
+	rows, _, err := s.ListAgentsOf(ctx, companyUUID, "", 0, 0)
+	return rows, err
+}
+
+// ListAgentsOf lists one page of the company's agents (ownerUUID "": all of them; else the
+// ones that user owns), oldest first, like ListAgents, and their total. limit 0: no limit.
+func (s *Store) ListAgentsOf(ctx context.Context, companyUUID, ownerUUID string, limit, offset int) ([]AgentListing, int, error) {
 	var rows []AgentListing
 	now := Now()
-	err := s.DB.NewSelect().Model(&rows).
+	q := s.DB.NewSelect().Model(&rows).
 		ModelTableExpr("agents AS agent").
 		ColumnExpr("agent.*").
 		ColumnExpr("u.email AS owner_email").
@@ -346,9 +359,15 @@ func (s *Store) ListAgents(ctx context.Context, companyUUID string) ([]AgentList
 			"AND (k.expires_at IS NULL OR k.expires_at > ?)) AS active_keys", now).
 		Join("LEFT JOIN users AS u ON u.uuid = agent.owner_uuid").
 		Where("agent.company_uuid = ?", companyUUID).
-		Order("agent.created_at ASC").
-		Scan(ctx)
-	return rows, err
+		Order("agent.created_at ASC", "agent.uuid ASC")
+	if ownerUUID != "" {
+		q = q.Where("agent.owner_uuid = ?", ownerUUID)
+	}
+	if limit > 0 {
+		q = q.Limit(int64(limit)).Offset(int64(offset))
+	}
+	total, err := q.ScanAndCount(ctx)
+	return rows, int(total), err
 }
 
 // GetAgent returns one agent of the company.
@@ -372,6 +391,8 @@ func (s *Store) CreateKey(ctx context.Context, companyUUID, agentUUID, name stri
 
 // NewKey is what CreateKeyWith needs besides the agent.
 type NewKey struct {
+	// UUID is the key's uuid; "" makes a random one (see NewAgent.UUID).
+	UUID      string
 	Name      string
 	ExpiresAt *time.Time
 	// ReadOnly makes a key that calls only tools that change nothing (docs/rules.md §3.3).
@@ -387,6 +408,9 @@ func (s *Store) CreateKeyWith(ctx context.Context, companyUUID, agentUUID string
 	plaintext := GenerateKey()
 	k := newKeyRow(*a, plaintext, n.Name, n.ExpiresAt, Now())
 	k.ReadOnly = n.ReadOnly
+	if n.UUID != "" {
+		k.UUID = n.UUID
+	}
 	if _, err := s.DB.NewInsert().Model(&k).Exec(ctx); err != nil {
 		return nil, "", mapErr(err, "API key")
 	}
@@ -396,9 +420,27 @@ func (s *Store) CreateKeyWith(ctx context.Context, companyUUID, agentUUID string
 // ErrAmbiguousKey: a prefix given to RevokeKey matches more than one key.
 var ErrAmbiguousKey = errors.New("more than one key starts with that prefix; give the key's uuid instead")
 
-// RevokeKey revokes the company's key named by ref: its uuid, its display prefix (or any longer
-// start of the key), or the whole plaintext key. Revoking a revoked key changes nothing.
+// RevokeKey revokes the company's key named by ref (see KeyByRef). Revoking a revoked key
+// changes nothing.
 func (s *Store) RevokeKey(ctx context.Context, companyUUID, ref string) (*APIKey, error) {
+	k, err := s.KeyByRef(ctx, companyUUID, ref)
+	if err != nil {
+		return nil, err
+	}
+	if k.RevokedAt == nil {
+		now := Now()
+		k.RevokedAt = &now
+		if _, err := s.DB.NewUpdate().Model(k).Column("revoked_at").WherePK().Exec(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// KeyByRef finds the company's key named by ref: its uuid, its display prefix (or any longer
+// start of the key), or the whole plaintext key. None is "API key not found"; a prefix of
+// several keys is ErrAmbiguousKey.
+func (s *Store) KeyByRef(ctx context.Context, companyUUID, ref string) (*APIKey, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return nil, NotFound("API key")
@@ -431,18 +473,9 @@ func (s *Store) RevokeKey(ctx context.Context, companyUUID, ref string) (*APIKey
 	case 0:
 		return nil, NotFound("API key")
 	case 1:
-	default:
-		return nil, ErrAmbiguousKey
+		return &keys[0], nil
 	}
-	k := keys[0]
-	if k.RevokedAt == nil {
-		now := Now()
-		k.RevokedAt = &now
-		if _, err := s.DB.NewUpdate().Model(&k).Column("revoked_at").WherePK().Exec(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return &k, nil
+	return nil, ErrAmbiguousKey
 }
 
 // KeyListing is one row of ListKeys.

@@ -198,3 +198,9 @@ func mentionSnippet(text string) string {
 	}
 	return plain
 }
+
+// MentionSpans are the byte offsets of every mention markup in text, for display: per match,
+// [start, end, nameStart, nameEnd, typeStart, typeEnd, uuidStart, uuidEnd] (the syntax of
+// docs/rules.md §7.3, the same ParseMentions reads; unlike it, repeats and those past the tenth
+// are included).
+func MentionSpans(text string) [][]int { return mentionMarkup.FindAllStringSubmatchIndex(text, -1) }

@@ -329,3 +329,34 @@ func (s *Store) LoadIdeaFacts(ctx context.Context, companyUUID string, uuids []s
 	}
 	return out, nil
 }
+
+// PendingProposals returns a page of the company's pending proposals (docs/rules.md §2.3: waiting
+// for review) in the projects the caller can see (§6.3), newest first, the total, and the names of
+// the page's projects by uuid. The console's review queue reads it.
+func (s *Store) PendingProposals(ctx context.Context, c Caller, limit, offset int) ([]Proposal, map[string]string, int, error) {
+	var rows []Proposal
+	total, err := s.DB.NewSelect().Model(&rows).Where("company_uuid = ?", c.CompanyUUID).
+		Where("status = ?", vocab.ProposalPending).Where("project_uuid IN (?)", s.visibleProjectIDs(c)).
+		Order("created_at DESC", "uuid DESC").Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	names := map[string]string{}
+	var ids []string
+	for _, p := range rows {
+		if _, ok := names[p.ProjectUUID]; !ok {
+			names[p.ProjectUUID] = ""
+			ids = append(ids, p.ProjectUUID)
+		}
+	}
+	if len(ids) > 0 {
+		var projects []Project
+		if err := s.DB.NewSelect().Model(&projects).Column("uuid", "name").Where("uuid IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+			return nil, nil, 0, err
+		}
+		for _, p := range projects {
+			names[p.UUID] = p.Name
+		}
+	}
+	return rows, names, int(total), nil
+}

@@ -345,3 +345,37 @@ func bootProject(t *testing.T, st *store.Store) (*store.BootstrapResult, *store.
 	require.NoError(t, err)
 	return b, p
 }
+
+// ListAgentsOf pages the company's agents, or one owner's, with the total; an agent and a key
+// take the uuid they are given.
+func TestListAgentsOfPagesAndOwners(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		b, err := st.EnsureBootstrap(ctx, boot)
+		require.NoError(t, err)
+		ann, err := st.CreateUser(ctx, b.Company.UUID, "ann@example.com", "Ann", store.RoleMember)
+		require.NoError(t, err)
+		id := store.NewUUID()
+		a, _, err := st.CreateAgent(ctx, store.NewAgent{UUID: id, CompanyUUID: b.Company.UUID, Name: "ann's", OwnerUUID: &ann.UUID})
+		require.NoError(t, err)
+		require.Equal(t, id, a.UUID)
+		_, _, err = st.CreateAgent(ctx, store.NewAgent{UUID: id, CompanyUUID: b.Company.UUID, Name: "twin"})
+		require.ErrorIs(t, err, store.ErrConflict, "a uuid names one agent")
+		kid := store.NewUUID()
+		k, _, err := st.CreateKeyWith(ctx, b.Company.UUID, id, store.NewKey{UUID: kid})
+		require.NoError(t, err)
+		require.Equal(t, kid, k.UUID)
+
+		page, total, err := st.ListAgentsOf(ctx, b.Company.UUID, "", 1, 1)
+		require.NoError(t, err)
+		require.Equal(t, 2, total)
+		require.Len(t, page, 1)
+		require.Equal(t, id, page[0].UUID, "oldest first: the bootstrap agent, then Ann's")
+		require.Equal(t, 2, page[0].ActiveKeys)
+		mine, total, err := st.ListAgentsOf(ctx, b.Company.UUID, ann.UUID, 50, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, total)
+		require.Len(t, mine, 1)
+		require.Equal(t, "ann@example.com", *mine[0].OwnerEmail)
+	})
+}

@@ -272,7 +272,9 @@ func (s IdeaState) checkValidate(in IdeaCommand) error {
 	if err := s.exists(); err != nil {
 		return err
 	}
-	if !s.isAssignee(in.Actor, false) {
+	// A person (actor type "user") who edits the project resolves whoever holds the idea: the
+	// console's "Resolve elaboration" (docs/rules.md §2.2); the use case checked their access.
+	if in.Actor.Type != "user" && !s.isAssignee(in.Actor, false) {
 		return Refuse(KindForbidden, resolveErrPrefix+"Only the assigned agent can resolve elaboration")
 	}
 	if len(s.Rounds) == 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
 )
@@ -82,14 +83,11 @@ The agent acts with its owner's project access: by default the company owner; --
 			if err != nil {
 				return err
 			}
-			n := store.NewAgent{CompanyUUID: company.UUID, Name: o.name, Roles: roles, Permissions: custom}
+			n := app.NewAgent{Name: o.name, Presets: roles, Permissions: custom, Persona: o.persona}
 			if owner != nil {
 				n.OwnerUUID = &owner.UUID
 			}
-			if o.persona != "" {
-				n.Persona = &o.persona
-			}
-			a, key, err := st.CreateAgent(ctx, n)
+			a, key, _, err := members(st).CreateAgent(ctx, operator(company.UUID), n)
 			if err != nil {
 				return err
 			}
@@ -166,7 +164,7 @@ func newAgentListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			agents, err := st.ListAgents(ctx, company.UUID)
+			agents, _, err := members(st).ListAgents(ctx, operator(company.UUID), 0, 0)
 			if err != nil {
 				return err
 			}
@@ -225,7 +223,8 @@ agent's permissions and whatever its connection selects (docs/rules.md §3.3).`,
 				t := time.Now().Add(expiresIn).UTC()
 				exp = &t
 			}
-			k, key, err := st.CreateKeyWith(ctx, company.UUID, agentUUID, store.NewKey{Name: name, ExpiresAt: exp, ReadOnly: readOnly})
+			k, key, err := members(st).IssueKey(ctx, operator(company.UUID), agentUUID,
+				store.NewKey{Name: name, ExpiresAt: exp, ReadOnly: readOnly})
 			if err != nil {
 				return err
 			}
@@ -265,7 +264,7 @@ func newKeyRevokeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			k, err := st.RevokeKey(ctx, company.UUID, args[0])
+			k, err := members(st).RevokeKey(ctx, operator(company.UUID), args[0])
 			if err != nil {
 				return err
 			}

@@ -145,6 +145,10 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	if err := devserver.WriteAddressFile(g.dataDir, cfg.temporal.address, cfg.temporal.namespace); err != nil {
 		return err
 	}
+	origin := strings.TrimSuffix(consoleURL(o.addr), console.Path)
+	if err := os.WriteFile(filepath.Join(g.dataDir, consoleOriginFile), []byte(origin+"\n"), 0o600); err != nil {
+		return err
+	}
 	// A key is printed once, to a terminal, when chorus dev made it: never one the operator chose
 	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
 	showKey := boot.Created && chosenKey == "" && isTerminal(out)

@@ -230,8 +230,8 @@ applies to claims made after it; claims already held keep the lease they were gi
 leases off for later claims.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if seconds < 0 || seconds > maxClaimTTLSeconds {
-				return fmt.Errorf("--seconds must be between 0 and %d (30 days), got %d", maxClaimTTLSeconds, seconds)
+			if seconds < 0 || seconds > app.MaxClaimTTLSeconds {
+				return fmt.Errorf("--seconds must be between 0 and %d (30 days), got %d", app.MaxClaimTTLSeconds, seconds)
 			}
 			ctx := cmd.Context()
 			st, company, err := g.openCompany(ctx)
@@ -243,14 +243,10 @@ leases off for later claims.`,
 			if err != nil {
 				return err
 			}
-			var ttl *int64
-			if seconds > 0 {
-				ttl = &seconds
-			}
-			if err := st.SetProjectClaimTTL(ctx, company.UUID, p.UUID, ttl); err != nil {
+			if _, err := members(st).SetProjectClaimTTL(ctx, operator(company.UUID), p.UUID, seconds); err != nil {
 				return err
 			}
-			if ttl == nil {
+			if seconds == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "Claims made on project %q from now on do not lapse\n", p.Name)
 				return nil
 			}
@@ -263,9 +259,6 @@ leases off for later claims.`,
 	_ = cmd.MarkFlagRequired("seconds")
 	return cmd
 }
-
-// maxClaimTTLSeconds is the longest claim time to live (docs/rules.md §5.10): 30 days.
-const maxClaimTTLSeconds = 30 * 24 * 3600
 
 // ---- chorus agent update ----
 

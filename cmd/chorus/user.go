@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -114,7 +117,10 @@ func newUserLoginLinkCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			link, err := loginLink(cmd, st, u, base, ttl)
+			if base == "" {
+				base = defaultConsoleOrigin(g.dataDir)
+			}
+			link, err := loginLink(ctx, st, u, base, ttl)
 			if err != nil {
 				return err
 			}
@@ -123,24 +129,34 @@ func newUserLoginLinkCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&base, "console-url", envOr("CHORUS_CONSOLE_URL", ""),
-		"where people reach the console, e.g. https://chorus.example.com (default: the origin of CHORUS_URL, else "+
-			"http://127.0.0.1:8637; env CHORUS_CONSOLE_URL)")
+		"where people reach the console, e.g. https://chorus.example.com (default: the origin of CHORUS_URL, else the "+
+			"address chorus dev last served on, else http://127.0.0.1:8637; env CHORUS_CONSOLE_URL)")
 	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the link stays usable")
 	return cmd
 }
 
-// loginLink makes a sign-in link for u at the console under base (an origin; "" derives it).
-func loginLink(cmd *cobra.Command, st *store.Store, u *store.User, base string, ttl time.Duration) (string, error) {
-	if base == "" {
-		base = "http://127.0.0.1:8637"
-		if mcpURL, err := url.Parse(envOr("CHORUS_URL", "")); err == nil && mcpURL.Host != "" {
-			base = mcpURL.Scheme + "://" + mcpURL.Host
-		}
+// consoleOriginFile is where chorus dev notes the origin it serves the console on, for
+// chorus user login-link.
+const consoleOriginFile = "console.origin"
+
+// defaultConsoleOrigin is the console's origin when --console-url is not given: the origin of
+// CHORUS_URL, else what chorus dev noted in dataDir, else the default address.
+func defaultConsoleOrigin(dataDir string) string {
+	if mcpURL, err := url.Parse(envOr("CHORUS_URL", "")); err == nil && mcpURL.Host != "" {
+		return mcpURL.Scheme + "://" + mcpURL.Host
 	}
+	if b, err := os.ReadFile(filepath.Join(dataDir, consoleOriginFile)); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "http://127.0.0.1:8637"
+}
+
+// loginLink makes a sign-in link for u at the console under base, an http(s) origin.
+func loginLink(ctx context.Context, st *store.Store, u *store.User, base string, ttl time.Duration) (string, error) {
 	if p, err := url.Parse(base); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 		return "", fmt.Errorf("--console-url %q must be an http(s) origin such as https://chorus.example.com", base)
 	}
-	token, err := st.CreateLoginLink(cmd.Context(), u, ttl)
+	token, err := st.CreateLoginLink(ctx, u, ttl)
 	if err != nil {
 		return "", err
 	}
