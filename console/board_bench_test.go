@@ -32,7 +32,9 @@ const benchBoardTasksEnv = "CHORUS_BENCH_TASKS"
 // iteration, with no network between. It reports the p50 and p99 in ms, and the process's CPU
 // time per request (cpu-ms/op, which a busy machine does not inflate). Cases: the whole board;
 // the board filtered by an idea whose proposal holds half the tasks; a deep page of the open
-// column; the idea's dependency graph (its first app.GraphTaskLimit tasks). On sqlite always, on
+// column; the idea's dependency graph (its first app.GraphTaskLimit tasks); the idea tracker
+// (ideas.go) and the review page of the approved proposal that holds 5,000 of the tasks
+// (review.go), the other two pages issue 22 bounds. On sqlite always, on
 // PostgreSQL when CHORUS_TEST_PG_DSN is set.
 func BenchmarkBoardRender(b *testing.B) {
 	n := 10000
@@ -51,6 +53,8 @@ func BenchmarkBoardRender(b *testing.B) {
 				{"board-idea", "/console/projects/" + w.project + "?idea=" + w.idea},
 				{"board-deep-page", "/console/projects/" + w.project + "?status=open&page=40"},
 				{"idea-graph", "/console/ideas/" + w.idea + "/graph"},
+				{"idea-tracker", "/console/projects/" + w.project + "/ideas"},
+				{"proposal-review", "/console/proposals/" + w.proposal},
 			} {
 				b.Run(c.name, func(b *testing.B) { w.measure(b, c.path) })
 			}
@@ -60,11 +64,12 @@ func BenchmarkBoardRender(b *testing.B) {
 
 // boardBench is a console over a store seeded with one big project, and a signed-in session.
 type boardBench struct {
-	handler http.Handler
-	st      *store.Store
-	cookie  *http.Cookie
-	project string
-	idea    string
+	handler  http.Handler
+	st       *store.Store
+	cookie   *http.Cookie
+	project  string
+	idea     string
+	proposal string
 }
 
 // measure GETs path b.N times and reports the latencies' p50 and p99.
@@ -133,7 +138,7 @@ func seedBoardBench(b *testing.B, dialect string, n int) *boardBench {
 			ofIdea = append(ofIdea, id)
 		}
 	}
-	idea := seedIdeaTasks(b, st, boot.Company.UUID, p.UUID, boot.Agent.UUID, ofIdea)
+	idea, proposal := seedIdeaTasks(b, st, boot.Company.UUID, p.UUID, boot.Agent.UUID, ofIdea)
 	for status, rows := range map[string][]string{"in_progress": inProgress, "to_verify": toVerify} {
 		_, err = st.DB.NewUpdate().Table("tasks").Set("status = ?", status).Set("assignee_type = 'agent'").
 			Set("assignee_uuid = ?", boot.Agent.UUID).Where("uuid IN (?)", bun.List(rows)).Exec(ctx)
@@ -156,13 +161,13 @@ func seedBoardBench(b *testing.B, dialect string, n int) *boardBench {
 	b.Cleanup(srv.Close)
 	s := &stack{t: b, st: st, url: srv.URL, company: boot.Company.UUID, admin: &boot.Owner}
 	_, session := s.httpSignIn(s.admin)
-	return &boardBench{handler: e, st: st, cookie: session, project: p.UUID, idea: idea}
+	return &boardBench{handler: e, st: st, cookie: session, project: p.UUID, idea: idea, proposal: proposal}
 }
 
 // seedIdeaTasks writes an idea and an approved proposal built on it straight into the tables
 // (no workflow: only for a project no command touches, see store.ReadSeed), makes tasks that
-// proposal's tasks and returns the idea's uuid.
-func seedIdeaTasks(t testing.TB, st *store.Store, company, project, agent string, tasks []string) string {
+// proposal's tasks and returns the idea's and the proposal's uuids.
+func seedIdeaTasks(t testing.TB, st *store.Store, company, project, agent string, tasks []string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	now := store.Now()
@@ -181,7 +186,7 @@ func seedIdeaTasks(t testing.TB, st *store.Store, company, project, agent string
 			Where("uuid IN (?)", bun.List(tasks[from:min(from+500, len(tasks))])).Exec(ctx)
 		benchMust(t, err)
 	}
-	return idea.UUID
+	return idea.UUID, proposal.UUID
 }
 
 // cpuTime is the CPU time (user and system) the process has used.

@@ -252,7 +252,7 @@ func TestBoardGraphLimit(t *testing.T) {
 	tasks, err := s.st.SeedReadTasks(ctx, store.ReadSeed{CompanyUUID: s.company, ProjectUUID: project,
 		CreatedByUUID: agents[0].UUID, Count: 260})
 	require.NoError(t, err)
-	idea := seedIdeaTasks(t, s.st, s.company, project, agents[0].UUID, tasks[:250])
+	idea, _ := seedIdeaTasks(t, s.st, s.company, project, agents[0].UUID, tasks[:250])
 
 	c, _ := s.httpSignIn(s.admin)
 	res, err := c.Get(s.url + "/console/ideas/" + idea + "/graph")
