@@ -133,6 +133,12 @@ func TestBoardFollowsTheAgents(t *testing.T) {
 	require.Equal(t, 2, eval[int](b, `document.querySelectorAll("svg .g-edge.g-blocking").length`), "both still block")
 	require.Equal(t, 1, eval[int](b, `document.querySelectorAll("svg .g-in_progress").length`), "colored by status")
 
+	// A card leads to its task's page.
+	b.open("/console/projects/" + w.project)
+	b.click(`.task-card[data-task="` + w.build + `"] .card-title`)
+	require.Contains(t, b.location(), "/console/tasks/"+w.build)
+	b.waitText("Build the API")
+
 	b.open("/console/projects/" + w.project + "?idea=" + w.otherIdea)
 	b.waitText("No task comes from this idea yet")
 	require.Empty(t, boardColumns(b))
