@@ -74,8 +74,24 @@ func (n *Namer) Ref(ctx context.Context, typ string, uuid *string) *ActorRef {
 		r.Name, ok = n.agents[*uuid]
 	}
 	if !ok {
-		// An agent id may also be a user id in older rows: try the other table before giving up.
-		r.Name = "Unknown"
+		// A column that names its actor without a type (reviewed_by_uuid, assigned_by_uuid) may
+		// hold a person's uuid (a decision taken in the console): try the other table before
+		// giving up, and say which it was.
+		other := "user"
+		if typ == "user" {
+			other = "agent"
+		}
+		n.Prefetch(ctx, ActorRef{Type: other, UUID: *uuid})
+		if other == "user" {
+			r.Name, ok = n.users[*uuid]
+		} else {
+			r.Name, ok = n.agents[*uuid]
+		}
+		if ok {
+			r.Type = other
+		} else {
+			r.Name = "Unknown"
+		}
 	}
 	return &r
 }

@@ -64,3 +64,23 @@ func consoleSignInRows(t *testing.T, st *store.Store) {
 		require.ErrorIs(t, err, store.ErrNoSession, "an expired session does not sign in")
 	}
 }
+
+// A column that names its actor without a type may hold a person's uuid: the namer finds them
+// as a user instead of an unknown agent (an approval taken in the console, read over MCP).
+func TestNamerFindsAPersonWhereAnAgentWasExpected(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			st := storetest.Open(t, d)
+			ctx := context.Background()
+			boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Ada Admin",
+				OwnerEmail: "ada@example.com", AgentName: "Admin Agent"})
+			require.NoError(t, err)
+			ref := st.NewNamer().Ref(ctx, "agent", &boot.Owner.UUID)
+			require.Equal(t, &store.ActorRef{Type: "user", UUID: boot.Owner.UUID, Name: "Ada Admin"}, ref)
+			ref = st.NewNamer().Ref(ctx, "agent", &boot.Agent.UUID)
+			require.Equal(t, &store.ActorRef{Type: "agent", UUID: boot.Agent.UUID, Name: "Admin Agent"}, ref)
+			missing := store.NewUUID()
+			require.Equal(t, "Unknown", st.NewNamer().Ref(ctx, "agent", &missing).Name)
+		})
+	}
+}
