@@ -93,3 +93,15 @@ func (s *stack) httpSignIn(u *store.User) (*http.Client, *http.Cookie) {
 	s.t.Fatal("no session cookie after sign-in")
 	return nil, nil
 }
+
+// An unknown console address answers a console page (404) saying so, not the server's JSON.
+func TestUnknownConsolePathIsAPage(t *testing.T) {
+	s := newStack(t, "sqlite")
+	c, _ := s.httpSignIn(s.admin)
+	res, err := c.Get(s.url + "/console/no-such-page")
+	require.NoError(t, err)
+	body := readAll(t, res)
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
+	require.Contains(t, res.Header.Get("Content-Type"), "text/html")
+	require.Contains(t, body, "The console has no page at /console/no-such-page.")
+}

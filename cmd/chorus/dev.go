@@ -153,7 +153,10 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 	// (they have it), never into a file or a supervisor's log (it is in keyPath, mode 600).
 	showKey := boot.Created && chosenKey == "" && isTerminal(out)
 	// A sign-in link is a credential too: printed only to a terminal, and good once, for an hour.
-	signIn := "chorus user login-link " + deref(boot.Owner.Email)
+	signIn := "go run ./cmd/chorus user login-link " + deref(boot.Owner.Email)
+	if g.dataDir != ".chorus" {
+		signIn = "go run ./cmd/chorus --data-dir " + g.dataDir + " user login-link " + deref(boot.Owner.Email)
+	}
 	if isTerminal(out) {
 		if signIn, err = st.CreateLoginLink(ctx, &boot.Owner, time.Hour); err != nil {
 			return err
@@ -267,7 +270,7 @@ func printBanner(out io.Writer, dataDir, addr, uiURL, keyPath string, boot *stor
 	fmt.Fprintf(&b, "  Console:       %s/\n", consoleURL(addr))
 	fmt.Fprintf(&b, "  Sign in:       %s\n", signIn)
 	fmt.Fprintf(&b, "                 (as %s, the company admin; a link works once, for an hour; more with "+
-		"chorus user login-link)\n", deref(boot.Owner.Email))
+		"go run ./cmd/chorus user login-link)\n", deref(boot.Owner.Email))
 	if uiURL != "" {
 		fmt.Fprintf(&b, "  Temporal UI:   %s\n", uiURL)
 	}
