@@ -178,17 +178,20 @@ type GateFilter struct {
 	Limit       int
 }
 
-// ListGateRequests lists the company's gate requests in the projects given (nil: none), newest
-// first.
-func (s *Store) ListGateRequests(ctx context.Context, companyUUID string, projects []string, f GateFilter) ([]GateRequest, error) {
+// ListGateRequests lists the gate requests of the company's projects the caller can see
+// (docs/rules.md §6.3; every project of the company for an operator), newest first.
+func (s *Store) ListGateRequests(ctx context.Context, c Caller, operator bool, f GateFilter) ([]GateRequest, error) {
 	out := []GateRequest{}
-	if len(projects) == 0 {
-		return out, nil
-	}
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	q := s.DB.NewSelect().Model(&out).Where("company_uuid = ?", companyUUID).Where("project_uuid IN (?)", bun.List(projects))
+	q := s.DB.NewSelect().Model(&out).Where("company_uuid = ?", c.CompanyUUID)
+	if !operator {
+		q = q.Where("project_uuid IN (?)", s.visibleProjectIDs(c))
+	}
+	if f.ProjectUUID != "" {
+		q = q.Where("project_uuid = ?", f.ProjectUUID)
+	}
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}
