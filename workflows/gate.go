@@ -68,8 +68,10 @@ func (k *gateKeeper) request(ctx workflow.Context, in RequestGateInput) (GateRes
 		return r, nil
 	}
 	s, at := k.subject(), stamp(ctx)
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID
-	g := GateState{UUID: DerivedUUID(id, "gate", workflow.GetCurrentUpdateInfo(ctx).ID), Command: in.Command, Input: in.Input,
+	// From the entity, not the run's workflow id (a replayer names the run otherwise): decide_gate
+	// finds the gate by this uuid.
+	g := GateState{UUID: DerivedUUID(vocab.WorkflowID(s.Entity, s.UUID), "gate", workflow.GetCurrentUpdateInfo(ctx).ID),
+		Command: in.Command, Input: in.Input,
 		RequestedBy: in.Actor, RequestedAt: at, Status: vocab.GateAwaiting}
 	if in.ExpireAfter > 0 {
 		g.ExpiresAt = ptr(at.Add(in.ExpireAfter))
