@@ -99,9 +99,14 @@ func (k *gateKeeper) request(ctx workflow.Context, in RequestGateInput) (GateRes
 // decide applies or refuses an awaiting gate. Approving runs the command's rules again on the
 // state now and carries it out with the person as its actor; a command that no longer applies
 // ends the gate refused with its refusal. A failure that is no refusal (the command could not be
-// saved) leaves the gate awaiting and fails the decision.
+// saved) leaves the gate awaiting and fails the decision. A gate whose time has run out ends
+// expired, whatever the decision.
 func (k *gateKeeper) decide(ctx workflow.Context, in DecideGateInput) (GateResult, error) {
 	g := (*k.gates())[findGate(*k.gates(), in.GateUUID)]
+	if g.ExpiresAt != nil && !stamp(ctx).Before(*g.ExpiresAt) {
+		// Its time ran out before the decision reached it (the timer had not fired yet).
+		return k.settle(ctx, g.UUID, vocab.GateExpired, nil, "", nil)
+	}
 	status, note := vocab.GateRefused, in.Note
 	if in.Approve {
 		err := k.check(g.Command, g.Input)
@@ -139,6 +144,7 @@ func (k *gateKeeper) settle(ctx workflow.Context, uuid, status string, by *Party
 		return GateResult{}, fmt.Errorf("could not record the gate's outcome: %w", err)
 	}
 	g.Status, g.DecidedBy, g.DecidedAt, g.Note = status, by, &at, note
+	g.Input = nil // a decided gate keeps no input: the state stays small
 	*k.gates() = keepDecided(slices.Clone(*k.gates()), g)
 	return g.result(), nil
 }
