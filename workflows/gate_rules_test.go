@@ -1,11 +1,19 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/chorus-dev/chorus/activities"
 
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/vocab"
@@ -60,4 +68,54 @@ func TestKeepDecidedBoundsTheDecidedGates(t *testing.T) {
 	require.Equal(t, "y", out[len(out)-1].UUID)
 	require.Equal(t, vocab.GateApplied, out[len(out)-2].Status)
 	require.Equal(t, string(rune('a'+4)), out[0].UUID)
+}
+
+// An awaiting gate travels through continue-as-new, and the next run's timer expires it on time.
+func TestGateExpiresAcrossContinueAsNew(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	admin := Actor{Type: "agent", UUID: "admin", Name: "Admin", CompanyUUID: "co"}
+	st := TaskState{Created: true, UUID: "t", CompanyUUID: "co", ProjectUUID: "p", Title: "T", Status: "to_verify",
+		Priority: "medium", Row: RowMark{Version: 4, ChangeID: "task/t#4@r"}, Criteria: []CriterionState{
+			{UUID: "c1", Required: true, Status: "passed", DevStatus: "passed"}}}
+	input, err := json.Marshal(TaskCommand{Actor: admin})
+	require.NoError(t, err)
+
+	env, s := newEnv(t)
+	env.SetStartTime(t0)
+	var a *activities.Activities
+	env.OnActivity(a.RecordGate, mock.Anything, mock.Anything).Return(nil)
+	req := s.send(time.Second, UpdateRequestGate, RequestGateInput{Actor: admin, Command: vocab.GateVerifyTask, Input: input,
+		ExpireAfter: 10 * time.Second})
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 5*time.Second)
+	env.RegisterDelayedCallback(func() {}, 6*time.Second)
+	env.ExecuteWorkflow(TaskWorkflow, TaskRun{State: &st})
+	require.NoError(t, req.rejected)
+	require.NoError(t, req.failed)
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
+	var next TaskRun
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Len(t, next.State.Gates, 1)
+	require.Equal(t, vocab.GateAwaiting, next.State.Gates[0].Status)
+	require.Equal(t, t0.Add(11*time.Second), *next.State.Gates[0].ExpiresAt)
+
+	env, _ = newEnv(t)
+	env.SetStartTime(t0.Add(6 * time.Second))
+	var settled []store.GateSettle
+	env.OnActivity(a.SettleGate, mock.Anything, mock.Anything).Return(func(_ context.Context, o activities.GateOutcome) error {
+		settled = append(settled, o.Settle)
+		return nil
+	})
+	var state TaskState
+	env.RegisterDelayedCallback(func() {
+		v, _ := env.QueryWorkflow(QueryState)
+		_ = v.Get(&state)
+		env.CancelWorkflow()
+	}, 30*time.Second)
+	env.ExecuteWorkflow(TaskWorkflow, next)
+	require.Len(t, settled, 1)
+	require.Equal(t, vocab.GateExpired, settled[0].Status)
+	require.Equal(t, t0.Add(11*time.Second), settled[0].At, "the next run's timer fires when the gate expires")
+	require.Equal(t, vocab.GateExpired, state.Gates[0].Status)
+	require.Equal(t, "to_verify", state.Status, "an expired gate changes nothing")
 }
