@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/app"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // AwaitingHuman is the answer of a gated command an agent called (docs/rules.md §6.6): nothing
@@ -18,17 +19,28 @@ type AwaitingHuman struct {
 	Message      string     `json:"message" jsonschema:"what happened and what to do next"`
 }
 
-// awaitingHuman is the tool's view of the gate a call waits at (nil: the call was not held).
+// awaitingHuman is the tool's view of the gate a call waits at (nil: the call was not held). A
+// call retried with its requestId after a person decided answers the gate as it ended.
 func awaitingHuman(g *app.Gate) *AwaitingHuman {
 	if g == nil {
 		return nil
 	}
-	msg := "Not applied yet: this project's policy has a person decide this command. It waits at gate " + g.UUID +
-		"; you will get a notification when a person approves or refuses it"
-	if g.ExpiresAt != nil {
-		msg += " or when it expires"
+	var msg string
+	switch g.Status {
+	case vocab.GateAwaiting:
+		msg = "Not applied yet: this project's policy has a person decide this command. It waits at gate " + g.UUID +
+			"; you will get a notification when a person approves or refuses it"
+		if g.ExpiresAt != nil {
+			msg += " or when it expires"
+		}
+		msg += ". Calling the command again answers with the same gate."
+	case vocab.GateApplied:
+		msg = "A person approved gate " + g.UUID + ": the command was applied in their name."
+	case vocab.GateRefused:
+		msg = "A person refused gate " + g.UUID + ": the command was not applied. Reason: " + deref(g.Note)
+	default:
+		msg = "Gate " + g.UUID + " expired before a person decided it: the command was not applied. Call it again to ask again."
 	}
-	msg += ". Calling the command again answers with the same gate."
 	return &AwaitingHuman{GateUUID: g.UUID, Command: g.Command, Status: g.Status, WhoMayDecide: g.WhoMayDecide,
 		ExpiresAt: g.ExpiresAt, Message: msg}
 }
