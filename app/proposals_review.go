@@ -146,10 +146,10 @@ func (a *App) ApproveProposal(ctx context.Context, r Request, proposalUUID strin
 	act.ProposalAdmin = r.Who.Perms.Has(perm.ProposalAdmin)
 	gate, err := a.holdForPerson(ctx, r, gated{Entity: vocab.EntityProposal, UUID: p.UUID, ProjectUUID: p.ProjectUUID,
 		Command: vocab.GateApproveProposal, Creator: p.CreatedByUUID, Input: workflows.ProposalCommand{Actor: act, ReviewNote: note}})
-	if err != nil || gate != nil {
-		if err != nil {
-			return ApprovedProposal{}, err
-		}
+	if err != nil {
+		return ApprovedProposal{}, err
+	}
+	if gate != nil {
 		rec, err := a.GetProposal(ctx, r, proposalUUID)
 		return ApprovedProposal{ProposalRecord: rec, Gate: gate}, err
 	}
