@@ -47,6 +47,8 @@ func (a *App) AvailableIdeas(ctx context.Context, r Request, projectUUID string)
 type IdeaElaboration struct {
 	Idea   *store.Idea
 	Rounds []store.ElaborationRound
+	// Gate, when set, is the gate resolving waits at for a person (docs/rules.md §6.6).
+	Gate *Gate
 }
 
 // Elaboration reads an idea's elaboration rounds with their questions and answers.

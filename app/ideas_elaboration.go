@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -52,11 +53,28 @@ func (a *App) AnswerElaboration(ctx context.Context, r Request, in AnswerElabora
 
 // ValidateElaboration resolves the elaboration of an idea the caller holds once no round is
 // pending, and reads the elaboration back.
+//
+// In a project whose gate policy holds resolving, an agent's call waits for a person instead
+// (the result's Gate; docs/rules.md §6.6).
 func (a *App) ValidateElaboration(ctx context.Context, r Request, ideaUUID string) (IdeaElaboration, error) {
-	if _, err := ideaUpdate(ctx, a, r, ideaUUID, workflows.ValidateElaboration, workflows.IdeaCommand{Actor: r.Who.Actor()}); err != nil {
+	i, _, err := a.Store.IdeaAccess(ctx, r.Who.Caller, ideaUUID, store.AccessEditor)
+	if err != nil {
 		return IdeaElaboration{}, err
 	}
-	return a.Elaboration(ctx, r, ideaUUID)
+	in := workflows.IdeaCommand{Actor: r.Who.Actor()}
+	gate, err := a.holdForPerson(ctx, r, gated{Entity: vocab.EntityIdea, UUID: i.UUID, ProjectUUID: i.ProjectUUID,
+		Command: vocab.GateResolveElaboration, Input: in, Creator: i.CreatedByUUID})
+	if err != nil {
+		return IdeaElaboration{}, err
+	}
+	if gate == nil {
+		if _, err := ideaUpdate(ctx, a, r, ideaUUID, workflows.ValidateElaboration, in); err != nil {
+			return IdeaElaboration{}, err
+		}
+	}
+	e, err := a.Elaboration(ctx, r, ideaUUID)
+	e.Gate = gate
+	return e, err
 }
 
 // SkipElaboration resolves the elaboration of an idea the caller holds without questions.

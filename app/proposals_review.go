@@ -5,6 +5,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -128,10 +129,30 @@ type ApprovedProposal struct {
 	// Tasks and Documents pair each draft with the entity made from it, in draft order.
 	Tasks     []workflows.MaterializedItem
 	Documents []workflows.MaterializedItem
+	// Gate, when set, is the gate the approval waits at: the project's policy holds an agent's
+	// approval for a person (docs/rules.md §6.6), and nothing changed yet.
+	Gate *Gate
 }
 
-// ApproveProposal approves a pending proposal: its drafts become documents and open tasks.
+// ApproveProposal approves a pending proposal: its drafts become documents and open tasks. In a
+// project whose gate policy holds approvals, an agent's approval waits for a person instead
+// (the result's Gate), and separation of duties may refuse it (docs/rules.md §6.6).
 func (a *App) ApproveProposal(ctx context.Context, r Request, proposalUUID string, note *string) (ApprovedProposal, error) {
+	p, err := a.proposalAccess(ctx, r, proposalUUID)
+	if err != nil {
+		return ApprovedProposal{}, err
+	}
+	act := r.Who.Actor()
+	act.ProposalAdmin = r.Who.Perms.Has(perm.ProposalAdmin)
+	gate, err := a.holdForPerson(ctx, r, gated{Entity: vocab.EntityProposal, UUID: p.UUID, ProjectUUID: p.ProjectUUID,
+		Command: vocab.GateApproveProposal, Creator: p.CreatedByUUID, Input: workflows.ProposalCommand{Actor: act, ReviewNote: note}})
+	if err != nil {
+		return ApprovedProposal{}, err
+	}
+	if gate != nil {
+		rec, err := a.GetProposal(ctx, r, proposalUUID)
+		return ApprovedProposal{ProposalRecord: rec, Gate: gate}, err
+	}
 	res, err := a.reviewCommand(ctx, r, proposalUUID, workflows.ApproveProposal, note)
 	if err != nil {
 		return ApprovedProposal{}, err

@@ -19,6 +19,8 @@ type TaskOutcome struct {
 	UUID     string
 	Status   string
 	Warnings []string
+	// Gate, when set, is the gate the command waits at for a person (docs/rules.md §6.6).
+	Gate *Gate
 }
 
 func outcome(r workflows.TaskResult, err error) (TaskOutcome, error) {
@@ -56,9 +58,25 @@ func (a *App) SubmitTask(ctx context.Context, r Request, taskUUID string, summar
 	return taskCommand(ctx, a, r, taskUUID, workflows.SubmitForVerify, workflows.SubmitInput{Actor: r.Who.Actor(), Summary: summary})
 }
 
-// VerifyTask accepts a task in to_verify as done.
+// VerifyTask accepts a task in to_verify as done. In a project whose gate policy holds
+// verification, an agent's call waits for a person instead (the outcome's Gate), and separation
+// of duties may refuse it (docs/rules.md §6.6).
 func (a *App) VerifyTask(ctx context.Context, r Request, taskUUID string) (TaskOutcome, error) {
-	return taskCommand(ctx, a, r, taskUUID, workflows.VerifyTask, workflows.TaskCommand{Actor: r.Who.Actor()})
+	t, _, err := a.Store.TaskAccess(ctx, r.Who.Caller, taskUUID, store.AccessEditor)
+	if err != nil {
+		return TaskOutcome{}, err
+	}
+	in := workflows.TaskCommand{Actor: r.Who.Actor()}
+	gate, err := a.holdForPerson(ctx, r, gated{Entity: vocab.EntityTask, UUID: t.UUID, ProjectUUID: t.ProjectUUID,
+		Command: vocab.GateVerifyTask, Input: in, Creator: t.CreatedByUUID,
+		Workers: func(ctx context.Context) ([]string, error) { return a.Store.TaskWorkers(ctx, t.UUID) }})
+	if err != nil {
+		return TaskOutcome{}, err
+	}
+	if gate != nil {
+		return TaskOutcome{UUID: t.UUID, Status: string(t.Status), Gate: gate}, nil
+	}
+	return outcome(send(ctx, a, r, taskUUID, workflows.VerifyTask, in))
 }
 
 // ReopenTask sends a task in to_verify back to in_progress; force ignores open dependencies.

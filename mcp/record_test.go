@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/chorus-dev/chorus/perm"
+	"github.com/chorus-dev/chorus/vocab"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
@@ -101,17 +102,17 @@ func TestRecordWorkflowHistories(t *testing.T) {
 	batch := workflows.TaskBatchID(workflows.DerivedUUID("create-tasks", agentUUID(t, e, "Dev"), "record-1", "0"))
 	day := time.Now().UTC().Format("2006-01-02")
 	for _, h := range []struct{ name, id string }{
-		{"idea-elaborated", workflows.IdeaID(idea)},
-		{"proposal-approved-revoked", workflows.ProposalID(proposal)},
-		{"task-reopened-verified", workflows.TaskID(schema)},
-		{"task-claimed-released", workflows.TaskID(quick.Tasks[0].UUID)},
+		{"idea-elaborated", vocab.IdeaID(idea)},
+		{"proposal-approved-revoked", vocab.ProposalID(proposal)},
+		{"task-reopened-verified", vocab.TaskID(schema)},
+		{"task-claimed-released", vocab.TaskID(quick.Tasks[0].UUID)},
 		{"task-batch", batch},
-		{"task-lease-lapsed", workflows.TaskID(leased)},
-		{"idea-moved", workflows.IdeaID(idea)},
-		{"proposal-moved", workflows.ProposalID(proposal)},
-		{"task-moved", workflows.TaskID(schema)},
-		{"idea-progress-done", workflows.IdeaID(audit)},
-		{"idea-assigned", workflows.IdeaID(assigned)},
+		{"task-lease-lapsed", vocab.TaskID(leased)},
+		{"idea-moved", vocab.IdeaID(idea)},
+		{"proposal-moved", vocab.ProposalID(proposal)},
+		{"task-moved", vocab.TaskID(schema)},
+		{"idea-progress-done", vocab.IdeaID(audit)},
+		{"idea-assigned", vocab.IdeaID(assigned)},
 	} {
 		if only := os.Getenv("CHORUS_RECORD"); only != "" && !slices.Contains(strings.Split(only, ","), h.name) {
 			continue
@@ -135,7 +136,7 @@ func TestRecordContinuedAsNewHistories(t *testing.T) {
 	var quick CreatedTasks
 	ok(t, dev, "chorus_create_tasks", map[string]any{"projectUuid": project, "requestId": "record-can", "tasks": []map[string]any{
 		{"title": "Continued", "acceptanceCriteriaItems": []map[string]any{{"description": "ok"}}}}}, &quick)
-	id := workflows.TaskID(quick.Tasks[0].UUID)
+	id := vocab.TaskID(quick.Tasks[0].UUID)
 	first := currentRun(t, e, id)
 	ok(t, dev, "chorus_claim_task", map[string]any{"taskUuid": quick.Tasks[0].UUID}, nil)
 	_ = nextRunState(t, e, id, first)

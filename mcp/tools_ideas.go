@@ -328,11 +328,16 @@ var answerElaboration = tool[AnswerElaborationIn, RoundView]{
 	},
 }
 
-var pmValidateElaboration = tool[IdeaIn, ElaborationView]{
+var pmValidateElaboration = tool[IdeaIn, ResolveOut]{
 	Name: "chorus_pm_validate_elaboration", Title: "Resolve elaboration", Toolset: tsIdeas, Perm: perm.IdeaAdmin, Effect: writes,
-	Desc: "Resolve the elaboration of an idea you hold once no round is pending.",
-	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ElaborationView, error) {
-		return elaborationOut(d.app().ValidateElaboration(ctx, call.Request, string(in.IdeaUUID)))
+	Desc: "Resolve the elaboration of an idea you hold once no round is pending. Where the project's policy has a " +
+		"person decide this, nothing changes yet: awaitingHuman names the gate it waits at.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in IdeaIn) (ResolveOut, error) {
+		e, err := d.app().ValidateElaboration(ctx, call.Request, string(in.IdeaUUID))
+		if err != nil {
+			return ResolveOut{}, err
+		}
+		return ResolveOut{ElaborationView: elaborationView(e.Idea, e.Rounds), AwaitingHuman: awaitingHuman(e.Gate)}, nil
 	},
 }
 

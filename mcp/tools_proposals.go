@@ -360,18 +360,20 @@ var adminCloseProposal = tool[ReviewIn, StatusOut]{
 	},
 }
 
-var adminApproveProposal = tool[OptionalReviewIn, ProposalView]{
+var adminApproveProposal = tool[OptionalReviewIn, ApproveOut]{
 	Name: "chorus_admin_approve_proposal", Title: "Approve a proposal", Toolset: tsReview, Perm: perm.ProposalAdmin, Effect: writes,
-	Desc: "Approve a pending proposal: its drafts become documents and open tasks.",
-	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (ProposalView, error) {
+	Desc: "Approve a pending proposal: its drafts become documents and open tasks. Where the project's policy has a " +
+		"person decide approvals, nothing changes yet: awaitingHuman names the gate it waits at.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in OptionalReviewIn) (ApproveOut, error) {
 		res, err := d.app().ApproveProposal(ctx, call.Request, string(in.ProposalUUID), in.ReviewNote)
 		if err != nil {
-			return ProposalView{}, err
+			return ApproveOut{}, err
 		}
-		v, err := proposalWithReferences(ctx, d, res.ProposalRecord, "basic")
+		pv, err := proposalWithReferences(ctx, d, res.ProposalRecord, "basic")
 		if err != nil {
-			return ProposalView{}, err
+			return ApproveOut{}, err
 		}
+		v := ApproveOut{ProposalView: pv, AwaitingHuman: awaitingHuman(res.Gate)}
 		for _, t := range res.Tasks {
 			v.MaterializedTasks = append(v.MaterializedTasks, MaterializedTask{DraftUUID: t.DraftUUID, TaskUUID: t.UUID, Title: t.Title})
 		}

@@ -309,11 +309,16 @@ var submitForVerify = tool[SubmitIn, StatusOut]{
 
 // ---- admin ----
 
-var adminVerifyTask = tool[TaskIn, StatusOut]{
+var adminVerifyTask = tool[TaskIn, VerifyOut]{
 	Name: "chorus_admin_verify_task", Title: "Verify a task", Toolset: tsReview, Perm: perm.TaskAdmin, Effect: writes,
-	Desc: "Accept a task in to_verify as done. Refused until every required criterion is marked passed.",
-	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (StatusOut, error) {
-		return statusOut(d.app().VerifyTask(ctx, call.Request, string(in.TaskUUID)))
+	Desc: "Accept a task in to_verify as done. Refused until every required criterion is marked passed. Where the " +
+		"project's policy has a person decide verification, nothing changes yet: awaitingHuman names the gate it waits at.",
+	Run: func(ctx context.Context, d *Deps, call *Call, in TaskIn) (VerifyOut, error) {
+		res, err := d.app().VerifyTask(ctx, call.Request, string(in.TaskUUID))
+		if err != nil {
+			return VerifyOut{}, err
+		}
+		return VerifyOut{StatusOut: StatusOut{UUID: res.UUID, Status: res.Status}, AwaitingHuman: awaitingHuman(res.Gate)}, nil
 	},
 }
 

@@ -88,6 +88,7 @@ func (w *ideaWorkflow) register(ctx workflow.Context) error {
 		registerUpdate(ctx, w.mu, recent, SkipElaboration, on(w.current, IdeaState.checkSkip), w.skip),
 		registerUpdate(ctx, w.mu, recent, DeleteIdea, on(w.current, IdeaState.checkDelete), w.delete),
 		registerUpdate(ctx, w.mu, recent, MoveIdea, on(w.current, IdeaState.checkMove), w.move),
+		w.gateKeeper().register(ctx, recent, RequestIdeaGate, DecideIdeaGate),
 	)
 }
 

@@ -93,6 +93,7 @@ func (w *proposalWorkflow) register(ctx workflow.Context) error {
 		registerUpdate(ctx, w.mu, recent, ApproveProposal, on(w.current, ProposalState.checkApprove), w.approve),
 		registerUpdate(ctx, w.mu, recent, CloseProposal, on(w.current, ProposalState.checkClose), w.close),
 		registerUpdate(ctx, w.mu, recent, RevokeProposal, on(w.current, ProposalState.checkRevoke), w.revoke),
+		w.gateKeeper().register(ctx, recent, RequestProposalGate, DecideProposalGate),
 	)
 }
 

@@ -97,6 +97,7 @@ func (w *taskWorkflow) register(ctx workflow.Context) error {
 		registerUpdate(ctx, w.mu, recent, ReopenTask, on(w.current, TaskState.checkReopen), w.reopen),
 		registerUpdate(ctx, w.mu, recent, CloseTask, on(w.current, TaskState.checkClose), w.close),
 		registerUpdate(ctx, w.mu, recent, DeleteTask, on(w.current, TaskState.checkDelete), w.delete),
+		w.gateKeeper().register(ctx, recent, RequestTaskGate, DecideTaskGate),
 	)
 }
 

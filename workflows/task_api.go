@@ -70,6 +70,8 @@ type TaskState struct {
 	Lapsed *Lapse  `json:"lapsed,omitempty"`
 	Row    RowMark `json:"row"`
 	Recent Recent  `json:"recent,omitempty"`
+	// Gates are the task's gates awaiting a person, and the latest decided (docs/rules.md §6.6).
+	Gates []GateState `json:"gates,omitempty"`
 }
 
 // Lease is a claim's time to live: it lapses at ExpiresAt unless the holder renews it.

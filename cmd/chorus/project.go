@@ -21,7 +21,7 @@ func newProjectCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "project", Short: "List projects and manage their members (works while chorus dev is running)"}
 	member := &cobra.Command{Use: "member", Short: "Add, list and remove the users who hold a role on a project"}
 	member.AddCommand(newMemberAddCmd(g), newMemberListCmd(g), newMemberRemoveCmd(g))
-	cmd.AddCommand(newProjectListCmd(g), newProjectSetClaimTTLCmd(g), member)
+	cmd.AddCommand(newProjectListCmd(g), newProjectSetClaimTTLCmd(g), newProjectGatesCmd(g), member)
 	return cmd
 }
 

@@ -1,0 +1,2 @@
+DROP TABLE gate_requests;
+DROP TABLE gate_policies;
