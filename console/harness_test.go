@@ -39,7 +39,8 @@ type stack struct {
 	st       *store.Store
 	app      *app.App
 	con      *console.Console
-	url      string // the server's origin, http://127.0.0.1:port
+	echo     *echo.Echo // the server's router: every route the console mounted is in echo.Routes()
+	url      string     // the server's origin, http://127.0.0.1:port
 	company  string
 	admin    *store.User // the company's first user, its admin
 	adminKey string      // the admin agent's key (owned by admin)
@@ -92,6 +93,7 @@ func startStack(t testing.TB, dialect string, o stackOptions) *stack {
 	e := echo.New()
 	ep.Mount(e)
 	s.con.Mount(e)
+	s.echo = e
 	srv.Config.Handler = e
 	srv.Start()
 	return s
