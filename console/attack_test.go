@@ -160,3 +160,40 @@ func TestNoSuchPageAndForeignCSRFTokens(t *testing.T) {
 	}
 	assert.Equal(t, 1, s.count("tasks", "uuid = ? AND status = 'to_verify'", v.task), "the task was not closed")
 }
+
+// The database lost mid-use: every page and form answers "try again" (503) in the console's
+// words, with no Go error, SQL or driver text; back up, the same pages work.
+func TestDatabaseOutageShowsNoInternals(t *testing.T) {
+	s := startStack(t, "sqlite", stackOptions{faulty: true})
+	v := s.toVerify()
+	p := s.poster(t, s.admin)
+	s.outage.Down()
+	pages := []string{"/console/", "/console/projects/" + v.project, "/console/tasks/" + v.task, "/console/inbox",
+		"/console/verify", "/console/review", "/console/agents", "/console/comments/task/" + v.task}
+	check := func(what string, status int, body string) {
+		t.Helper()
+		assert.Equal(t, http.StatusServiceUnavailable, status, what)
+		lower := strings.ToLower(body)
+		for _, leak := range []string{"sql", "database is", "goroutine", "panic", "driver", "outage", ".go:", "dial tcp"} {
+			assert.False(t, strings.Contains(lower, leak), "%s shows %q: %s", what, leak, body)
+		}
+	}
+	for _, path := range pages {
+		res, err := p.c.Get(s.url + path)
+		require.NoError(t, err)
+		check(path, res.StatusCode, readAll(t, res))
+	}
+	status, body := p.post("/console/tasks/"+v.task+"/close", url.Values{"requestId": {store.NewUUID()}})
+	check("close", status, body)
+	status, body = p.post("/console/comments", url.Values{"requestId": {store.NewUUID()}, "targetType": {"task"},
+		"targetUuid": {v.task}, "content": {"hi"}, "back": {"/console/"}})
+	check("comment", status, body)
+	s.outage.Up()
+	for _, path := range pages {
+		res, err := p.c.Get(s.url + path)
+		require.NoError(t, err)
+		readAll(t, res)
+		assert.Equal(t, http.StatusOK, res.StatusCode, path)
+	}
+	assert.Equal(t, 1, s.count("tasks", "uuid = ? AND status = 'to_verify'", v.task), "the refused close changed nothing")
+}

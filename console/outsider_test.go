@@ -256,3 +256,36 @@ func TestOutsiderEveryRouteIsNotFound(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, res.StatusCode)
 	assert.Contains(t, body, "Project not found")
 }
+
+// A viewer of the private project posts every form the console has, aimed at what the project
+// holds: each is refused (the use case's "Insufficient project access" or "Only project admins
+// ...", or not found for what is not theirs: the admin's notification, agent and key) and
+// nothing changes.
+func TestViewerEveryFormIsRefused(t *testing.T) {
+	s := newStack(t, "sqlite")
+	w := s.outsiderWorld()
+	viewer := s.user("vera@example.com", store.RoleMember)
+	s.call(s.connect(s.adminKey), "chorus_admin_add_project_member", map[string]any{"projectUuid": w.project,
+		"userUuid": viewer.UUID, "role": "viewer"})
+	p := s.poster(t, viewer)
+	before := s.snapshot()
+	cases := outsiderCases(w)
+	posted := 0
+	for _, r := range s.consoleRoutes() {
+		if !strings.HasPrefix(r, "POST ") {
+			continue
+		}
+		for _, oc := range cases[r] {
+			form := url.Values{"requestId": {store.NewUUID()}}
+			for k, v := range oc.form {
+				form[k] = v
+			}
+			status, body := p.post(oc.path, form)
+			posted++
+			assert.True(t, status >= 400 && status < 500, "%s %s: %d", r, oc.path, status)
+			assert.Regexp(t, "Insufficient project access|Only project admins|not found|email: no person", body, oc.path)
+		}
+	}
+	require.Greater(t, posted, 15)
+	assert.Equal(t, before, s.snapshot(), "the viewer changed something")
+}
