@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -197,4 +198,64 @@ func TestDatabaseOutageShowsNoInternals(t *testing.T) {
 		assert.Equal(t, http.StatusOK, res.StatusCode, path)
 	}
 	assert.Equal(t, 1, s.count("tasks", "uuid = ? AND status = 'to_verify'", v.task), "the refused close changed nothing")
+}
+
+// Sessions against a careless or hostile browser: a session cookie set before sign-in (fixation)
+// is not the one signing in makes; an expired link and a spent one do not sign in; a session
+// whose person was deleted is sent to sign in; next= never leaves the console.
+func TestSessionFixationExpiredLinksAndDeletedPeople(t *testing.T) {
+	s := newStack(t, "sqlite")
+	ctx := context.Background()
+	pat := s.user("pat@example.com", store.RoleMember)
+
+	// Fixation: the attacker's planted cookie is replaced, and does not become a session.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	origin, _ := url.Parse(s.url + "/console/")
+	planted := "chs_planted-by-the-attacker"
+	jar.SetCookies(origin, []*http.Cookie{{Name: "chorus_session", Value: planted, Path: "/console"}})
+	link := s.link(pat)
+	res, err := c.Get(link)
+	require.NoError(t, err)
+	body := readAll(t, res)
+	res, err = c.PostForm(s.url+"/console/login/link", url.Values{"_csrf": {formValue(body, "_csrf")},
+		"token": {link[strings.LastIndex(link, "/")+1:]}, "next": {"//evil.example/x"}})
+	require.NoError(t, err)
+	readAll(t, res)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "/console/", res.Request.URL.Path, "next= outside the console goes to the console")
+	assert.Equal(t, s.url[len("http://"):], res.Request.URL.Host)
+	var session string
+	for _, ck := range jar.Cookies(origin) {
+		if ck.Name == "chorus_session" {
+			session = ck.Value
+		}
+	}
+	assert.NotEqual(t, planted, session)
+	_, _, err = s.st.ConsoleSessionUser(ctx, planted)
+	assert.ErrorIs(t, err, store.ErrNoSession, "the planted value is no session")
+
+	// The spent link and an expired one sign no one in.
+	expired, err := s.st.CreateLoginLink(ctx, pat, -time.Minute)
+	require.NoError(t, err)
+	for _, token := range []string{link[strings.LastIndex(link, "/")+1:], expired} {
+		fresh, _ := cookiejar.New(nil)
+		other := &http.Client{Jar: fresh}
+		res, err := other.Get(s.url + "/console/login/link/" + token)
+		require.NoError(t, err)
+		body := readAll(t, res)
+		res, err = other.PostForm(s.url+"/console/login/link", url.Values{"_csrf": {formValue(body, "_csrf")}, "token": {token}})
+		require.NoError(t, err)
+		body = readAll(t, res)
+		assert.Equal(t, http.StatusUnauthorized, res.StatusCode)
+		assert.Contains(t, body, "unknown, used or expired")
+	}
+
+	// The person deleted: their session is over.
+	_, err = s.st.DB.NewDelete().Table("users").Where("uuid = ?", pat.UUID).Exec(ctx)
+	require.NoError(t, err)
+	res, err = c.Get(s.url + "/console/")
+	require.NoError(t, err)
+	readAll(t, res)
+	assert.Equal(t, "/console/login", res.Request.URL.Path)
 }
