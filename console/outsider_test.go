@@ -290,3 +290,33 @@ func TestViewerEveryFormIsRefused(t *testing.T) {
 	require.Greater(t, posted, 15)
 	assert.Equal(t, before, s.snapshot(), "the viewer changed something")
 }
+
+// The admin posts every form twice with the same requestId (a double submit): whatever the first
+// post did, the second changes nothing more.
+func TestEveryFormDoubleSubmitAppliesOnce(t *testing.T) {
+	s := newStack(t, "sqlite")
+	w := s.outsiderWorld()
+	p := s.poster(t, s.admin)
+	cases := outsiderCases(w)
+	cases["POST /console/agents"] = []outsiderCase{{path: "/console/agents", form: url.Values{"name": {"Twin"}}}}
+	cases["POST /console/inbox/read-all"] = []outsiderCase{{path: "/console/inbox/read-all"}}
+	posted := 0
+	for _, r := range s.consoleRoutes() {
+		if !strings.HasPrefix(r, "POST ") || r == "POST /console/logout" {
+			continue
+		}
+		for _, oc := range cases[r] {
+			form := url.Values{"requestId": {store.NewUUID()}}
+			for k, v := range oc.form {
+				form[k] = v
+			}
+			p.post(oc.path, form)
+			once := s.snapshot()
+			status, _ := p.post(oc.path, form)
+			posted++
+			assert.Less(t, status, 500, oc.path)
+			assert.Equal(t, once, s.snapshot(), "%s: the second post changed something", oc.path)
+		}
+	}
+	require.Greater(t, posted, 15)
+}
