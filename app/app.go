@@ -9,6 +9,13 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
+// MaxChangeBytes bounds what one change may carry, measured by its front end as JSON without
+// HTML escaping (a '<' is one byte, a control character the six of \u0001): a mutating MCP
+// call's arguments, a console form's values. 512 KiB keeps every update and activity payload far
+// below Temporal's 2 MB limit, over which a workflow task fails on every attempt
+// (docs/write-path.md, "Bounded state and payloads"; docs/rules.md §3.5).
+const MaxChangeBytes = 512 << 10
+
 // App is what the use cases run on: the store for reads and records, the lifecycle client for
 // workflow commands, and the logger. Store is always needed; a use case that sends no workflow
 // command (the operator's access changes of `chorus project`) runs without Flows, and a nil Log

@@ -73,6 +73,31 @@ func (a *App) GrantProjectRole(ctx context.Context, m Manager, projectUUID, user
 	return a.changeProjectRole(ctx, m, projectUUID, userUUID, role)
 }
 
+// GrantProjectRoleByEmail is GrantProjectRole for a person named by e-mail (the console's add
+// member form), checked in the order of docs/rules.md §3.4: the role, then the project and the
+// right to manage its members ("Project not found", "Only project admins can manage this
+// project"), and only then the e-mail ("email: no person of this company ..."), so a person who
+// may not manage the project learns nothing of who belongs to the company.
+func (a *App) GrantProjectRoleByEmail(ctx context.Context, m Manager, projectUUID, email, role string) (*store.Project, *store.User, bool, error) {
+	if err := CheckRole(role); err != nil {
+		return nil, nil, false, err
+	}
+	if !m.Operator {
+		pv, err := a.Store.RequireProject(ctx, m.Caller, projectUUID, store.AccessNone)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if pv.Level() < store.AccessAdmin {
+			return nil, nil, false, errProjectManage()
+		}
+	}
+	u, err := a.CompanyUserByEmail(ctx, m, email)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return a.changeProjectRole(ctx, m, projectUUID, u.UUID, role)
+}
+
 // RevokeProjectRole takes a user's role on a project away, with GrantProjectRole's rights and
 // guard, and reports whether it had one.
 func (a *App) RevokeProjectRole(ctx context.Context, m Manager, projectUUID, userUUID string) (*store.Project, *store.User, bool, error) {

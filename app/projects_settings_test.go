@@ -109,3 +109,29 @@ func TestProjectInPrivateGroupStaysPrivate(t *testing.T) {
 	_, _, err = p.app.SetProjectVisibility(ctx, Operator(p.company), VisibilityChange{ProjectUUID: proj.UUID, Visibility: "public"})
 	assert.Contains(t, refused(t, err).Msg, "visibility: the project is in a private group")
 }
+
+// Adding a member by e-mail checks the project and the right to manage it before the e-mail: an
+// editor who may not manage the project is refused the same way for a person of the company and
+// for an unknown address (nothing tells them who is in the company); an outsider of a private
+// project finds no project; the admin adds the person, and an unknown address names the field.
+func TestGrantProjectRoleByEmailChecksTheRightFirst(t *testing.T) {
+	ctx := context.Background()
+	p := newPeople(t)
+	proj, err := p.app.Store.CreateProject(ctx, p.admin.Caller, store.NewProject{Name: "Apollo"})
+	require.NoError(t, err)
+	for _, email := range []string{"bo@example.com", "nobody@example.com"} {
+		_, _, _, err = p.app.GrantProjectRoleByEmail(ctx, p.ann, proj.UUID, email, "admin")
+		assert.Equal(t, "Only project admins can manage this project", refused(t, err).Msg, email)
+	}
+	secret, err := p.app.Store.CreateProject(ctx, p.admin.Caller, store.NewProject{Name: "Vault", Visibility: "private"})
+	require.NoError(t, err)
+	_, _, _, err = p.app.GrantProjectRoleByEmail(ctx, p.ann, secret.UUID, "nobody@example.com", "viewer")
+	assert.Equal(t, "Project not found", refused(t, err).Msg)
+
+	_, _, _, err = p.app.GrantProjectRoleByEmail(ctx, p.admin, proj.UUID, "nobody@example.com", "viewer")
+	assert.Contains(t, refused(t, err).Msg, `email: no person of this company has the e-mail "nobody@example.com"`)
+	_, u, changed, err := p.app.GrantProjectRoleByEmail(ctx, p.admin, proj.UUID, " BO@example.com ", "admin")
+	require.NoError(t, err)
+	assert.True(t, changed)
+	assert.Equal(t, p.bo.Person.UUID, u.UUID)
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -78,8 +79,17 @@ func (c *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 		who := &signedIn{user: u, csrf: csrfToken(ck.Value)}
 		ctx.Set(sessionCtxKey, who)
 		ctx.Set(principalCtxKey, app.UserPrincipal(u))
-		if ctx.Request().Method != http.MethodGet && ctx.Request().Method != http.MethodHead && !csrfOK(ctx, ck.Value) {
+		if m := ctx.Request().Method; m == http.MethodGet || m == http.MethodHead {
+			return next(ctx)
+		}
+		if ok, err := c.readForm(ctx); !ok {
+			return err
+		}
+		if !csrfOK(ctx, ck.Value) {
 			return c.render(ctx, http.StatusForbidden, "error", page{Title: "Not changed", Error: errCSRF})
+		}
+		if msg := formTooLarge(ctx.Request().PostForm); msg != "" {
+			return c.render(ctx, http.StatusUnprocessableEntity, "error", page{Title: "Not changed", Error: msg})
 		}
 		return next(ctx)
 	}
@@ -187,11 +197,43 @@ func (c *Console) who(ctx echo.Context) *signedIn {
 	return w
 }
 
-// request is the use-case request of a form post or page: the person, and the form's hidden
-// requestId as the idempotency key (a double submit sends the same one, so it applies once).
+// request is the use-case request of a form post or page: the person, and as the idempotency
+// key the form's hidden requestId bound to what the form asks (formRequestID).
 func (c *Console) request(ctx echo.Context) app.Request {
 	p, _ := ctx.Get(principalCtxKey).(app.Principal)
-	return app.Request{Who: p, RequestID: strings.TrimSpace(ctx.FormValue(requestIDField))}
+	return app.Request{Who: p, RequestID: formRequestID(ctx)}
+}
+
+// formRequestID is the idempotency key of a form post (docs/rules.md §8.5): a digest of the
+// form's hidden requestId with the path posted to and every other value of the form ("" without
+// a requestId, and for a page). A double submit of one form sends the same values, so it applies
+// once; the same requestId sent with another action or other values (a form edited after the
+// browser's Back) is another key, so it is done as asked, never answered with the first post's
+// result as if it were its own. The MCP endpoint refuses such a reuse instead (its ledger,
+// store.BeginToolRequest); the console makes a fresh requestId each time it draws a form, so only
+// a browser replaying an old page sends one again. The digest also keeps the key short,
+// whatever was posted, before it names Temporal updates and derived uuids.
+func formRequestID(ctx echo.Context) string {
+	req := ctx.Request()
+	if req.Method != http.MethodPost {
+		return ""
+	}
+	rid := strings.TrimSpace(ctx.FormValue(requestIDField))
+	if rid == "" {
+		return ""
+	}
+	rest := url.Values{}
+	for k, v := range req.PostForm {
+		if k != csrfField && k != requestIDField {
+			rest[k] = v
+		}
+	}
+	h := sha256.New()
+	for _, part := range []string{rid, req.URL.Path, rest.Encode()} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "console-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // ctxOf is the request's context.

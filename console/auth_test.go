@@ -103,5 +103,5 @@ func TestUnknownConsolePathIsAPage(t *testing.T) {
 	body := readAll(t, res)
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	require.Contains(t, res.Header.Get("Content-Type"), "text/html")
-	require.Contains(t, body, "The console has no page at /console/no-such-page.")
+	require.Contains(t, body, "There is no such page in the console.")
 }

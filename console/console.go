@@ -127,6 +127,15 @@ func (c *Console) Mount(e *echo.Echo) {
 	in := g.Group("", c.requireSession)
 	in.POST("/logout", c.logout)
 	c.routes(in)
+	// After every route: a path the console does not serve is its own page (with its headers),
+	// not the router's JSON answer.
+	in.RouteNotFound("/*", c.noSuchPage)
+}
+
+// noSuchPage answers a console path that is no page (or a method the page does not take).
+func (c *Console) noSuchPage(ctx echo.Context) error {
+	return c.render(ctx, http.StatusNotFound, "error", page{Title: "Not found",
+		Error: "There is no such page in the console. Start again from your projects."})
 }
 
 // securityHeaders keeps the pages out of frames and other origins' scripts, and out of caches.

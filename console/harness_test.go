@@ -39,10 +39,12 @@ type stack struct {
 	st       *store.Store
 	app      *app.App
 	con      *console.Console
-	url      string // the server's origin, http://127.0.0.1:port
+	echo     *echo.Echo // the server's router: every route the console mounted is in echo.Routes()
+	url      string     // the server's origin, http://127.0.0.1:port
 	company  string
-	admin    *store.User // the company's first user, its admin
-	adminKey string      // the admin agent's key (owned by admin)
+	admin    *store.User       // the company's first user, its admin
+	adminKey string            // the admin agent's key (owned by admin)
+	outage   *storetest.Outage // the database switch (stackOptions.faulty), else nil
 }
 
 // stackOptions change a stack: the console's configuration beyond App and Log.
@@ -51,13 +53,20 @@ type stackOptions struct {
 	// configure, when set, completes the console's configuration once the server's origin
 	// (http://127.0.0.1:port) is known, before the console is built.
 	configure func(origin string, cfg *console.Config)
+	// faulty opens the store through storetest.OpenFaulty: stack.outage cuts the database off.
+	faulty bool
 }
 
 func newStack(t testing.TB, dialect string) *stack { return startStack(t, dialect, stackOptions{}) }
 
 func startStack(t testing.TB, dialect string, o stackOptions) *stack {
 	t.Helper()
-	s := &stack{t: t, st: storetest.Open(t, dialect)}
+	s := &stack{t: t}
+	if o.faulty {
+		s.st, s.outage = storetest.OpenFaulty(t, dialect)
+	} else {
+		s.st = storetest.Open(t, dialect)
+	}
 	ctx := context.Background()
 	boot, err := s.st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Ada Admin",
 		OwnerEmail: "ada@example.com", AgentName: "Admin Agent"})
@@ -92,6 +101,7 @@ func startStack(t testing.TB, dialect string, o stackOptions) *stack {
 	e := echo.New()
 	ep.Mount(e)
 	s.con.Mount(e)
+	s.echo = e
 	srv.Config.Handler = e
 	srv.Start()
 	return s

@@ -17,10 +17,6 @@ func (c *Console) routes(g *echo.Group) {
 	c.agentRoutes(g)    // agents.go: agents, their keys
 	c.settingsRoutes(g) // settings.go: a project's visibility, members, claim TTL, gates
 	c.gateRoutes(g)     // gates.go: requests awaiting a person's decision
-	g.Any("/*", func(ctx echo.Context) error {
-		return c.render(ctx, http.StatusNotFound, "error", page{Title: "Not found",
-			Error: "The console has no page at " + ctx.Request().URL.Path + "."})
-	})
 }
 
 // projectsPage lists the projects the person can see (the same list chorus_list_projects gives).

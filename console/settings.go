@@ -116,16 +116,14 @@ func (c *Console) setClaimTTL(ctx echo.Context) error {
 func (c *Console) addMember(ctx echo.Context) error {
 	email, role := ctx.FormValue("email"), ctx.FormValue("role")
 	form := map[string]string{"email": email, "role": role}
-	m := c.request(ctx).Agent()
-	if _, err := c.app.GetProject(ctxOf(ctx), c.request(ctx), ctx.Param("uuid")); err != nil {
-		return c.failure(ctx, err) // a hidden project is not found before any e-mail is looked at
+	// The project and the right to manage it are checked before the e-mail is looked at: a hidden
+	// project is not found, and a person who may not manage it learns nothing of who is in the company.
+	_, u, changed, err := c.app.GrantProjectRoleByEmail(ctxOf(ctx), c.request(ctx).Agent(), ctx.Param("uuid"), email, role)
+	notice := ""
+	if err == nil {
+		notice = roleNotice(u.DisplayName(), role, changed)
 	}
-	u, err := c.app.CompanyUserByEmail(ctxOf(ctx), m, email)
-	if err != nil {
-		return c.settingsDone(ctx, err, "", form, "email")
-	}
-	_, _, changed, err := c.app.GrantProjectRole(ctxOf(ctx), m, ctx.Param("uuid"), u.UUID, role)
-	return c.settingsDone(ctx, err, roleNotice(u.DisplayName(), role, changed), form, "role")
+	return c.settingsDone(ctx, err, notice, form, "email", "role")
 }
 
 // changeMember changes a member's role.

@@ -156,7 +156,7 @@ type builtTool struct {
 // reaches Temporal, whose payloads are encoded the same way (workflows.DataConverter), it keeps
 // every update and activity payload far below Temporal's 2 MB limit whatever the schemas allow
 // (docs/write-path.md, "Bounded state and payloads").
-const maxCallBytes = 512 << 10
+const maxCallBytes = app.MaxChangeBytes
 
 // requestIDField is added to every mutating tool's input (docs/rules.md §8.5).
 const requestIDField = "requestId"
