@@ -16,7 +16,7 @@ type GateRecord struct {
 	Notify store.NotifySpec  `json:"notify"`
 }
 
-// RecordGate writes a gate request and tells the people who can decide it (docs/rules.md §6.6).
+// RecordGate writes a gate request and tells the people who can decide it (docs/rules.md §6.7).
 func (a *Activities) RecordGate(ctx context.Context, in GateRecord) error {
 	return outcome(a.Store.RecordGate(ctx, in.Gate, in.Notify))
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/chorus-dev/chorus/workflows"
 )
 
-// Human gates (docs/rules.md §6.6): a project's policy names the commands that wait for a
+// Human gates (docs/rules.md §6.7): a project's policy names the commands that wait for a
 // person when an agent calls them. The agent's call records a gate on the entity's workflow and
 // answers at once that it waits; a person decides it (DecideGate), and the workflow applies or
 // refuses the command and tells the agent.
@@ -118,7 +118,7 @@ type gated struct {
 	Input   any // the command's workflow input
 }
 
-// holdForPerson applies the project's gate policy to the call g (docs/rules.md §6.6). A person
+// holdForPerson applies the project's gate policy to the call g (docs/rules.md §6.7). A person
 // is never held. For an agent, separation of duties refuses first when the policy asks it; then
 // a gated command is recorded as a gate on the entity's workflow and returned (nil: not gated,
 // send the command).
@@ -211,7 +211,7 @@ func (a *App) gateAccess(ctx context.Context, r Request, gateUUID string, need s
 	return g, nil
 }
 
-// DecideGate is a person's decision on an awaiting gate (docs/rules.md §6.6): approve applies
+// DecideGate is a person's decision on an awaiting gate (docs/rules.md §6.7): approve applies
 // the command with the person as its actor, running the command's rules again (a command that
 // no longer applies ends the gate refused with its refusal); refusing needs a note. Only a
 // person with editor access or better decides; a gate is decided once (a second decision is
@@ -219,7 +219,7 @@ func (a *App) gateAccess(ctx context.Context, r Request, gateUUID string, need s
 // the gate as it ended.
 func (a *App) DecideGate(ctx context.Context, r Request, gateUUID string, approve bool, note string) (Gate, error) {
 	if !r.Who.IsUser() {
-		return Gate{}, Refuse(vocab.RefusedForbidden, "Only a person can decide a gate: agents ask, people decide (docs/rules.md §6.6)")
+		return Gate{}, Refuse(vocab.RefusedForbidden, "Only a person can decide a gate: agents ask, people decide (docs/rules.md §6.7)")
 	}
 	g, err := a.gateAccess(ctx, r, gateUUID, store.AccessEditor)
 	if err != nil {

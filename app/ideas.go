@@ -47,7 +47,7 @@ func (a *App) AvailableIdeas(ctx context.Context, r Request, projectUUID string)
 type IdeaElaboration struct {
 	Idea   *store.Idea
 	Rounds []store.ElaborationRound
-	// Gate, when set, is the gate resolving waits at for a person (docs/rules.md §6.6).
+	// Gate, when set, is the gate resolving waits at for a person (docs/rules.md §6.7).
 	Gate *Gate
 }
 

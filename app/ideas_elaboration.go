@@ -55,7 +55,7 @@ func (a *App) AnswerElaboration(ctx context.Context, r Request, in AnswerElabora
 // pending, and reads the elaboration back.
 //
 // In a project whose gate policy holds resolving, an agent's call waits for a person instead
-// (the result's Gate; docs/rules.md §6.6).
+// (the result's Gate; docs/rules.md §6.7).
 func (a *App) ValidateElaboration(ctx context.Context, r Request, ideaUUID string) (IdeaElaboration, error) {
 	i, _, err := a.Store.IdeaAccess(ctx, r.Who.Caller, ideaUUID, store.AccessEditor)
 	if err != nil {

@@ -130,13 +130,13 @@ type ApprovedProposal struct {
 	Tasks     []workflows.MaterializedItem
 	Documents []workflows.MaterializedItem
 	// Gate, when set, is the gate the approval waits at: the project's policy holds an agent's
-	// approval for a person (docs/rules.md §6.6), and nothing changed yet.
+	// approval for a person (docs/rules.md §6.7), and nothing changed yet.
 	Gate *Gate
 }
 
 // ApproveProposal approves a pending proposal: its drafts become documents and open tasks. In a
 // project whose gate policy holds approvals, an agent's approval waits for a person instead
-// (the result's Gate), and separation of duties may refuse it (docs/rules.md §6.6).
+// (the result's Gate), and separation of duties may refuse it (docs/rules.md §6.7).
 func (a *App) ApproveProposal(ctx context.Context, r Request, proposalUUID string, note *string) (ApprovedProposal, error) {
 	p, err := a.proposalAccess(ctx, r, proposalUUID)
 	if err != nil {

@@ -19,7 +19,7 @@ type TaskOutcome struct {
 	UUID     string
 	Status   string
 	Warnings []string
-	// Gate, when set, is the gate the command waits at for a person (docs/rules.md §6.6).
+	// Gate, when set, is the gate the command waits at for a person (docs/rules.md §6.7).
 	Gate *Gate
 }
 
@@ -60,7 +60,7 @@ func (a *App) SubmitTask(ctx context.Context, r Request, taskUUID string, summar
 
 // VerifyTask accepts a task in to_verify as done. In a project whose gate policy holds
 // verification, an agent's call waits for a person instead (the outcome's Gate), and separation
-// of duties may refuse it (docs/rules.md §6.6).
+// of duties may refuse it (docs/rules.md §6.7).
 func (a *App) VerifyTask(ctx context.Context, r Request, taskUUID string) (TaskOutcome, error) {
 	t, _, err := a.Store.TaskAccess(ctx, r.Who.Caller, taskUUID, store.AccessEditor)
 	if err != nil {

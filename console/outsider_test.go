@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // The console's version of mcp/outsider_test.go: a person who may not see a private project (a
@@ -27,7 +29,7 @@ import (
 // notification, agent and key; and a public project the company's member does see.
 type outsiderWorld struct {
 	public, project, idea, proposal, task, criterion, document string
-	notification, agent, key, member                           string
+	notification, agent, key, member, gate                     string
 	secrets                                                    []string // titles no outsider page may show
 }
 
@@ -55,6 +57,9 @@ func (s *stack) outsiderWorld() outsiderWorld {
 	m := s.user("member@example.com", store.RoleMember)
 	s.call(admin, "chorus_admin_add_project_member", map[string]any{"projectUuid": f.project, "userUuid": m.UUID, "role": "editor"})
 	w.member = m.UUID
+	_, err = s.app.SetGatePolicyAsOperator(ctx, s.company, f.project, app.GatePolicyInput{Commands: []string{vocab.GateApproveProposal}})
+	require.NoError(s.t, err)
+	w.gate = str(s.call(admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": f.proposal}), "awaitingHuman.gateUuid")
 	return w
 }
 
@@ -82,6 +87,8 @@ func (s *stack) snapshot() map[string]int {
 		"private projects":  "SELECT count(*) FROM projects WHERE visibility = 'private'",
 		"claim ttls":        "SELECT count(*) FROM projects WHERE claim_ttl_seconds IS NOT NULL",
 		"unread":            "SELECT count(*) FROM notifications WHERE read_at IS NULL",
+		"awaiting gates":    "SELECT count(*) FROM gate_requests WHERE status = 'awaiting'",
+		"gate policies":     "SELECT count(*) FROM gate_policies WHERE commands <> ''",
 		"pending proposals": "SELECT count(*) FROM proposals WHERE status = 'pending'",
 		"tasks to verify":   "SELECT count(*) FROM tasks WHERE status = 'to_verify'",
 		"answers":           "SELECT count(*) FROM elaboration_questions WHERE answered_at IS NOT NULL",
@@ -121,6 +128,12 @@ func outsiderCases(w outsiderWorld) map[string][]outsiderCase {
 		"POST /console/agents":              nil,
 		"POST /console/logout":              nil,
 		"POST /console/inbox/read-all":      nil,
+		"GET /console/gates":                nil,
+		"POST /console/gates/:uuid/approve": {{path: "/console/gates/" + w.gate + "/approve", want: "Gate not found"}},
+		"POST /console/gates/:uuid/refuse": {{path: "/console/gates/" + w.gate + "/refuse", form: url.Values{"note": {"no"}},
+			want: "Gate not found"}},
+		"POST /console/projects/:uuid/settings/gates": {{path: p + "/settings/gates",
+			form: url.Values{"commands": {"verify_task"}}, want: "Project not found"}},
 		"GET /console/projects/:uuid":       {{path: p, want: "Project not found"}},
 		"GET /console/ideas/:uuid/graph":    {{path: "/console/ideas/" + w.idea + "/graph", want: "Idea not found"}},
 		"GET /console/projects/:uuid/ideas": {{path: p + "/ideas", want: "Project not found"}},
@@ -224,7 +237,8 @@ func TestOutsiderEveryRouteIsNotFound(t *testing.T) {
 			}
 		}
 		// The lists name nothing of the private project.
-		for _, path := range []string{"/console/", "/console/review", "/console/verify", "/console/inbox", "/console/agents"} {
+		for _, path := range []string{"/console/", "/console/review", "/console/verify", "/console/inbox", "/console/agents",
+			"/console/gates"} {
 			res, err := c.Get(s.url + path)
 			require.NoError(t, err)
 			body := readAll(t, res)

@@ -51,9 +51,16 @@ func (c *Console) showSettings(ctx echo.Context, status int, p page, form map[st
 	if v, ok := form["claimTtlSeconds"]; ok {
 		ttl = v
 	}
+	gates, err := c.gatePolicyView(ctx, pv.UUID)
+	if err != nil {
+		return c.failure(ctx, err)
+	}
+	if v, ok := form["expireAfterSeconds"]; ok {
+		gates.Expire = v
+	}
 	p.Title, p.Nav = "Settings of "+pv.Name, "projects"
 	p.Data = map[string]any{"Project": pv, "Level": pv.Level().String(), "Members": members, "ClaimTTL": ttl,
-		"Form": form, "Roles": []string{"viewer", "editor", "admin"}, "Confirm": confirm}
+		"Form": form, "Roles": []string{"viewer", "editor", "admin"}, "Confirm": confirm, "Gates": gates}
 	return c.render(ctx, status, "settings", p)
 }
 

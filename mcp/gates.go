@@ -7,7 +7,7 @@ import (
 	"github.com/chorus-dev/chorus/vocab"
 )
 
-// AwaitingHuman is the answer of a gated command an agent called (docs/rules.md §6.6): nothing
+// AwaitingHuman is the answer of a gated command an agent called (docs/rules.md §6.7): nothing
 // was applied; the call waits as a gate until a person decides it or it expires, and the agent
 // is notified either way.
 type AwaitingHuman struct {
@@ -49,19 +49,19 @@ func awaitingHuman(g *app.Gate) *AwaitingHuman {
 // the project's policy holds the approval for a person.
 type ApproveOut struct {
 	ProposalView
-	AwaitingHuman *AwaitingHuman `json:"awaitingHuman,omitempty" jsonschema:"set when the approval waits for a person (docs/rules.md §6.6): nothing changed yet"`
+	AwaitingHuman *AwaitingHuman `json:"awaitingHuman,omitempty" jsonschema:"set when the approval waits for a person (docs/rules.md §6.7): nothing changed yet"`
 }
 
 // VerifyOut is chorus_admin_verify_task's result: the task's status, and awaitingHuman when the
 // project's policy holds verification for a person.
 type VerifyOut struct {
 	StatusOut
-	AwaitingHuman *AwaitingHuman `json:"awaitingHuman,omitempty" jsonschema:"set when verification waits for a person (docs/rules.md §6.6): nothing changed yet"`
+	AwaitingHuman *AwaitingHuman `json:"awaitingHuman,omitempty" jsonschema:"set when verification waits for a person (docs/rules.md §6.7): nothing changed yet"`
 }
 
 // ResolveOut is chorus_pm_validate_elaboration's result: the elaboration, and awaitingHuman
 // when the project's policy holds resolving for a person.
 type ResolveOut struct {
 	ElaborationView
-	AwaitingHuman *AwaitingHuman `json:"awaitingHuman,omitempty" jsonschema:"set when resolving waits for a person (docs/rules.md §6.6): nothing changed yet"`
+	AwaitingHuman *AwaitingHuman `json:"awaitingHuman,omitempty" jsonschema:"set when resolving waits for a person (docs/rules.md §6.7): nothing changed yet"`
 }

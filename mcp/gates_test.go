@@ -14,7 +14,7 @@ import (
 	"github.com/chorus-dev/chorus/vocab"
 )
 
-// Human gates (docs/rules.md §6.6), through the real MCP client for the agents and the app use
+// Human gates (docs/rules.md §6.7), through the real MCP client for the agents and the app use
 // cases for the people, as the console and the CLI call them.
 
 // personRequest is a request of the user uuid, as a person in the console.

@@ -19,7 +19,7 @@ import (
 	"github.com/chorus-dev/chorus/vocab"
 )
 
-// TestRecordGateHistories records the shapes of human gates (docs/rules.md §6.6): a proposal
+// TestRecordGateHistories records the shapes of human gates (docs/rules.md §6.7): a proposal
 // whose agent approval waited at a gate with an expiry timer and was approved by a person
 // ("proposal-gate-approved"), and a task whose verification gate expired on its timer
 // ("task-gate-expired"). Like TestRecordWorkflowHistories, append-only:

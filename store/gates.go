@@ -15,7 +15,7 @@ import (
 	"github.com/chorus-dev/chorus/vocab"
 )
 
-// Human gates (docs/rules.md §6.6): a project's gate policy and the gate requests its entities'
+// Human gates (docs/rules.md §6.7): a project's gate policy and the gate requests its entities'
 // workflows write. The store keeps facts; the rules live in workflows and app.
 
 // GatePolicy is a project's gate policy (gate_policies). A project without a row has the zero
@@ -201,7 +201,7 @@ func (s *Store) ListGateRequests(ctx context.Context, c Caller, operator bool, f
 
 // TaskWorkers lists the agents (uuids) who worked on a task: each one that held it (claimed it
 // or was assigned to it, from its "assigned" activity rows; only the holder reports work) and
-// each one that submitted it (docs/rules.md §6.6, separation of duties).
+// each one that submitted it (docs/rules.md §6.7, separation of duties).
 func (s *Store) TaskWorkers(ctx context.Context, taskUUID string) ([]string, error) {
 	var rows []Activity
 	if err := s.DB.NewSelect().Model(&rows).Column("actor_uuid", "action", "value").Where("target_type = 'task'").

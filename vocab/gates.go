@@ -1,6 +1,6 @@
 package vocab
 
-// The commands a project's gate policy can hold for a person (docs/rules.md §6.6), by the names
+// The commands a project's gate policy can hold for a person (docs/rules.md §6.7), by the names
 // the policy, the gate rows and the CLI use.
 const (
 	GateApproveProposal    = "approve_proposal"

@@ -1,6 +1,6 @@
 // The gate keeper every entity workflow with a gateable command embeds: it records an agent's
 // call of a gated command as awaiting a person, applies or refuses it on the person's decision,
-// and expires it on a durable timer (docs/rules.md §6.6).
+// and expires it on a durable timer (docs/rules.md §6.7).
 
 package workflows
 

@@ -1,4 +1,4 @@
-// The API of human gates (docs/rules.md §6.6): the two updates every entity workflow with a
+// The API of human gates (docs/rules.md §6.7): the two updates every entity workflow with a
 // gateable command takes, their inputs and results, and the gate as the state keeps it.
 
 package workflows

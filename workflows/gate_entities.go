@@ -1,4 +1,4 @@
-// The gateable commands of each entity (docs/rules.md §6.6): chorus_admin_approve_proposal,
+// The gateable commands of each entity (docs/rules.md §6.7): chorus_admin_approve_proposal,
 // chorus_admin_verify_task and chorus_pm_validate_elaboration, as the gate keeper checks and
 // applies them.
 

@@ -1,4 +1,4 @@
-// The rules of human gates (docs/rules.md §6.6): pure checks on the gates an entity's workflow
+// The rules of human gates (docs/rules.md §6.7): pure checks on the gates an entity's workflow
 // keeps, and the separation-of-duties rule; no Temporal calls.
 
 package workflows
@@ -81,7 +81,7 @@ func GateAlreadyDecided(status string) error {
 	return Refuse(KindConflict, "This gate was already decided: it is %s, and a gate is decided only once", status)
 }
 
-// SeparationOfDuties is the separation-of-duties rule of docs/rules.md §6.6, for a project whose
+// SeparationOfDuties is the separation-of-duties rule of docs/rules.md §6.7, for a project whose
 // policy asks it: an agent may not approve a proposal it created (creator) nor verify a task it
 // worked on (workers: the agents that held or submitted it). actor is the calling agent's uuid;
 // people are not held to it.

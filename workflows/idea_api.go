@@ -54,7 +54,7 @@ type IdeaState struct {
 	// from children (a theme with children).
 	Progress       string `json:"progress,omitempty"`
 	ProgressRollup bool   `json:"progressRollup,omitempty"`
-	// Gates are the idea's gates awaiting a person, and the latest decided (docs/rules.md §6.6).
+	// Gates are the idea's gates awaiting a person, and the latest decided (docs/rules.md §6.7).
 	Gates []GateState `json:"gates,omitempty"`
 }
 

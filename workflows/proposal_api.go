@@ -55,7 +55,7 @@ type ProposalState struct {
 	Finished []string `json:"finished,omitempty"`
 	Row      RowMark  `json:"row"`
 	Recent   Recent   `json:"recent,omitempty"`
-	// Gates are the proposal's gates awaiting a person, and the latest decided (docs/rules.md §6.6).
+	// Gates are the proposal's gates awaiting a person, and the latest decided (docs/rules.md §6.7).
 	Gates []GateState `json:"gates,omitempty"`
 }
 

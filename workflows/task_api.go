@@ -70,7 +70,7 @@ type TaskState struct {
 	Lapsed *Lapse  `json:"lapsed,omitempty"`
 	Row    RowMark `json:"row"`
 	Recent Recent  `json:"recent,omitempty"`
-	// Gates are the task's gates awaiting a person, and the latest decided (docs/rules.md §6.6).
+	// Gates are the task's gates awaiting a person, and the latest decided (docs/rules.md §6.7).
 	Gates []GateState `json:"gates,omitempty"`
 }
 

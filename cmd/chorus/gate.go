@@ -13,7 +13,7 @@ import (
 	"github.com/chorus-dev/chorus/store"
 )
 
-// Human gates on the command line (docs/rules.md §6.6): an operator lists the gates and sets a
+// Human gates on the command line (docs/rules.md §6.7): an operator lists the gates and sets a
 // project's policy; a person (named with --as) decides a gate, under the same rules as in the
 // console (app.DecideGate).
 
@@ -143,7 +143,7 @@ func newProjectGatesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gates <project> [--require approve_proposal,verify_task,resolve_elaboration] [--expire-after 24h] [--separate-duties]",
 		Short: "Show a project's gate policy, or set it with flags (the commands an agent's call waits on a person for)",
-		Long: `Show a project's gate policy (docs/rules.md §6.6), or replace it when any flag is given.
+		Long: `Show a project's gate policy (docs/rules.md §6.7), or replace it when any flag is given.
 
 --require names the commands that wait for a person when an agent calls them: approve_proposal,
 verify_task, resolve_elaboration (comma-separated; "" for none, today's behaviour). --expire-after

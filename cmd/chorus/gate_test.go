@@ -13,7 +13,7 @@ import (
 )
 
 // chorus project gates shows and sets a project's gate policy, refusing a bad field by name, and
-// chorus gate list lists the company's gates (docs/rules.md §6.6).
+// chorus gate list lists the company's gates (docs/rules.md §6.7).
 func TestProjectGatesAndGateList(t *testing.T) {
 	ctx := context.Background()
 	dir, st, boot := bootstrappedDataDir(t)
