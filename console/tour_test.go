@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/mcpclient"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // demo is a project as agents leave it mid-way: an idea done through a proposal, an idea
@@ -65,6 +68,11 @@ func (s *stack) fillDemo() demo {
 	s.call(pm, "chorus_pm_add_task_draft", map[string]any{"proposalUuid": d.proposal, "title": "Index titles",
 		"acceptanceCriteriaItems": []map[string]any{{"description": "titles searchable"}}})
 	s.call(pm, "chorus_pm_submit_proposal", map[string]any{"proposalUuid": d.proposal})
+	// Approving a proposal waits for a person here: the admin agent's approve is held at a gate.
+	_, err := s.app.SetGatePolicyAsOperator(context.Background(), s.company, d.project,
+		app.GatePolicyInput{Commands: []string{vocab.GateApproveProposal}, ExpireAfterSeconds: 86400})
+	require.NoError(s.t, err)
+	s.call(admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": d.proposal})
 
 	var quick []string
 	for _, title := range []string{"Fix the login redirect", "Update the README"} {
@@ -128,6 +136,7 @@ func TestConsoleTour(t *testing.T) {
 		{"review", "/console/proposals/" + d.proposal, "Index titles"},
 		{"verify", "/console/verify", "Theme tokens"},
 		{"task", "/console/tasks/" + d.toVerify, "contrast ratio at least 4.5:1"},
+		{"gates", "/console/gates", "Approving a proposal"},
 		{"inbox", "/console/inbox", "Inbox"},
 		{"agents", "/console/agents", "Ada (developer)"},
 	}
