@@ -126,6 +126,11 @@ func TestReviewApproveAProposalAndSeeItsTasks(t *testing.T) {
 	require.Len(t, acts, 1)
 	require.Equal(t, "user", acts[0].ActorType)
 	require.Equal(t, s.admin.UUID, acts[0].ActorUUID)
+
+	// The tasks are on the project's board.
+	b.click("#board-link")
+	b.waitText("Schema")
+	require.Contains(t, b.page(), "API")
 }
 
 // postForm posts a proposal decision with the page's CSRF token and requestId.
