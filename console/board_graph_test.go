@@ -13,7 +13,9 @@ import (
 // layer right of its deepest dependency; an arrow per drawn dependency, red while it blocks; a
 // dependency on an undrawn task is counted, not drawn; a stored cycle ends the walk.
 func TestBoardGraphLayout(t *testing.T) {
-	task := func(id string, st vocab.TaskStatus) store.Task { return store.Task{UUID: id, Title: "Task " + id, Status: st} }
+	task := func(id string, st vocab.TaskStatus) store.Task {
+		return store.Task{UUID: id, Title: "Task " + id, Status: st}
+	}
 	tasks := []store.Task{task("a", vocab.TaskDone), task("b", vocab.TaskOpen), task("c", vocab.TaskOpen), task("d", vocab.TaskOpen)}
 	edges := []store.DependencyEdge{{Task: "c", DependsOn: "a"}, {Task: "c", DependsOn: "b"}, {Task: "d", DependsOn: "c"},
 		{Task: "d", DependsOn: "a"}, {Task: "b", DependsOn: "zz"}}

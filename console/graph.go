@@ -46,9 +46,9 @@ type graphLayout struct {
 	Width, Height int
 	// NodeW and NodeH are every box's size.
 	NodeW, NodeH int
-	Nodes         []*graphNode
-	Edges         []graphEdge
-	Layers        [][]*graphNode
+	Nodes        []*graphNode
+	Edges        []graphEdge
+	Layers       [][]*graphNode
 }
 
 // layoutGraph places tasks in layers by dependency depth and rows in the order of tasks
