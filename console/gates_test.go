@@ -13,27 +13,35 @@ import (
 	"github.com/chorus-dev/chorus/vocab"
 )
 
-// A gate: the project's admin asks, in the settings page, that approving a proposal waits for a
-// person; an agent's approve then answers that it waits and changes nothing; the person
-// approves it on the Gates page; the proposal is approved in their name, its tasks exist, and
-// the agent is told. Refusing needs a note, shown beside the field, and changes nothing.
+// A gate: the project's settings page sets which commands wait for a person; an agent's approve
+// of a proposal answers that it waits and changes nothing (asked again, the same gate); the
+// person approves it on the Gates page; the proposal is approved in their name, its tasks exist,
+// and the agent is told once. Refusing needs a note, shown beside the field, and changes nothing;
+// a decided gate cannot be decided again.
 func TestGateAgentApproveWaitsForAPerson(t *testing.T) {
 	s := newStack(t, "sqlite")
 	d := s.fillDemo()
 	b := s.newBrowser()
 	b.signIn(s.link(s.admin))
 
+	// The demo's project already holds approving a proposal (and the admin agent's approve of
+	// "Search v2" waits); the person adds verifying a task in the settings form.
 	b.open("/console/projects/" + d.project + "/settings")
-	b.do(chromedp.Click(`#gates-form input[value="approve_proposal"]`)) // a checkbox: no page follows
+	require.True(t, eval[bool](b, `document.querySelector('#gates-form input[value="approve_proposal"]').checked`))
+	b.do(chromedp.Click(`#gates-form input[value="verify_task"]`)) // a checkbox: no page follows
 	b.click("#gates-form button[type=submit]")
 	b.waitText("Human gates saved.")
 	policy, err := s.app.GatePolicy(context.Background(), app.Request{Who: app.UserPrincipal(s.admin)}, d.project)
 	require.NoError(t, err)
-	require.Equal(t, []string{vocab.GateApproveProposal}, policy.GatedCommands())
+	require.Equal(t, []string{vocab.GateApproveProposal, vocab.GateVerifyTask}, policy.GatedCommands())
 
+	// The agent calling approve again answers with the same gate: one request, still waiting.
 	admin := s.connect(s.adminKey)
 	held := s.call(admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": d.proposal})
 	gate := str(held, "awaitingHuman.gateUuid")
+	var gates int
+	require.NoError(t, s.st.DB.NewSelect().Table("gate_requests").ColumnExpr("count(*)").Scan(context.Background(), &gates))
+	require.Equal(t, 1, gates)
 	require.Equal(t, "awaiting", str(held, "awaitingHuman.status"))
 	require.Equal(t, "pending", str(s.call(admin, "chorus_get_proposal", map[string]any{"proposalUuid": d.proposal}), "status"),
 		"an agent's approve waits: nothing changed")
