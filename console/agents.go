@@ -2,7 +2,6 @@ package console
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -47,8 +46,7 @@ func (c *Console) agentsPage(ctx echo.Context) error {
 
 // showAgents draws the agents page with p's error and fields and the form's values.
 func (c *Console) showAgents(ctx echo.Context, status int, p page, form agentForm) error {
-	n, _ := strconv.Atoi(ctx.QueryParam("page"))
-	n = max(n, 1)
+	n := pageNumber(ctx)
 	agents, total, err := c.app.ListAgents(ctxOf(ctx), c.request(ctx).Agent(), agentsPerPage, (n-1)*agentsPerPage)
 	if err != nil {
 		return c.failure(ctx, err)

@@ -86,7 +86,7 @@ func (c *Console) boardPage(ctx echo.Context) error {
 	q := app.BoardQuery{IdeaUUID: strings.TrimSpace(ctx.QueryParam("idea"))}
 	if st := vocab.TaskStatus(ctx.QueryParam("status")); boardStatusLabels[st] != "" {
 		q.Status = st
-		q.Page, _ = strconv.Atoi(ctx.QueryParam("page"))
+		q.Page = pageNumber(ctx)
 	}
 	projectUUID := strings.ToLower(ctx.Param("uuid"))
 	b, err := c.app.Board(ctxOf(ctx), c.request(ctx), projectUUID, q)

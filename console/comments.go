@@ -66,8 +66,7 @@ func (c *Console) commentsFor(ctx echo.Context, targetType, targetUUID string) (
 
 // commentsView builds the partial's data for the page at here (which the form returns to).
 func (c *Console) commentsView(ctx echo.Context, targetType, targetUUID string, here *url.URL) (commentsView, error) {
-	off, _ := strconv.Atoi(here.Query().Get("coff"))
-	off = max(off, 0)
+	off := queryNumber(here.Query().Get("coff"))
 	r := app.Request{Who: c.request(ctx).Who}
 	rows, total, err := c.app.ListComments(ctxOf(ctx), r, targetType, targetUUID, commentsPageSize, off)
 	if err != nil {

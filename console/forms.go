@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -52,3 +53,21 @@ func refused(err error, fields ...string) (p page, ok bool) {
 	}
 	return p, true
 }
+
+// maxQueryNumber bounds a page number or offset taken from a URL: far past any real list, and
+// small enough that page*size cannot overflow.
+const maxQueryNumber = 1_000_000
+
+// queryNumber reads a non-negative whole number from a URL value: missing, malformed or
+// negative is 0, and anything above maxQueryNumber is maxQueryNumber (a page past the end
+// shows an empty page with a way back, never an error).
+func queryNumber(raw string) int {
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return min(n, maxQueryNumber)
+}
+
+// pageNumber is the list page a URL asks for, from 1.
+func pageNumber(ctx echo.Context) int { return max(queryNumber(ctx.QueryParam("page")), 1) }

@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -30,8 +29,7 @@ func (c *Console) ideaRoutes(g *echo.Group) {
 // ideaTracker lists a page of a project's ideas with their derived status, elaboration, assignee,
 // work and lineage; ?page=N (from 1) pages on.
 func (c *Console) ideaTracker(ctx echo.Context) error {
-	n, _ := strconv.Atoi(ctx.QueryParam("page"))
-	n = max(n, 1)
+	n := pageNumber(ctx)
 	t, err := c.app.IdeaTracker(ctxOf(ctx), c.request(ctx), ctx.Param("uuid"), ideasPerPage, (n-1)*ideasPerPage)
 	if err != nil {
 		return c.failure(ctx, err)

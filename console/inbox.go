@@ -63,8 +63,7 @@ type inboxView struct {
 // inboxPage lists the person's notifications, unread ones first (each part newest first), 50 to
 // a page (query parameter "offset" counts into that order), with what waits for them.
 func (c *Console) inboxPage(ctx echo.Context) error {
-	off, _ := strconv.Atoi(ctx.QueryParam("offset"))
-	off = max(off, 0)
+	off := queryNumber(ctx.QueryParam("offset"))
 	r := c.request(ctx)
 	unread, err := c.app.ListNotifications(ctxOf(ctx), r, store.NotificationFilter{Status: "unread", Limit: inboxPageSize, Offset: off})
 	if err != nil {

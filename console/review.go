@@ -31,8 +31,7 @@ func (c *Console) reviewRoutes(g *echo.Group) {
 // reviewQueue lists the pending proposals of the projects the person can see, newest first,
 // reviewPageSize at a time (?page=2 for the next).
 func (c *Console) reviewQueue(ctx echo.Context) error {
-	n, _ := strconv.Atoi(ctx.QueryParam("page"))
-	n = max(n, 1)
+	n := pageNumber(ctx)
 	items, total, err := c.app.ProposalsToReview(ctxOf(ctx), c.request(ctx), reviewPageSize, (n-1)*reviewPageSize)
 	if err != nil {
 		return c.failure(ctx, err)

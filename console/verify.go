@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -39,8 +38,7 @@ type verifyQueueItem struct {
 // verifyQueuePage lists the tasks waiting for verification in the projects the person can see,
 // oldest submission first, verifyQueueRows to a page (?offset=N).
 func (c *Console) verifyQueuePage(ctx echo.Context) error {
-	offset, _ := strconv.Atoi(ctx.QueryParam("offset"))
-	offset = max(offset, 0)
+	offset := queryNumber(ctx.QueryParam("offset"))
 	rows, total, err := c.app.VerifyQueue(ctxOf(ctx), c.request(ctx), app.Page{Limit: verifyQueueRows, Offset: offset})
 	if err != nil {
 		return c.failure(ctx, err)
