@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,6 +32,27 @@ type Event struct {
 	ActorType   string    `bun:"actor_type"`
 	ActorUUID   string    `bun:"actor_uuid"`
 	CreatedAt   time.Time `bun:"created_at"`
+}
+
+// EventWire is an event as GET /api/events and webhooks send it (JSON): ids and kinds only. ID is
+// the seq, as a string (the SSE id a client resumes from).
+type EventWire struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	ProjectUUID string `json:"projectUuid"`
+	EntityType  string `json:"entityType"`
+	EntityUUID  string `json:"entityUuid"`
+	IdeaUUID    string `json:"ideaUuid"`
+	ActorType   string `json:"actorType"`
+	ActorUUID   string `json:"actorUuid"`
+	At          string `json:"at"`
+}
+
+// Wire is the event as it is sent.
+func (e Event) Wire() EventWire {
+	return EventWire{ID: strconv.FormatInt(e.Seq, 10), Kind: e.Kind, ProjectUUID: e.ProjectUUID, EntityType: e.EntityType,
+		EntityUUID: e.EntityUUID, IdeaUUID: e.IdeaUUID, ActorType: e.ActorType, ActorUUID: e.ActorUUID,
+		At: e.CreatedAt.UTC().Format(time.RFC3339Nano)}
 }
 
 // EventRecipient is who an event is for: the recipients its notification went to.

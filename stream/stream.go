@@ -84,26 +84,6 @@ const (
 	errUnavailable  = "Chorus cannot reach its database right now; reconnect in a few seconds with the same Last-Event-ID"
 )
 
-// Wire is one event as the stream sends it (the data line's JSON): ids and kinds only.
-type Wire struct {
-	ID          string `json:"id"`
-	Kind        string `json:"kind"`
-	ProjectUUID string `json:"projectUuid"`
-	EntityType  string `json:"entityType"`
-	EntityUUID  string `json:"entityUuid"`
-	IdeaUUID    string `json:"ideaUuid"`
-	ActorType   string `json:"actorType"`
-	ActorUUID   string `json:"actorUuid"`
-	At          string `json:"at"`
-}
-
-// WireOf is ev as the stream and webhooks send it.
-func WireOf(ev store.Event) Wire {
-	return Wire{ID: fmt.Sprint(ev.Seq), Kind: ev.Kind, ProjectUUID: ev.ProjectUUID, EntityType: ev.EntityType,
-		EntityUUID: ev.EntityUUID, IdeaUUID: ev.IdeaUUID, ActorType: ev.ActorType, ActorUUID: ev.ActorUUID,
-		At: ev.CreatedAt.UTC().Format(time.RFC3339Nano)}
-}
-
 func (s *Server) who(r *http.Request) (app.Principal, Who, error) {
 	for _, w := range []Who{s.cfg.Key, s.cfg.Session} {
 		if w == nil {
@@ -202,7 +182,7 @@ func (s *Server) pump(ctx context.Context, res *echo.Response, st *app.EventStre
 			lastCheck = time.Now()
 		}
 		for _, ev := range evs {
-			w := WireOf(ev)
+			w := ev.Wire()
 			if !frame(res, w.ID, w.Kind, w) {
 				return nil
 			}
