@@ -40,13 +40,14 @@ const (
 	phaseRace   = "race"
 	phaseReads  = "reads"
 	phaseBulk   = "bulk"
+	phaseEvents = "events"
 	// Long phases, run only when named.
 	phaseSoak     = "soak"
 	phaseOpsCheck = "opscheck"
 )
 
 // AllPhases are the phases a run has when --phases names none, in the order they run.
-var AllPhases = []string{phaseFloors, phaseSingle, phaseAgents, phaseRace, phaseReads, phaseBulk}
+var AllPhases = []string{phaseFloors, phaseSingle, phaseAgents, phaseRace, phaseReads, phaseBulk, phaseEvents}
 
 // namedPhases run only when --phases names them.
 var namedPhases = []string{phaseSoak, phaseOpsCheck}
@@ -66,6 +67,9 @@ type Options struct {
 	BulkSize    int
 	FloorOps    int
 	FloorPer    int
+	// events phase: open streams, and assignments per stream
+	Streams     int
+	EventRounds int
 	JSONPath    string // "" writes no JSON file
 	DatabaseURL string
 	// Endpoint, Key and TemporalAddress measure a running Chorus instead of a stack of the bench's own.
@@ -144,6 +148,15 @@ func (o *Options) validate() ([]string, error) {
 	}{{"--agents", o.Agents}, {"--tasks-per-agent", o.TasksPer}, {"--rounds", o.Rounds}, {"--race-rounds", o.RaceRounds},
 		{"--read-tasks", o.ReadTasks}, {"--read-calls", o.ReadCalls}, {"--bulk-batches", o.BulkBatches},
 		{"--floor-ops", o.FloorOps}, {"--floor-per-client", o.FloorPer}}
+	if slices.Contains(phases, phaseEvents) {
+		positive = append(positive, []struct {
+			name string
+			v    int
+		}{{"--streams", o.Streams}, {"--event-rounds", o.EventRounds}}...)
+		if o.EventRounds > o.Streams {
+			return nil, fmt.Errorf("--event-rounds (%d) must not exceed --streams (%d): each round reassigns every task to the next agent", o.EventRounds, o.Streams)
+		}
+	}
 	// The named phases' flags count only when their phase runs.
 	if slices.Contains(phases, phaseSoak) {
 		positive = append(positive, struct {
@@ -250,7 +263,7 @@ func run(ctx context.Context, o Options, phases []string, w Wiring, out io.Write
 			"startedByBench": o.Endpoint == ""},
 		Settings: benchSettings{Phases: phases, Agents: o.Agents, TasksPerAgent: o.TasksPer, Rounds: o.Rounds, Racers: o.Racers,
 			RaceRounds: o.RaceRounds, ReadTasks: reads, ReadCalls: o.ReadCalls, BulkBatches: o.BulkBatches, BulkSize: o.BulkSize,
-			FloorOps: o.FloorOps, FloorPer: o.FloorPer, DynamicConfig: devserver.DynamicConfig}}
+			FloorOps: o.FloorOps, FloorPer: o.FloorPer, Streams: o.Streams, EventRounds: o.EventRounds, DynamicConfig: devserver.DynamicConfig}}
 	m := rep.Machine
 	fmt.Fprintf(out, "bench: %d CPU(s) %s, %s %s/%s, load average %s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch, m.LoadAvgStart)
 	if rep.Surface, err = PrintSurface(out); err != nil {
@@ -324,6 +337,8 @@ func (b *bencher) phase(ctx context.Context, p string, reads []int) *phaseResult
 		return b.readsPhase(ctx, reads)
 	case phaseBulk:
 		return b.bulkPhase(ctx)
+	case phaseEvents:
+		return b.eventsPhase(ctx)
 	case phaseSoak:
 		return b.soakPhase(ctx)
 	case phaseOpsCheck:

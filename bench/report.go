@@ -73,5 +73,7 @@ type benchSettings struct {
 	BulkSize      int      `json:"bulkSize"`
 	FloorOps      int      `json:"floorOps"`
 	FloorPer      int      `json:"floorPerClient"`
+	Streams       int      `json:"streams,omitempty"`
+	EventRounds   int      `json:"eventRounds,omitempty"`
 	DynamicConfig []string `json:"dynamicConfig,omitempty"`
 }

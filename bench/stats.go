@@ -55,6 +55,7 @@ type summary struct {
 	N      int     `json:"n"`
 	Errors int     `json:"errors"`
 	P50Ms  float64 `json:"p50Ms"`
+	P95Ms  float64 `json:"p95Ms"`
 	P99Ms  float64 `json:"p99Ms"`
 	MeanMs float64 `json:"meanMs"`
 	MaxMs  float64 `json:"maxMs"`
@@ -91,6 +92,7 @@ func summarize(lat []time.Duration, errors int) summary {
 		total += d
 	}
 	s.P50Ms = ms(percentile(sorted, 50))
+	s.P95Ms = ms(percentile(sorted, 95))
 	s.P99Ms = ms(percentile(sorted, 99))
 	s.MeanMs = ms(total / time.Duration(len(sorted)))
 	s.MaxMs = ms(sorted[len(sorted)-1])
@@ -144,12 +146,42 @@ type phaseResult struct {
 	WorkflowTaskFailures *wfTaskFailures `json:"workflowTaskFailures,omitempty"`
 	Started              time.Time       `json:"started"`
 	Ended                time.Time       `json:"ended"`
+	// Detail adds the p95 and max columns to the table.
+	Detail bool `json:"-"`
+	// Targets are the phase's goals, each met or not (printed as PASS or FAIL lines).
+	Targets []targetCheck `json:"targets,omitempty"`
+	// Events and Memory are the events phase's figures.
+	Events *eventFigures `json:"events,omitempty"`
+	Memory *streamMemory `json:"streamMemory,omitempty"`
+}
+
+// targetCheck is one goal of a phase: a measured value against its limit (at most).
+type targetCheck struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"` // the most Value may be
+	Unit   string  `json:"unit"`
+	Pass   bool    `json:"pass"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// String is the check's line: "PASS event delivery p99: 120.0 ms (target <= 1000.0 ms)".
+func (t targetCheck) String() string {
+	verdict := "FAIL"
+	if t.Pass {
+		verdict = "PASS"
+	}
+	s := fmt.Sprintf("%s %s: %.1f %s (target <= %.1f %s)", verdict, t.Name, t.Value, t.Unit, t.Limit, t.Unit)
+	if t.Detail != "" {
+		s += "; " + t.Detail
+	}
+	return s
 }
 
 // comparable says whether the phase's rows are meant to be compared with the floors: all but
-// the floors themselves and the reads.
+// the floors themselves, the reads, and the phases measured against targets of their own.
 func (p *phaseResult) comparable() bool {
-	return !strings.HasPrefix(p.Name, "Floors") && !strings.HasPrefix(p.Name, "Reads")
+	return !strings.HasPrefix(p.Name, "Floors") && !strings.HasPrefix(p.Name, "Reads") && len(p.Targets) == 0
 }
 
 // writeTable prints a phase as a Markdown table.
@@ -159,8 +191,13 @@ func (p *phaseResult) writeTable(w io.Writer) {
 		fmt.Fprintf(w, "Skipped: %s\n", p.Skipped)
 		return
 	}
-	fmt.Fprintln(w, "| operation | conc | n | errors | p50 ms | p99 ms | per s | vs floor |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
+	if p.Detail {
+		fmt.Fprintln(w, "| operation | conc | n | errors | p50 ms | p95 ms | p99 ms | max ms | per s |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	} else {
+		fmt.Fprintln(w, "| operation | conc | n | errors | p50 ms | p99 ms | per s | vs floor |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
+	}
 	compared := false
 	for _, r := range p.Rows {
 		var vs []string
@@ -174,8 +211,19 @@ func (p *phaseResult) writeTable(w io.Writer) {
 		if r.Note != "" {
 			name += " (" + r.Note + ")"
 		}
+		if p.Detail {
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", name, max(r.Concurrency, 1), r.N, r.Errors,
+				r.P50Ms, r.P95Ms, r.P99Ms, r.MaxMs, r.Rate)
+			continue
+		}
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f | %.1f | %.1f | %s |\n", name, max(r.Concurrency, 1), r.N, r.Errors,
 			r.P50Ms, r.P99Ms, r.Rate, strings.Join(vs, "; "))
+	}
+	if len(p.Targets) > 0 {
+		fmt.Fprintln(w)
+		for _, t := range p.Targets {
+			fmt.Fprintf(w, "- %s\n", t)
+		}
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "\n%s\n", n)

@@ -59,6 +59,9 @@ Phases (--phases, comma-separated; default all):
           straight to the database with no workflow behind them, in a project that no command
           touches: reads come from the database only, so they measure the same thing.
   bulk    chorus_create_tasks in batches of --bulk-size, tasks per second
+  events  --streams event streams (GET /api/events), one agent each: server memory per open stream
+          (target at most 64 KiB), then --event-rounds task assignments per agent through MCP, each
+          timed from the assign call's return to its frame being read (target p99 at most 1 s)
 
 Run only when named:
   soak      --soak-agents agents claim and release for --soak-duration, each call with its own
@@ -97,6 +100,8 @@ Then it prints a Markdown table per phase and writes every figure to --json.`,
 	f.IntVar(&o.BulkSize, "bulk-size", 50, "tasks per chorus_create_tasks call in the bulk phase (1 to 100)")
 	f.IntVar(&o.FloorOps, "floor-ops", 100, "sequential operations per floor")
 	f.IntVar(&o.FloorPer, "floor-per-client", 10, "operations per client of the concurrent floors")
+	f.IntVar(&o.Streams, "streams", 200, "events phase: event streams (GET /api/events) open at once, one agent each")
+	f.IntVar(&o.EventRounds, "event-rounds", 2, "events phase: task_assigned events each stream receives")
 	f.StringVar(&o.JSONPath, "json", "bench-results.json", "write every figure, with the machine, to this JSON file (empty: none)")
 	f.StringVar(&o.DatabaseURL, "database-url", "", "PostgreSQL URL for the app database (default: SQLite in the temporary directory); "+
 		"with --endpoint, the database of the Chorus being measured")
