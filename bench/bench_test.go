@@ -130,6 +130,9 @@ func TestBenchFlagsAreChecked(t *testing.T) {
 		}, "--soak-agents"},
 		{"soak without a window", func(o *Options) { o.Phases, o.SoakAgents, o.SoakDuration = "soak", 1, time.Minute }, "--soak-window"},
 		{"opscheck without entities", func(o *Options) { o.Phases, o.OpsConcurrency = "opscheck", 8 }, "--ops-entities"},
+		{"events without streams", func(o *Options) { o.Phases, o.EventRounds = "events", 1 }, "--streams"},
+		{"events without rounds", func(o *Options) { o.Phases, o.Streams = "events", 10 }, "--event-rounds"},
+		{"more rounds than streams", func(o *Options) { o.Phases, o.Streams, o.EventRounds = "events", 2, 3 }, "--event-rounds"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
