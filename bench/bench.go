@@ -34,20 +34,21 @@ import (
 
 // The phases of `chorus bench`, in the order they run.
 const (
-	phaseFloors = "floors"
-	phaseSingle = "single"
-	phaseAgents = "agents"
-	phaseRace   = "race"
-	phaseReads  = "reads"
-	phaseBulk   = "bulk"
-	phaseEvents = "events"
+	phaseFloors   = "floors"
+	phaseSingle   = "single"
+	phaseAgents   = "agents"
+	phaseRace     = "race"
+	phaseReads    = "reads"
+	phaseBulk     = "bulk"
+	phaseEvents   = "events"
+	phaseWebhooks = "webhooks"
 	// Long phases, run only when named.
 	phaseSoak     = "soak"
 	phaseOpsCheck = "opscheck"
 )
 
 // AllPhases are the phases a run has when --phases names none, in the order they run.
-var AllPhases = []string{phaseFloors, phaseSingle, phaseAgents, phaseRace, phaseReads, phaseBulk, phaseEvents}
+var AllPhases = []string{phaseFloors, phaseSingle, phaseAgents, phaseRace, phaseReads, phaseBulk, phaseEvents, phaseWebhooks}
 
 // namedPhases run only when --phases names them.
 var namedPhases = []string{phaseSoak, phaseOpsCheck}
@@ -70,8 +71,11 @@ type Options struct {
 	// events phase: open streams, and assignments per stream
 	Streams     int
 	EventRounds int
-	JSONPath    string // "" writes no JSON file
-	DatabaseURL string
+	// webhooks phase: events a second, for how many seconds
+	WebhookRate    int
+	WebhookSeconds int
+	JSONPath       string // "" writes no JSON file
+	DatabaseURL    string
 	// Endpoint, Key and TemporalAddress measure a running Chorus instead of a stack of the bench's own.
 	Endpoint        string
 	Key             string
@@ -153,7 +157,7 @@ func (o *Options) validate() ([]string, error) {
 			name string
 			v    int
 		}{{"--streams", o.Streams}, {"--event-rounds", o.EventRounds}}...)
-		if o.EventRounds > o.Streams {
+		if o.EventRounds > o.Streams && o.Streams > 0 {
 			return nil, fmt.Errorf("--event-rounds (%d) must not exceed --streams (%d): each round reassigns every task to the next agent", o.EventRounds, o.Streams)
 		}
 	}
@@ -178,6 +182,12 @@ func (o *Options) validate() ([]string, error) {
 			name string
 			v    int
 		}{{"--ops-entities", o.OpsEntities}, {"--ops-concurrency", o.OpsConcurrency}}...)
+	}
+	if slices.Contains(phases, phaseWebhooks) {
+		positive = append(positive, []struct {
+			name string
+			v    int
+		}{{"--webhook-rate", o.WebhookRate}, {"--webhook-seconds", o.WebhookSeconds}}...)
 	}
 	for _, p := range positive {
 		if p.v < 1 {
@@ -263,7 +273,8 @@ func run(ctx context.Context, o Options, phases []string, w Wiring, out io.Write
 			"startedByBench": o.Endpoint == ""},
 		Settings: benchSettings{Phases: phases, Agents: o.Agents, TasksPerAgent: o.TasksPer, Rounds: o.Rounds, Racers: o.Racers,
 			RaceRounds: o.RaceRounds, ReadTasks: reads, ReadCalls: o.ReadCalls, BulkBatches: o.BulkBatches, BulkSize: o.BulkSize,
-			FloorOps: o.FloorOps, FloorPer: o.FloorPer, Streams: o.Streams, EventRounds: o.EventRounds, DynamicConfig: devserver.DynamicConfig}}
+			FloorOps: o.FloorOps, FloorPer: o.FloorPer, Streams: o.Streams, EventRounds: o.EventRounds,
+			WebhookRate: o.WebhookRate, WebhookSecs: o.WebhookSeconds, DynamicConfig: devserver.DynamicConfig}}
 	m := rep.Machine
 	fmt.Fprintf(out, "bench: %d CPU(s) %s, %s %s/%s, load average %s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch, m.LoadAvgStart)
 	if rep.Surface, err = PrintSurface(out); err != nil {
@@ -339,6 +350,8 @@ func (b *bencher) phase(ctx context.Context, p string, reads []int) *phaseResult
 		return b.bulkPhase(ctx)
 	case phaseEvents:
 		return b.eventsPhase(ctx)
+	case phaseWebhooks:
+		return b.webhooksPhase(ctx)
 	case phaseSoak:
 		return b.soakPhase(ctx)
 	case phaseOpsCheck:

@@ -75,5 +75,7 @@ type benchSettings struct {
 	FloorPer      int      `json:"floorPerClient"`
 	Streams       int      `json:"streams,omitempty"`
 	EventRounds   int      `json:"eventRounds,omitempty"`
+	WebhookRate   int      `json:"webhookRate,omitempty"`
+	WebhookSecs   int      `json:"webhookSeconds,omitempty"`
 	DynamicConfig []string `json:"dynamicConfig,omitempty"`
 }

@@ -153,6 +153,8 @@ type phaseResult struct {
 	// Events and Memory are the events phase's figures.
 	Events *eventFigures `json:"events,omitempty"`
 	Memory *streamMemory `json:"streamMemory,omitempty"`
+	// Webhooks is the webhooks phase's figures.
+	Webhooks *hookFigures `json:"webhooks,omitempty"`
 }
 
 // targetCheck is one goal of a phase: a measured value against its limit (at most).
