@@ -74,6 +74,7 @@ type Options struct {
 	// webhooks phase: events a second, for how many seconds
 	WebhookRate    int
 	WebhookSeconds int
+	WebhookWrites  string // "comment" or "assign"
 	JSONPath       string // "" writes no JSON file
 	DatabaseURL    string
 	// Endpoint, Key and TemporalAddress measure a running Chorus instead of a stack of the bench's own.
@@ -188,6 +189,9 @@ func (o *Options) validate() ([]string, error) {
 			name string
 			v    int
 		}{{"--webhook-rate", o.WebhookRate}, {"--webhook-seconds", o.WebhookSeconds}}...)
+		if o.WebhookWrites != hookWritesComment && o.WebhookWrites != hookWritesAssign {
+			return nil, fmt.Errorf("--webhook-writes must be %s or %s, not %q", hookWritesComment, hookWritesAssign, o.WebhookWrites)
+		}
 	}
 	for _, p := range positive {
 		if p.v < 1 {
@@ -274,7 +278,7 @@ func run(ctx context.Context, o Options, phases []string, w Wiring, out io.Write
 		Settings: benchSettings{Phases: phases, Agents: o.Agents, TasksPerAgent: o.TasksPer, Rounds: o.Rounds, Racers: o.Racers,
 			RaceRounds: o.RaceRounds, ReadTasks: reads, ReadCalls: o.ReadCalls, BulkBatches: o.BulkBatches, BulkSize: o.BulkSize,
 			FloorOps: o.FloorOps, FloorPer: o.FloorPer, Streams: o.Streams, EventRounds: o.EventRounds,
-			WebhookRate: o.WebhookRate, WebhookSecs: o.WebhookSeconds, DynamicConfig: devserver.DynamicConfig}}
+			WebhookRate: o.WebhookRate, WebhookSecs: o.WebhookSeconds, WebhookWrites: o.WebhookWrites, DynamicConfig: devserver.DynamicConfig}}
 	m := rep.Machine
 	fmt.Fprintf(out, "bench: %d CPU(s) %s, %s %s/%s, load average %s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch, m.LoadAvgStart)
 	if rep.Surface, err = PrintSurface(out); err != nil {

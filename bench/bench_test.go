@@ -133,8 +133,11 @@ func TestBenchFlagsAreChecked(t *testing.T) {
 		{"events without streams", func(o *Options) { o.Phases, o.EventRounds = "events", 1 }, "--streams"},
 		{"events without rounds", func(o *Options) { o.Phases, o.Streams = "events", 10 }, "--event-rounds"},
 		{"more rounds than streams", func(o *Options) { o.Phases, o.Streams, o.EventRounds = "events", 2, 3 }, "--event-rounds"},
-		{"webhooks without a rate", func(o *Options) { o.Phases, o.WebhookSeconds = "webhooks", 20 }, "--webhook-rate"},
-		{"webhooks without seconds", func(o *Options) { o.Phases, o.WebhookRate = "webhooks", 50 }, "--webhook-seconds"},
+		{"webhooks without a rate", func(o *Options) { o.Phases, o.WebhookSeconds, o.WebhookWrites = "webhooks", 20, "comment" }, "--webhook-rate"},
+		{"webhooks without seconds", func(o *Options) { o.Phases, o.WebhookRate, o.WebhookWrites = "webhooks", 50, "comment" }, "--webhook-seconds"},
+		{"webhooks with unknown writes", func(o *Options) {
+			o.Phases, o.WebhookRate, o.WebhookSeconds, o.WebhookWrites = "webhooks", 50, 20, "delete"
+		}, "--webhook-writes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -77,5 +77,6 @@ type benchSettings struct {
 	EventRounds   int      `json:"eventRounds,omitempty"`
 	WebhookRate   int      `json:"webhookRate,omitempty"`
 	WebhookSecs   int      `json:"webhookSeconds,omitempty"`
+	WebhookWrites string   `json:"webhookWrites,omitempty"`
 	DynamicConfig []string `json:"dynamicConfig,omitempty"`
 }

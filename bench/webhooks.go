@@ -38,12 +38,31 @@ const (
 	hookAllow = "127.0.0.1/32"
 )
 
+// The writes the webhooks phase makes (--webhook-writes).
+const (
+	// hookWritesComment comments on the project's tasks: a store transaction each (comments are
+	// records, no workflow), so the stack can write the rate and the deliveries are measured.
+	hookWritesComment = "comment"
+	// hookWritesAssign reassigns the project's tasks: a task workflow's update each, so the
+	// deliveries compete with lifecycle work for the worker.
+	hookWritesAssign = "assign"
+)
+
+// hookTool is the tool the writes call.
+func hookTool(writes string) string {
+	if writes == hookWritesAssign {
+		return "chorus_pm_assign_task"
+	}
+	return "chorus_add_comment"
+}
+
 // ---- webhooks ----
 
 // webhooksPhase adds one webhook to a project of its own, pointed at a receiver on 127.0.0.1
 // (the started server's allow-list admits it), then writes --webhook-rate events a second for
-// --webhook-seconds through MCP (chorus_pm_assign_task, each a task_assigned event of the
-// project) and measures each delivery's lag (the event's time in its write's transaction to the
+// --webhook-seconds through MCP (chorus_add_comment on the project's tasks, a comment_added event
+// each; or, with --webhook-writes assign, chorus_pm_assign_task, a task_assigned event each) and
+// measures each delivery's lag (the event's time in its write's transaction to the
 // receiver reading it), whether every event is delivered, and how long the backlog takes to drain
 // once the writes stop.
 func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
@@ -138,8 +157,14 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 			k := i % hookTasks
 			lastTask[k].Lock()
 			t0 := time.Now()
-			err := b.admin.Call(ctx, "chorus_pm_assign_task", map[string]any{"taskUuid": tasks[k],
-				"agentUuid": agents[(i/hookTasks)%2].uuid}, nil)
+			var err error
+			if b.o.WebhookWrites == hookWritesAssign {
+				err = b.admin.Call(ctx, "chorus_pm_assign_task", map[string]any{"taskUuid": tasks[k],
+					"agentUuid": agents[(i/hookTasks)%2].uuid}, nil)
+			} else {
+				err = b.admin.Call(ctx, "chorus_add_comment", map[string]any{"targetType": "task", "targetUuid": tasks[k],
+					"content": fmt.Sprintf("bench webhook event %d", i+1)}, nil)
+			}
 			calls.observe(t0, err)
 			lastTask[k].Unlock()
 			if err == nil {
@@ -163,14 +188,14 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 	r := recv.result()
 
 	cs := calls.summary(writeWall)
-	res.Rows = append(res.Rows, row{Name: "chorus_pm_assign_task (the writes)", Concurrency: hookDrivers, summary: cs})
+	res.Rows = append(res.Rows, row{Name: hookTool(b.o.WebhookWrites) + " (the writes)", Concurrency: hookDrivers, summary: cs})
 	ls := summarize(r.lag, 0)
 	if r.lastAt.After(r.firstAt) {
 		ls.WallS = r.lastAt.Sub(r.firstAt).Seconds()
 		ls.Rate = float64(ls.N) / ls.WallS
 	}
 	res.Rows = append(res.Rows, row{Name: "delivery lag (event's time to receiver)", Concurrency: 1, summary: ls})
-	f := hookFigures{Rate: rate, Seconds: secs, Writes: cs.N, WriteRate: cs.Rate, Events: events, Delivered: r.delivered,
+	f := hookFigures{Writes: b.o.WebhookWrites, Rate: rate, Seconds: secs, Calls: cs.N, WriteRate: cs.Rate, Events: events, Delivered: r.delivered,
 		Duplicates: r.duplicates, BadSignature: r.bad, P50Ms: ls.P50Ms, P95Ms: ls.P95Ms, P99Ms: ls.P99Ms, MaxMs: ls.MaxMs,
 		Backlog: samples}
 	if !drainedAt.IsZero() && lastReturn.Load() != 0 {
@@ -212,9 +237,10 @@ type hookSample struct {
 
 // hookFigures are the webhooks phase's figures in the JSON file.
 type hookFigures struct {
-	Rate         int     `json:"rate"` // events a second asked for
+	Writes       string  `json:"writes"` // hookWritesComment or hookWritesAssign
+	Rate         int     `json:"rate"`   // events a second asked for
 	Seconds      int     `json:"seconds"`
-	Writes       int     `json:"writes"`    // successful writes
+	Calls        int     `json:"calls"`     // successful writes
 	WriteRate    float64 `json:"writeRate"` // achieved, per second
 	Events       int     `json:"events"`    // the project's events the writes made (the store's count)
 	Delivered    int     `json:"delivered"` // distinct deliveries the receiver got
@@ -260,11 +286,11 @@ func (f hookFigures) maxBacklog() int {
 }
 
 func (f hookFigures) note(drivers int) string {
-	return fmt.Sprintf("%d writes (chorus_pm_assign_task, up to %d in flight, each due at its slot of %d a second) made "+
+	return fmt.Sprintf("%d writes (%s, up to %d in flight, each due at its slot of %d a second) made "+
 		"%d events of the webhook's project; the receiver (127.0.0.1, allowed by the started server's webhook "+
 		"allow-list) got %d distinct deliveries, %d repeated, %d with a bad signature. The backlog (written, not yet "+
 		"delivered) peaked at %d in the once-a-second samples. Lag is from the event's time (its at, taken in the write's "+
-		"transaction) to the receiver reading the request.", f.Writes, drivers, f.Rate, f.Events, f.Delivered, f.Duplicates,
+		"transaction) to the receiver reading the request.", f.Calls, hookTool(f.Writes), drivers, f.Rate, f.Events, f.Delivered, f.Duplicates,
 		f.BadSignature, f.maxBacklog())
 }
 

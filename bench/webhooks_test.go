@@ -76,13 +76,14 @@ func sign(secret, ts, body string) string {
 // signature, and the backlog drained within 5 s of the last write.
 func TestHookFiguresTargets(t *testing.T) {
 	t.Parallel()
-	ok := hookFigures{Rate: 50, Seconds: 20, Writes: 1000, WriteRate: 49.8, Events: 1000, Delivered: 1000, DrainSeconds: 1.2,
+	ok := hookFigures{Writes: hookWritesComment, Rate: 50, Seconds: 20, Calls: 1000, WriteRate: 49.8, Events: 1000, Delivered: 1000, DrainSeconds: 1.2,
 		Backlog: []hookSample{{Written: 10, Delivered: 4}, {Written: 60, Delivered: 31}, {Written: 110, Delivered: 100}}}
 	for _, c := range ok.targets() {
 		require.True(t, c.Pass, c.String())
 	}
 	require.Equal(t, 29, ok.maxBacklog())
 	require.Contains(t, ok.note(16), "peaked at 29")
+	require.Contains(t, ok.note(16), "chorus_add_comment")
 
 	fail := func(edit func(*hookFigures), name string) {
 		f := ok

@@ -63,8 +63,9 @@ Phases (--phases, comma-separated; default all):
           (target at most 64 KiB), then --event-rounds task assignments per agent through MCP, each
           timed from the assign call's return to its frame being read (target p99 at most 1 s)
   webhooks  one webhook on a project of its own, to a receiver on 127.0.0.1 (the started server's
-          allow-list admits it); --webhook-rate events a second for --webhook-seconds through MCP:
-          delivery lag p50/p95/p99, every event delivered, the backlog drained within 5 s
+          allow-list admits it); --webhook-rate events a second for --webhook-seconds through MCP
+          (--webhook-writes comment or assign): delivery lag p50/p95/p99, every event delivered,
+          the backlog drained within 5 s
 
 Run only when named:
   soak      --soak-agents agents claim and release for --soak-duration, each call with its own
@@ -107,6 +108,9 @@ Then it prints a Markdown table per phase and writes every figure to --json.`,
 	f.IntVar(&o.EventRounds, "event-rounds", 2, "events phase: task_assigned events each stream receives")
 	f.IntVar(&o.WebhookRate, "webhook-rate", 50, "webhooks phase: events written a second (task assignments through MCP)")
 	f.IntVar(&o.WebhookSeconds, "webhook-seconds", 20, "webhooks phase: how long the events are written")
+	f.StringVar(&o.WebhookWrites, "webhook-writes", "comment", "webhooks phase: the writes that make the events: comment "+
+		"(chorus_add_comment, a store transaction each) or assign (chorus_pm_assign_task, a task workflow's update each, "+
+		"so deliveries compete with lifecycle work)")
 	f.StringVar(&o.JSONPath, "json", "bench-results.json", "write every figure, with the machine, to this JSON file (empty: none)")
 	f.StringVar(&o.DatabaseURL, "database-url", "", "PostgreSQL URL for the app database (default: SQLite in the temporary directory); "+
 		"with --endpoint, the database of the Chorus being measured")
