@@ -33,6 +33,7 @@ func TestImportDirection(t *testing.T) {
 		"app":                 {"perm", "store", "workflows"},
 		"mcp":                 {"app", "perm", "store", "workflows"},
 		"mcpclient":           {"mcp"},
+		"runner":              {"mcpclient"},
 		"console":             {"app", "perm", "store"},
 		"ops":                 {"store", "workflows"},
 		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
