@@ -83,8 +83,9 @@ type ConfigFile struct {
 }
 
 // LoadConfig reads and checks a runner config file (see ConfigFile); unknown fields are refused
-// so that a misspelt one is not silently ignored. Errors name the file, the agent and the field.
-func LoadConfig(path string, getenv func(string) string) ([]Agent, error) {
+// so that a misspelt one is not silently ignored. An agent's url is its own, else the file's,
+// else defaultURL (then DefaultURL). Errors name the file, the agent and the field.
+func LoadConfig(path, defaultURL string, getenv func(string) string) ([]Agent, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
@@ -106,6 +107,9 @@ func LoadConfig(path string, getenv func(string) string) ([]Agent, error) {
 		}
 		if spec.URL == "" {
 			spec.URL = cf.URL
+		}
+		if spec.URL == "" {
+			spec.URL = defaultURL
 		}
 		// Relative paths in the file are relative to the file.
 		for _, p := range []*string{&spec.KeyFile, &spec.Workdir, &spec.StateDir} {
@@ -250,6 +254,9 @@ func keyPrefix(key string) string {
 
 // safeName keeps a name usable as one path element.
 func safeName(name string) string {
+	if name == "." || name == ".." {
+		return "_"
+	}
 	return strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == os.PathSeparator || r < ' ' {
 			return '_'

@@ -38,7 +38,7 @@ func TestImportDirection(t *testing.T) {
 		"ops":                 {"store", "workflows"},
 		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
 		"deploy":              {"mcpclient", "store", "workflows"},
-		"cmd/chorus": {"activities", "app", "bench", "console", "mcp", "mcpclient", "ops", "perm", "store", "workflows",
+		"cmd/chorus": {"activities", "app", "bench", "console", "mcp", "mcpclient", "ops", "perm", "runner", "store", "workflows",
 			"workflows/devserver"},
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -117,14 +118,17 @@ func (g *globals) openStore(ctx context.Context) (*store.Store, error) {
 }
 
 // newLogger returns the process logger: text or JSON (CHORUS_LOG_FORMAT) at CHORUS_LOG_LEVEL.
-func newLogger() *slog.Logger {
+func newLogger() *slog.Logger { return newLoggerTo(os.Stderr) }
+
+// newLoggerTo is newLogger writing to w.
+func newLoggerTo(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(envOr("CHORUS_LOG_LEVEL", "info"))); err != nil {
 		lvl = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	if strings.EqualFold(os.Getenv("CHORUS_LOG_FORMAT"), "json") {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(w, opts))
 }
