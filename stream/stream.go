@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Path is where the stream is served.
@@ -77,6 +78,12 @@ func New(cfg Config) *Server {
 // Mount routes GET Path on e.
 func (s *Server) Mount(e *echo.Echo) { e.GET(Path, s.serve) }
 
+// MountSession routes the same stream at path for console pages, authenticated by the session
+// alone: the browser sends the session cookie only under the console's own path.
+func (s *Server) MountSession(e *echo.Echo, path string) {
+	e.GET(path, func(c echo.Context) error { return s.serveWith(c, s.sessionOnly) })
+}
+
 // Refusals of the stream, written once here.
 const (
 	errNoCredential = "Missing or invalid API key: send Authorization: Bearer cho_... (or sign in to the console)"
@@ -85,7 +92,16 @@ const (
 )
 
 func (s *Server) who(r *http.Request) (app.Principal, Who, error) {
-	for _, w := range []Who{s.cfg.Key, s.cfg.Session} {
+	return s.firstOf(r, s.cfg.Key, s.cfg.Session)
+}
+
+func (s *Server) sessionOnly(r *http.Request) (app.Principal, Who, error) {
+	return s.firstOf(r, s.cfg.Session)
+}
+
+// firstOf authenticates r by the first of ws that finds a credential of its kind.
+func (s *Server) firstOf(r *http.Request, ws ...Who) (app.Principal, Who, error) {
+	for _, w := range ws {
 		if w == nil {
 			continue
 		}
@@ -104,9 +120,11 @@ func refuse(c echo.Context, status int, msg string) error {
 	return c.JSON(status, map[string]string{"error": msg})
 }
 
-func (s *Server) serve(c echo.Context) error {
+func (s *Server) serve(c echo.Context) error { return s.serveWith(c, s.who) }
+
+func (s *Server) serveWith(c echo.Context, auth func(*http.Request) (app.Principal, Who, error)) error {
 	req := c.Request()
-	p, who, err := s.who(req)
+	p, who, err := auth(req)
 	switch {
 	case store.IsUnavailable(err):
 		c.Response().Header().Set("Retry-After", "5")
@@ -120,7 +138,7 @@ func (s *Server) serve(c echo.Context) error {
 	if last == "" {
 		last = q.Get("lastEventId")
 	}
-	opts := app.EventStreamOptions{Projects: q["project"], Kinds: list(q["kind"]), LastEventID: last}
+	opts := app.EventStreamOptions{Projects: q["project"], Kinds: list(q["kind"]), Scope: q.Get("scope"), LastEventID: last}
 	id := p.Caller.Kind() + "/" + p.Caller.AgentUUID
 	if !s.take(id) {
 		return refuse(c, http.StatusTooManyRequests, fmt.Sprintf(errTooMany, s.cfg.PerCaller))
@@ -131,8 +149,11 @@ func (s *Server) serve(c echo.Context) error {
 	if err != nil {
 		if v := app.Classify(err); v.Known() {
 			status := http.StatusBadRequest
-			if store.IsUnavailable(err) {
+			switch {
+			case store.IsUnavailable(err):
 				status = http.StatusServiceUnavailable
+			case v.Kind == string(vocab.RefusedNotFound):
+				status = http.StatusNotFound
 			}
 			return refuse(c, status, v.Msg)
 		}

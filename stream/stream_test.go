@@ -33,6 +33,7 @@ type world struct {
 	dev      store.Agent
 	devKey   string
 	devOwner string
+	adminKey string
 	project  string
 }
 
@@ -51,7 +52,7 @@ func newWorld(t *testing.T, dialect string) *world {
 	caller := store.Caller{CompanyUUID: boot.Company.UUID, AgentUUID: boot.Agent.UUID, OwnerUUID: boot.Owner.UUID}
 	p, err := st.CreateProject(ctx, caller, store.NewProject{Name: "Web"})
 	require.NoError(t, err)
-	return &world{dsn: dsn, st: st, company: boot.Company.UUID, admin: boot.Agent, dev: *dev, devKey: key,
+	return &world{dsn: dsn, st: st, company: boot.Company.UUID, admin: boot.Agent, dev: *dev, devKey: key, adminKey: boot.Key,
 		devOwner: owner.UUID, project: p.UUID}
 }
 
@@ -321,5 +322,42 @@ func TestStreamReportsAGapAfterPruning(t *testing.T) {
 		require.Equal(t, "gap", f.Event)
 		require.Equal(t, fmt.Sprint(top), f.Data["oldestId"])
 		require.Equal(t, fmt.Sprint(top), c.next(t, 5*time.Second).ID)
+	})
+}
+
+// scope=project follows every event of one project, whoever it was for (the console's board), for
+// a caller who can see the project; it needs exactly one project.
+func TestStreamFollowsAProject(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		url, _ := serve(t, w.st, stream.Config{})
+		board := open(t, url+"?scope=project&project="+w.project, w.adminKey, "")
+		w.notify(t, w.st, "p1", "task_assigned", "t1") // from the admin to the dev: the admin is no recipient
+		f := board.next(t, 5*time.Second)
+		require.Equal(t, "task_assigned", f.Event)
+		require.Equal(t, "t1", f.Data["entityUuid"])
+
+		for _, q := range []string{"?scope=project", "?scope=everything&project=" + w.project} {
+			req, _ := http.NewRequest(http.MethodGet, url+q, nil)
+			req.Header.Set("Authorization", "Bearer "+w.adminKey)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, q)
+			require.Contains(t, string(body), "scope must be mine", q)
+		}
+		// The project turns private: the dev's owner is no member, so the dev cannot follow it.
+		_, err := w.st.DB.NewUpdate().Table("projects").Set("visibility = 'private'").Where("uuid = ?", w.project).
+			Exec(context.Background())
+		require.NoError(t, err)
+		req, _ := http.NewRequest(http.MethodGet, url+"?scope=project&project="+w.project, nil)
+		req.Header.Set("Authorization", "Bearer "+w.devKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "answered as a project that does not exist")
+		require.Contains(t, string(body), "Project not found")
 	})
 }
