@@ -24,6 +24,8 @@ type App struct {
 	Store *store.Store
 	Flows *workflows.Client
 	Log   *slog.Logger
+	// Events wakes event streams (OpenEvents); nil in a process that serves none.
+	Events *store.EventHub
 }
 
 // Principal is an authenticated caller: the agent an API key belongs to, with the key's

@@ -238,3 +238,24 @@ func formRequestID(ctx echo.Context) string {
 
 // ctxOf is the request's context.
 func ctxOf(ctx echo.Context) context.Context { return ctx.Request().Context() }
+
+// errSessionEnded answers a stream request whose console session has ended.
+const errSessionEnded = "Your console session has ended: sign in again"
+
+// SessionPrincipal authenticates r by the console's session cookie, for the other front ends a
+// signed-in page calls (GET /api/events). ok is false when r has no session cookie. Errors: a
+// session that has ended or expired; an outage.
+func (c *Console) SessionPrincipal(r *http.Request) (app.Principal, bool, error) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return app.Principal{}, false, nil
+	}
+	u, _, err := c.app.Store.ConsoleSessionUser(r.Context(), ck.Value)
+	switch {
+	case errors.Is(err, store.ErrNoSession):
+		return app.Principal{}, false, errors.New(errSessionEnded)
+	case err != nil:
+		return app.Principal{}, false, err
+	}
+	return app.UserPrincipal(u), true, nil
+}

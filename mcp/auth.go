@@ -44,7 +44,7 @@ func (e *Endpoint) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		key, ok := bearerKey(header)
 		if !ok || len(headers) > 1 { // two credentials are none: never guess which one was meant
 			e.deps.Metrics.refusal(KindUnauthenticated)
-			return unauthorized(c, "Missing or invalid API key", strings.TrimSpace(header) != "")
+			return unauthorized(c, msgBadKey, strings.TrimSpace(header) != "")
 		}
 		ctx := c.Request().Context()
 		p, err := resolvePrincipal(ctx, e.deps, key)
@@ -147,4 +147,24 @@ func unauthorized(c echo.Context, msg string, badToken bool) error {
 	}
 	c.Response().Header().Set("WWW-Authenticate", challenge)
 	return c.JSON(http.StatusUnauthorized, map[string]string{"error": msg})
+}
+
+// msgBadKey answers a request whose Authorization header is missing or is no "Bearer cho_..." key.
+const msgBadKey = "Missing or invalid API key"
+
+// KeyPrincipal authenticates r by its "Authorization: Bearer cho_..." header as POST /api/mcp
+// does, with the same refusal texts, for the other front ends that take an API key (GET
+// /api/events). ok is false when r has no Authorization header at all. Errors: a malformed or
+// doubled header; the store's ErrKeyUnknown, ErrKeyRevoked, ErrKeyExpired; an outage.
+func (e *Endpoint) KeyPrincipal(r *http.Request) (p Principal, ok bool, err error) {
+	headers := r.Header.Values("Authorization")
+	if len(headers) == 0 {
+		return Principal{}, false, nil
+	}
+	key, good := bearerKey(strings.Join(headers, ", "))
+	if !good || len(headers) > 1 {
+		return Principal{}, false, errors.New(msgBadKey)
+	}
+	p, err = resolvePrincipal(r.Context(), e.deps, key)
+	return p, err == nil, err
 }

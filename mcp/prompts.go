@@ -28,6 +28,10 @@ Lists are paged: page from 1, pageSize 1-100 (default 20). A refusal says what f
 // any client can fetch (prompts/get) and hand to its model.
 type playbook struct {
 	name, title, about string
+	// role is who the playbook is for ("pm", "developer", "admin"), as chorus init --role names it.
+	role string
+	// toolsets are the toolsets whose tools the steps name, besides core (TestPlaybookToolsets).
+	toolsets []toolset
 	// arg is the prompt's one optional argument (an entity to start from), and how it is used.
 	arg, argAbout string
 	steps         func(arg string) string
@@ -35,7 +39,7 @@ type playbook struct {
 
 var playbooks = []playbook{
 	{
-		name: "idea-to-proposal", title: "Run an idea to a proposal (PM)",
+		name: "idea-to-proposal", title: "Run an idea to a proposal (PM)", role: "pm", toolsets: []toolset{tsIdeas, tsProposals},
 		about: "For a PM agent: claim an idea, clarify it, and submit a proposal of documents and tasks for review. " +
 			"Needs the ideas and proposals toolsets.",
 		arg: "ideaUuid", argAbout: "the idea to work on (default: pick one open to claim)",
@@ -56,7 +60,8 @@ Send a requestId with every change and reuse it when you retry one.`
 		},
 	},
 	{
-		name: "task-to-submission", title: "Take a task from claim to submission (developer)",
+		name: "task-to-submission", title: "Take a task from claim to submission (developer)", role: "developer",
+		toolsets: []toolset{tsDevelop},
 		about: "For a developer agent: claim a task, do the work, self-check the acceptance criteria and submit it for " +
 			"verification. Needs the develop toolset (core is always on).",
 		arg: "taskUuid", argAbout: "the task to work on (default: the most important task you can start now)",
@@ -78,9 +83,10 @@ Send a requestId with every change and reuse it when you retry one.`
 		},
 	},
 	{
-		name: "review-and-verify", title: "Review proposals and verify tasks (admin)",
+		name: "review-and-verify", title: "Review proposals and verify tasks (admin)", role: "admin",
+		toolsets: []toolset{tsProposals, tsReview, tsCollab},
 		about: "For an admin agent: decide pending proposals, then verify submitted tasks against their acceptance " +
-			"criteria. Needs the proposals and review toolsets.",
+			"criteria. Needs the proposals and review toolsets, and collab to comment and report.",
 		arg: "projectUuid", argAbout: "the project to review (default: every project you can see)",
 		steps: func(project string) string {
 			where := "each project you can see (chorus_list_projects)"
@@ -96,6 +102,36 @@ Send a requestId with every change and reuse it when you retry one.`
 Send a requestId with every change and reuse it when you retry one.`, where)
 		},
 	},
+}
+
+// Playbook is one of the playbooks the server serves as MCP prompts, for other front ends (chorus
+// init writes a role's playbooks into an agent instruction file): the same text prompts/get
+// answers when the prompt's optional argument is left out.
+type Playbook struct {
+	// Name is the prompt's name (idea-to-proposal, task-to-submission, review-and-verify).
+	Name string
+	// Title and About are the prompt's title and description.
+	Title, About string
+	// Role is who it is for: "pm", "developer" or "admin".
+	Role string
+	// Toolsets are the toolsets its steps use besides core, in table order.
+	Toolsets []string
+	// Text is the steps, as prompts/get answers them without the argument.
+	Text string
+}
+
+// Playbooks lists the playbooks in the order prompts/list serves them.
+func Playbooks() []Playbook {
+	out := make([]Playbook, 0, len(playbooks))
+	for _, pb := range playbooks {
+		var sel selection
+		for _, t := range pb.toolsets {
+			sel = sel.with(t)
+		}
+		out = append(out, Playbook{Name: pb.name, Title: pb.title, About: pb.about, Role: pb.role,
+			Toolsets: sel.names(), Text: pb.steps("")})
+	}
+	return out
 }
 
 // addPrompts serves the playbooks as MCP prompts (prompts/list, prompts/get).

@@ -99,6 +99,26 @@ func toolsetNames() []string {
 	return append(out, allToolsetsName)
 }
 
+// NormalizeToolsets checks a comma-separated list of toolset names as a connection selects them
+// (header X-Chorus-Toolsets or path /api/mcp/x/<names>; docs/rules.md §3.3) and writes it the
+// way the server reads it: "all" when it selects every toolset, else the names in table order
+// with core left out (core is always on), or "core" when it names core alone. An unknown name, or
+// a list that names none, is an error that names it and lists the toolsets.
+func NormalizeToolsets(list string) (string, error) {
+	s, err := parseSelection(list)
+	if err != nil {
+		return "", err
+	}
+	if s == allToolsets {
+		return allToolsetsName, nil
+	}
+	names := s.names()
+	if len(names) > 1 {
+		names = names[1:] // core is first in the table, and always on
+	}
+	return strings.Join(names, ","), nil
+}
+
 // parseSelection reads a comma-separated list of toolset names (case-insensitive, spaces
 // ignored; "all" selects every one). core is always added. An unknown name, or a list that names
 // none, is an error that lists the known names.

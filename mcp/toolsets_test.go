@@ -553,3 +553,46 @@ func snapshot(t *testing.T, e *env) map[string][]string {
 	require.NotEmpty(t, out["tasks"])
 	return out
 }
+
+// Each playbook's toolsets are what its steps use: every tool it names is in core or in one of
+// them, each of them holds a tool it names, and its description names them (chorus init selects
+// a role's toolsets from them).
+func TestPlaybookToolsets(t *testing.T) {
+	ep := newTestEndpoint(t)
+	toolsetOf := map[string]string{}
+	for _, bt := range ep.listed(perm.All, Conn{Toolsets: allToolsets}) {
+		toolsetOf[bt.spec.Name] = bt.spec.Toolset.String()
+	}
+	pbs := Playbooks()
+	require.Len(t, pbs, len(playbooks))
+	for _, pb := range pbs {
+		require.NotEmpty(t, pb.Toolsets, pb.Name)
+		used := map[string]bool{}
+		for _, name := range regexp.MustCompile(`chorus_[a-z_]+`).FindAllString(pb.Text, -1) {
+			ts := toolsetOf[name]
+			require.True(t, ts == "core" || slices.Contains(pb.Toolsets, ts),
+				"playbook %s names %s, of the %s toolset, which it does not list", pb.Name, name, ts)
+			used[ts] = true
+		}
+		for _, ts := range pb.Toolsets {
+			require.True(t, used[ts], "playbook %s lists the %s toolset and names none of its tools", pb.Name, ts)
+			require.Contains(t, pb.About, ts, "playbook %s's description does not name its %s toolset", pb.Name, ts)
+		}
+		require.Contains(t, []string{"pm", "developer", "admin"}, pb.Role, pb.Name)
+	}
+}
+
+// NormalizeToolsets writes a selection the way the server reads it, and refuses an unknown name
+// with the list of toolsets.
+func TestNormalizeToolsets(t *testing.T) {
+	for in, want := range map[string]string{"develop,collab": "develop,collab", " Collab , develop": "develop,collab",
+		"core": "core", "core,review": "review", "all": "all", "develop,all": "all"} {
+		got, err := NormalizeToolsets(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := NormalizeToolsets("develop,nope")
+	require.ErrorContains(t, err, `unknown toolset "nope"; the toolsets are core, ideas, proposals, develop, sessions, review, collab, projects, all`)
+	_, err = NormalizeToolsets(" , ")
+	require.ErrorContains(t, err, "no toolset named")
+}

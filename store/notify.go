@@ -48,6 +48,9 @@ var coalesced = []string{"comment_added", "mentioned"}
 // the project name denormalised. A comment_added or mentioned notification is merged into the
 // recipient's unread one of those actions from the same actor about the same entity, when that
 // one is at most CoalesceWindow old (coalesce), so a flood of comments or mentions leaves one.
+// It also writes the notification's event for the recipients told, merged ones included
+// (docs/rules.md §7.4), even when none is left: webhooks carry a project's events to nobody in
+// particular.
 func InsertNotifications(ctx context.Context, db bun.IDB, companyUUID string, spec NotifySpec) error {
 	var project Project
 	if spec.ProjectUUID != "" {
@@ -55,7 +58,7 @@ func InsertNotifications(ctx context.Context, db bun.IDB, companyUUID string, sp
 			return nil // the project is gone: nobody to tell
 		}
 	}
-	var seen []Recipient
+	var seen, told []Recipient
 	for _, r := range spec.Recipients {
 		if r.UUID == "" || (r.Type == spec.ActorType && r.UUID == spec.ActorUUID) || slices.Contains(seen, r) {
 			continue
@@ -70,6 +73,7 @@ func InsertNotifications(ctx context.Context, db bun.IDB, companyUUID string, sp
 				continue
 			}
 		}
+		told = append(told, r)
 		now := Now()
 		if slices.Contains(coalesced, spec.Action) {
 			merged, err := coalesce(ctx, db, r, spec, now)
@@ -92,7 +96,7 @@ func InsertNotifications(ctx context.Context, db bun.IDB, companyUUID string, sp
 			return fmt.Errorf("insert notification %s: %w", spec.Action, err)
 		}
 	}
-	return nil
+	return insertEvent(ctx, db, companyUUID, spec, told, Now())
 }
 
 // coalesce merges spec's notification for r into r's unread conversation notification from

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -24,6 +25,9 @@ type Retention struct {
 	// once its call finished (its ledger row is done, or gone); an unfinished call's attempt is
 	// kept for Requests, since its retry asks for it. Lapsed claim reservations go at once.
 	ClaimAttempts time.Duration
+	// Events is how long events (GET /api/events, webhooks) are kept for a client to resume
+	// from; zero means Requests. The newest event is always kept, so numbering never restarts.
+	Events time.Duration
 }
 
 // DefaultRetention is what chorus serve and chorus dev keep unless configured otherwise
@@ -37,6 +41,7 @@ type Pruned struct {
 	Journal           int  `json:"journal"`
 	ClaimAttempts     int  `json:"claimAttempts"`
 	ClaimReservations int  `json:"claimReservations"`
+	Events            int  `json:"events"`
 	More              bool `json:"more,omitempty"`
 }
 
@@ -47,7 +52,8 @@ const PruneBatch = 500
 // Prune deletes, oldest first and PruneBatch rows a statement, the rows past r's windows as of
 // now: ledger rows created before now-r.Requests, journal entries applied before now-r.Journal
 // that are not their row's latest, finished claim attempts older than r.ClaimAttempts (any older
-// than r.Requests), and lapsed claim reservations. It stops early, with More set, when ctx has
+// than r.Requests), lapsed claim reservations, and numbered events older than r.Events but the
+// newest. It stops early, with More set, when ctx has
 // less than 5 s left.
 func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, error) {
 	var out Pruned
@@ -71,6 +77,9 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 			ORDER BY a.updated_at LIMIT ?)`, []any{now.Add(-r.ClaimAttempts), now.Add(-r.Requests)}},
 		{&out.ClaimReservations, `DELETE FROM claim_reservations WHERE task_uuid IN (SELECT task_uuid FROM claim_reservations
 			WHERE expires_at < ? ORDER BY expires_at LIMIT ?)`, []any{now}},
+		{&out.Events, `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE seq IS NOT NULL
+			AND seq < (SELECT MAX(seq) FROM events) AND created_at < ? ORDER BY seq LIMIT ?)`,
+			[]any{now.Add(-cmp.Or(r.Events, r.Requests))}},
 	}
 	for _, j := range jobs {
 		for {
@@ -98,7 +107,7 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 // RetainedRows counts the rows of the tables Prune keeps bounded, by table name.
 func (s *Store) RetainedRows(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	for _, t := range []string{"tool_requests", "change_journal", "claim_next_attempts", "claim_reservations"} {
+	for _, t := range []string{"tool_requests", "change_journal", "claim_next_attempts", "claim_reservations", "events"} {
 		n, err := s.DB.NewSelect().Table(t).Count(ctx)
 		if err != nil {
 			return nil, err

@@ -71,9 +71,19 @@ func TestPruneKeepsEachWindow(t *testing.T) {
 			now.Add(-time.Second), now.Add(time.Minute)).Exec(ctx)
 		require.NoError(t, err)
 
+		// Events: three numbered ones past the window (the newest of them is kept, so numbering
+		// never restarts) and one not numbered yet (kept: nobody has seen it).
+		for i, seq := range []any{1, 2, 3, nil} {
+			_, err := st.DB.NewRaw("INSERT INTO events (seq, uuid, company_uuid, kind, created_at) VALUES (?, ?, ?, 'mentioned', ?)",
+				seq, fmt.Sprintf("ev-%d", i), b.Company.UUID, now.Add(-200*time.Hour)).Exec(ctx)
+			require.NoError(t, err)
+		}
+
 		got, err := st.Prune(ctx, r, now)
 		require.NoError(t, err)
-		require.Equal(t, store.Pruned{Requests: 1200, Journal: 2, ClaimAttempts: 1, ClaimReservations: 1}, got)
+		require.Equal(t, store.Pruned{Requests: 1200, Journal: 2, ClaimAttempts: 1, ClaimReservations: 1, Events: 2}, got)
+		require.Equal(t, 1, count("events", "seq = 3"), "the newest event stays")
+		require.Equal(t, 1, count("events", "seq IS NULL"), "an event not numbered yet stays")
 		require.Equal(t, 2, count("tool_requests", ""), "the ledger keeps what is within its window")
 		require.Equal(t, 2, count("change_journal", "entity_uuid = ?", idea.UUID),
 			"the journal keeps the recent entry and the row's own, however old")
@@ -85,6 +95,7 @@ func TestPruneKeepsEachWindow(t *testing.T) {
 		require.Equal(t, store.Pruned{}, again, "nothing left to prune")
 		sizes, err := st.RetainedRows(ctx)
 		require.NoError(t, err)
-		require.Equal(t, map[string]int{"tool_requests": 2, "change_journal": 2, "claim_next_attempts": 2, "claim_reservations": 1}, sizes)
+		require.Equal(t, map[string]int{"tool_requests": 2, "change_journal": 2, "claim_next_attempts": 2, "claim_reservations": 1,
+			"events": 2}, sizes)
 	})
 }

@@ -110,22 +110,22 @@ func (c consoleConfig) proxies() ([]*net.IPNet, error) {
 }
 
 // mountConsole serves the console under /console on e, over the same use cases as the MCP endpoint.
-func mountConsole(e *echo.Echo, a *app.App, log *slog.Logger, c consoleConfig) error {
+func mountConsole(e *echo.Echo, a *app.App, log *slog.Logger, c consoleConfig) (*console.Console, error) {
 	o, err := c.oidc()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	proxies, err := c.proxies()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A public https origin means TLS in front of Chorus: Secure cookies.
 	secure := c.secure || strings.HasPrefix(c.publicURL, "https://")
 	con, err := console.New(console.Config{App: a, Log: log, Secure: secure, SessionTTL: c.sessionTTL, OIDC: o,
 		TrustedProxies: proxies})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	con.Mount(e)
-	return nil
+	return con, nil
 }

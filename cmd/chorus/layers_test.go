@@ -35,11 +35,12 @@ func TestImportDirection(t *testing.T) {
 		"mcpclient":           {"mcp"},
 		"runner":              {"mcpclient"},
 		"console":             {"app", "perm", "store"},
+		"stream":              {"app", "perm", "store"},
 		"ops":                 {"store", "workflows"},
 		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
 		"deploy":              {"mcpclient", "store", "workflows"},
-		"cmd/chorus": {"activities", "app", "bench", "console", "mcp", "mcpclient", "ops", "perm", "runner", "store", "workflows",
-			"workflows/devserver"},
+		"cmd/chorus": {"activities", "app", "bench", "console", "mcp", "mcpclient", "ops", "perm", "runner", "store", "stream",
+			"workflows", "workflows/devserver"},
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)

@@ -30,6 +30,7 @@ import (
 	"github.com/chorus-dev/chorus/mcp"
 	"github.com/chorus-dev/chorus/ops"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/stream"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -71,6 +72,8 @@ type serverConfig struct {
 	deployment workerDeployment
 	// console is how the web console under /console is served.
 	console consoleConfig
+	// events is how GET /api/events keeps its streams.
+	events eventsConfig
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -143,6 +146,7 @@ of it (docs/security.md), and name the proxy's host with --allowed-hosts. ` + tr
 	cfg.temporal.flags(cmd, false, "")
 	cfg.edge.flags(cmd)
 	cfg.console.flags(cmd)
+	cfg.events.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
 	cmd.PreRunE = func(*cobra.Command, []string) (err error) {
 		cfg.retention, cfg.pruneInterval, err = pruningFromEnv()
@@ -202,7 +206,10 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if err != nil {
 		return err
 	}
-	e, err := newServerEcho(log, st, tc, cfg, metrics, tr, health, seal)
+	// One hub a process tails the events table for its event streams (docs/rules.md §7.4).
+	hub := st.NewEventHub(log)
+	go hub.Run(ctx)
+	e, err := newServerEcho(log, st, tc, cfg, metrics, tr, health, seal, hub)
 	if err != nil {
 		return err
 	}
@@ -330,7 +337,7 @@ func startServerWorker(log *slog.Logger, st *store.Store, tc client.Client, cfg 
 // newServerEcho is the HTTP server: health and readiness, metrics on the main address when
 // allowed, and the MCP endpoint (or, for a worker alone, the endpoint's Host check).
 func newServerEcho(log *slog.Logger, st *store.Store, tc client.Client, cfg serverConfig, metrics *processMetrics,
-	tr *tracing, health *workerHealth, seal bool) (*echo.Echo, error) {
+	tr *tracing, health *workerHealth, seal bool, hub *store.EventHub) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// A client gets 10 s to send its headers and a minute for a whole request (bodies are at most
@@ -358,9 +365,15 @@ func newServerEcho(log *slog.Logger, st *store.Store, tc client.Client, cfg serv
 		return nil, err
 	}
 	ep.Mount(e)
-	if err := mountConsole(e, &app.App{Store: st, Flows: flows, Log: log}, log, cfg.console); err != nil {
+	a := &app.App{Store: st, Flows: flows, Log: log, Events: hub}
+	con, err := mountConsole(e, a, log, cfg.console)
+	if err != nil {
 		return nil, err
 	}
+	events := stream.New(stream.Config{App: a, Log: log, Key: ep.KeyPrincipal, Session: con.SessionPrincipal,
+		Heartbeat: cfg.events.heartbeat, Recheck: cfg.events.recheck})
+	events.Mount(e)
+	events.MountSession(e, console.EventsPath)
 	return e, nil
 }
 

@@ -1,0 +1,2 @@
+DROP TABLE event_recipients;
+DROP TABLE events;
