@@ -11,13 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// Kinds are the event kinds of GET /api/events (the notification actions, docs/rules.md §7.2).
-var Kinds = []string{"task_assigned", "task_claim_expired", "task_status_changed", "task_submitted_for_verify",
-	"task_verified", "task_reopened", "comment_added", "mentioned", "idea_claimed", "elaboration_requested",
-	"elaboration_answered", "proposal_approved", "proposal_rejected", "report_created", "agent_checkin",
-	"gate_requested", "gate_applied", "gate_refused", "gate_expired"}
+	"github.com/chorus-dev/chorus/vocab"
+)
 
 // DefaultKinds are the events that need the agent to act, the ones a runner wakes it for unless
 // told otherwise: work given to it, a word addressed to it, an answer or a decision it waits for.
@@ -200,8 +196,8 @@ func (s AgentSpec) Resolve(getenv func(string) string) (Agent, error) {
 		a.Kinds = nil
 		for _, k := range s.Kinds {
 			k = strings.TrimSpace(k)
-			if !slices.Contains(Kinds, k) {
-				return Agent{}, fmt.Errorf("kinds: unknown event kind %q; the kinds are %s", k, strings.Join(Kinds, ", "))
+			if !slices.Contains(vocab.EventKinds, k) {
+				return Agent{}, fmt.Errorf("kinds: unknown event kind %q; the kinds are %s", k, strings.Join(vocab.EventKinds, ", "))
 			}
 			if !slices.Contains(a.Kinds, k) {
 				a.Kinds = append(a.Kinds, k)

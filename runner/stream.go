@@ -52,6 +52,14 @@ type fatalError struct{ msg string }
 
 func (e *fatalError) Error() string { return e.msg }
 
+// retryAfter is a refusal that says when to try again (503 with Retry-After).
+type retryAfter struct {
+	wait time.Duration
+	msg  string
+}
+
+func (e *retryAfter) Error() string { return e.msg }
+
 // stream follows one agent's GET <origin>/api/events: it resumes from the last id it saw
 // (Last-Event-ID), reconnects after a dropped connection with a backoff whose base is the
 // server's retry: value, and treats a connection silent for longer than idle (no event, no
@@ -93,6 +101,9 @@ func (s *stream) follow(ctx context.Context, handle func(Event)) error {
 		wait := s.retry << min(failures-1, 5)
 		if wait > maxBackoff || wait <= 0 {
 			wait = maxBackoff
+		}
+		if ra := (*retryAfter)(nil); errors.As(err, &ra) {
+			wait = min(ra.wait, maxBackoff)
 		}
 		wait += time.Duration(rand.Int64N(int64(wait)/5 + 1)) // jitter, so many runners do not reconnect at once
 		s.log.Warn("event stream interrupted; reconnecting", "after", wait.Round(time.Millisecond), "lastEventId", s.lastID, "error", err)
@@ -209,7 +220,13 @@ func (s *stream) refusal(u string, resp *http.Response) error {
 	case http.StatusBadRequest:
 		return &fatalError{fmt.Sprintf("%s refused the request (400): %s", u, msg)}
 	case http.StatusNotFound:
-		return &fatalError{fmt.Sprintf("%s: not found (404); this server has no event stream (it needs Chorus with GET /api/events)", u)}
+		if body.Error == "" {
+			msg = "not found; this server has no event stream (it needs a Chorus with GET /api/events)"
+		}
+		return &fatalError{fmt.Sprintf("%s refused the request (404): %s", u, msg)}
+	}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		return &retryAfter{wait: time.Duration(secs) * time.Second, msg: fmt.Sprintf("%s answered %d: %s", u, resp.StatusCode, msg)}
 	}
 	return fmt.Errorf("%s answered %d: %s", u, resp.StatusCode, msg)
 }
