@@ -321,3 +321,26 @@ func TestRefusedKeyEndsTheRun(t *testing.T) {
 	err := Run(t.Context(), []Agent{h.agent}, h.opts)
 	require.ErrorContains(t, err, "agent dev: "+url+"/api/events refused the key (401): Invalid API key")
 }
+
+// On SIGINT or SIGTERM (ctx's end) a turn still running when the grace period ends is killed,
+// is not journaled as finished, and runs again when the runner starts again.
+func TestStopKillsTurnsAfterTheGraceAndTheyRunAgain(t *testing.T) {
+	f, url := newFakeEvents(t)
+	h := newHarness(t, url)
+	h.opts.Grace = 50 * time.Millisecond
+	h.start()
+	waitConnected(t, f, 1)
+	f.publish("task_assigned", "task", "t-1", "idea-a")
+	h.waitStamp("start", "000001")
+	require.NoError(t, h.stop(), "a stop is no error")
+	require.Contains(t, h.logs.String(), "outcome=interrupted")
+	require.Len(t, h.journal(), 1, "only the start: the turn did not finish")
+
+	h.release("all")
+	h.start()
+	waitConnected(t, f, 2)
+	h.waitStamp("end", "000002")
+	require.NoError(t, h.stop())
+	require.Equal(t, "1", h.started()[1].Events[0].ID, "the interrupted turn's event runs again")
+	require.Equal(t, []string{"-", "0"}, f.connections())
+}

@@ -24,6 +24,10 @@ type turnResult struct {
 	exitCode int
 }
 
+// playbookTimeout bounds fetching a turn's playbooks: a server that does not answer leaves the
+// prompt naming the playbook instead.
+const playbookTimeout = 30 * time.Second
+
 // TurnsDir holds each turn's prompt (<turn>.prompt) and log (<turn>.log) in the state directory.
 const TurnsDir = "turns"
 
@@ -70,7 +74,9 @@ func (r *agentRunner) env(t *turn, promptFile string) []string {
 // runner's grace period ends.
 func (r *agentRunner) execute(t *turn) turnResult {
 	started := time.Now()
-	prompt, errs := buildPrompt(context.Background(), r.a, t.group, t.events, r.pb)
+	ctx, cancel := context.WithTimeout(r.killCtx, playbookTimeout)
+	prompt, errs := buildPrompt(ctx, r.a, t.group, t.events, r.pb)
+	cancel()
 	for _, err := range errs {
 		r.log.Warn("a playbook could not be fetched; the prompt names it instead", "turn", t.id, "error", err)
 	}

@@ -150,6 +150,11 @@ func TestAgentRunTakesAssignedTasksToVerify(t *testing.T) {
 				require.Equal(t, want, started[id], "event %s started %d times: %v", id, started[id], stamps)
 			}
 			require.Contains(t, r2.log.String(), "resuming turns the runner stopped during")
+			prompt, err := os.ReadFile(filepath.Join(e.work, ".chorus", "runner", "dev", "turns", "000001.prompt"))
+			require.NoError(t, err)
+			require.Contains(t, string(prompt), "task_assigned on task "+tasks[0])
+			require.Contains(t, string(prompt), "Playbook task-to-submission taskUuid="+tasks[0]+":\nTake a task from claim to submission",
+				"the playbook was fetched with prompts/get")
 		})
 	}
 }
@@ -306,4 +311,31 @@ func (e *runnerEnv) waitStart(t *testing.T, r *runnerProc) turnStamp {
 		return false
 	}, time.Minute, 20*time.Millisecond, "no turn started; runner:\n%s", r.log)
 	return held
+}
+
+// chorus agent run checks its flags before it connects anywhere, and names the flag to fix.
+func TestAgentRunChecksItsFlags(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CHORUS_API_KEY", "")
+	t.Setenv("RUNNER_TEST_KEY", "cho_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG")
+	run := func(args ...string) error {
+		cmd := newRootCmd()
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(append([]string{"agent", "run"}, args...))
+		return cmd.ExecuteContext(context.Background())
+	}
+	for want, args := range map[string][]string{
+		"--key-env: the environment variable CHORUS_API_KEY is empty or unset": {"--command", "x"},
+		"--command is required": {"--key-env", "RUNNER_TEST_KEY"},
+		"--workdir: " + filepath.Join(dir, "nope") + " is not a directory": {"--key-env", "RUNNER_TEST_KEY", "--command", "x", "--workdir", filepath.Join(dir, "nope")},
+		`--kinds: unknown event kind "assigned"`:                           {"--key-env", "RUNNER_TEST_KEY", "--command", "x", "--kinds", "assigned"},
+		"--key-env and --key-file cannot be used together":                 {"--key-env", "RUNNER_TEST_KEY", "--key-file", "k", "--command", "x"},
+		"--max-concurrent: 0 is below 1":                                   {"--key-env", "RUNNER_TEST_KEY", "--command", "x", "--max-concurrent", "0"},
+		"--command cannot be used with --config":                           {"--config", "runner.json", "--command", "x"},
+		`--url: "localhost:8637" is not an http(s) URL`:                    {"--key-env", "RUNNER_TEST_KEY", "--command", "x", "--url", "localhost:8637"},
+		"--config: open " + filepath.Join(dir, "missing.json"):             {"--config", filepath.Join(dir, "missing.json")},
+	} {
+		require.ErrorContains(t, run(args...), want, args)
+	}
 }
