@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,6 +105,8 @@ type resumeState struct {
 	catchUp    bool
 	// lastTurn is the highest turn number used.
 	lastTurn int
+	// lines is the number of records read.
+	lines int
 }
 
 // readJournal reads the journal in dir (none yet is an empty state). A line that does not parse
@@ -128,6 +131,7 @@ func readJournal(dir string) (resumeState, error) {
 		if json.Unmarshal(sc.Bytes(), &r) != nil {
 			continue
 		}
+		st.lines++
 		if r.Cursor != nil && (!st.hasCursor || *r.Cursor > st.cursor) {
 			st.cursor, st.hasCursor = *r.Cursor, true
 		}
@@ -175,4 +179,71 @@ func readJournal(dir string) (resumeState, error) {
 	slices.SortFunc(st.unfinished, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	st.highest = max(st.highest, st.cursor)
 	return st, nil
+}
+
+// compactJournal rewrites the journal in dir as the few records that say the same as st (what
+// readJournal made of it): the finished events above the cursor, the unfinished ones, the cursor
+// and the last turn number. It writes a new file, syncs it and renames it over the old one, so
+// a crash at any point leaves one whole journal. A journal with nothing to drop is left alone.
+func compactJournal(dir string, st resumeState) error {
+	var recs []Record
+	at := time.Now().UTC()
+	if len(st.finished) > 0 {
+		var done []Event
+		for _, seq := range slices.Sorted(maps.Keys(st.finished)) {
+			done = append(done, Event{ID: strconv.FormatInt(seq, 10)})
+		}
+		recs = append(recs, Record{Type: turnStarted, Turn: "compacted", Events: done, At: at},
+			Record{Type: turnFinished, Turn: "compacted", Outcome: "compacted", At: at})
+	}
+	pending := slices.Clone(st.unfinished)
+	if st.catchUp {
+		pending = append(pending, Event{Kind: GapKind})
+	}
+	if len(pending) > 0 {
+		recs = append(recs, Record{Type: turnStarted, Turn: "unfinished", Events: pending, At: at})
+	}
+	last := Record{Type: turnFinished, Turn: fmt.Sprintf("%06d", st.lastTurn), Outcome: "compacted", At: at}
+	if st.hasCursor {
+		c := st.cursor
+		last.Cursor = &c
+	}
+	recs = append(recs, last)
+	if st.lines <= len(recs) {
+		return nil
+	}
+	var b bytes.Buffer
+	for _, r := range recs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b.Write(append(line, '\n'))
+	}
+	path := filepath.Join(dir, JournalFile)
+	tmp := path + ".compacting"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

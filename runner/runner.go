@@ -196,6 +196,10 @@ func newAgentRunner(a Agent, o *Options, out *lockedWriter) (*agentRunner, error
 		return nil, err
 	}
 	if !o.DryRun {
+		if err := compactJournal(a.StateDir, st); err != nil {
+			r.close()
+			return nil, fmt.Errorf("compact the journal: %w", err)
+		}
 		if r.j, err = openJournal(a.StateDir); err != nil {
 			r.close()
 			return nil, err

@@ -344,3 +344,47 @@ func TestStopKillsTurnsAfterTheGraceAndTheyRunAgain(t *testing.T) {
 	require.Equal(t, "1", h.started()[1].Events[0].ID, "the interrupted turn's event runs again")
 	require.Equal(t, []string{"-", "0"}, f.connections())
 }
+
+// Compacting the journal on start keeps what it says: where to resume, what is finished above
+// that, what must run again, the last turn number.
+func TestCompactedJournalSaysTheSame(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir)
+	require.NoError(t, err)
+	ev := func(seq int64, idea string) Event {
+		return Event{ID: strconv.FormatInt(seq, 10), Seq: seq, Kind: "task_assigned", EntityType: "task", EntityUUID: "t", IdeaUUID: idea}
+	}
+	cur := func(c int64) *int64 { return &c }
+	for i := range 20 { // twenty finished turns, the cursor moving on
+		seq := int64(i + 1)
+		require.NoError(t, j.append(Record{Type: turnStarted, Turn: fmt.Sprintf("%06d", i+1), Events: []Event{ev(seq, "a")}, Cursor: cur(seq - 1)}))
+		require.NoError(t, j.append(Record{Type: turnFinished, Turn: fmt.Sprintf("%06d", i+1), Outcome: OutcomeOK, Cursor: cur(seq)}))
+	}
+	// 21 starts and never finishes; 22 finishes (above the cursor); a catch-up never finishes;
+	// 23 was started twice, the second time finished.
+	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000021", Events: []Event{ev(21, "a")}, Cursor: cur(20)}))
+	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000022", Events: []Event{ev(22, "b")}, Cursor: cur(20)}))
+	require.NoError(t, j.append(Record{Type: turnFinished, Turn: "000022", Outcome: OutcomeFailed, Cursor: cur(20)}))
+	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000023", Events: []Event{{Kind: GapKind}}, Cursor: cur(20)}))
+	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000024", Events: []Event{ev(23, "c")}, Cursor: cur(20)}))
+	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000025", Events: []Event{ev(23, "c")}, Cursor: cur(20)}))
+	require.NoError(t, j.append(Record{Type: turnFinished, Turn: "000025", Outcome: OutcomeOK, Cursor: cur(20)}))
+	require.NoError(t, j.close())
+
+	before, err := readJournal(dir)
+	require.NoError(t, err)
+	require.Equal(t, int64(20), before.cursor)
+	require.Equal(t, map[int64]bool{22: true, 23: true}, before.finished)
+	require.Equal(t, []Event{ev(21, "a")}, before.unfinished)
+	require.True(t, before.catchUp)
+	require.Equal(t, 25, before.lastTurn)
+	require.Equal(t, int64(23), before.highest)
+
+	require.NoError(t, compactJournal(dir, before))
+	after, err := readJournal(dir)
+	require.NoError(t, err)
+	require.Equal(t, 4, after.lines)
+	after.lines = before.lines
+	require.Equal(t, before, after)
+	require.NoFileExists(t, filepath.Join(dir, JournalFile+".compacting"))
+}

@@ -3,7 +3,7 @@
 //	chorus dev                          the whole stack on one machine (what `make run` runs)
 //	chorus serve --role api|worker|all  production: external Temporal and PostgreSQL
 //	chorus migrate up|down|status       database schema
-//	chorus agent create|list            agents and their first API key
+//	chorus agent create|list|run        agents, their first API key, and a runner that wakes them on events
 //	chorus key create|list|revoke       API keys
 //	chorus mcp tools|call               an MCP client for shells and scripts
 //	chorus ops check|repair             compare workflows with their rows, and make them agree
