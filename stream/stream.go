@@ -31,6 +31,11 @@ const (
 	DefaultRecheck   = 5 * time.Second
 	// DefaultPerCaller bounds the streams one agent or person may hold open at once in one process.
 	DefaultPerCaller = 16
+	// writePatience is how long one write to a client may block: a client that stops reading
+	// loses its stream rather than holding it forever (it resumes with Last-Event-ID).
+	writePatience = 30 * time.Second
+	// maxFilterValues bounds the project and kind values of one request.
+	maxFilterValues = 50
 )
 
 // Who authenticates a request. It returns the caller, or ok false when the request carries no
@@ -89,6 +94,7 @@ const (
 	errNoCredential = "Missing or invalid API key: send Authorization: Bearer cho_... (or sign in to the console)"
 	errTooMany      = "Too many open event streams for this caller (%d); close one before opening another"
 	errUnavailable  = "Chorus cannot reach its database right now; reconnect in a few seconds with the same Last-Event-ID"
+	errTooManyVals  = "Too many project or kind values (at most %d of each); follow fewer, or all of them by leaving the filter out"
 )
 
 func (s *Server) who(r *http.Request) (app.Principal, Who, error) {
@@ -138,6 +144,9 @@ func (s *Server) serveWith(c echo.Context, auth func(*http.Request) (app.Princip
 	if last == "" {
 		last = q.Get("lastEventId")
 	}
+	if len(q["project"]) > maxFilterValues || len(list(q["kind"])) > maxFilterValues {
+		return refuse(c, http.StatusBadRequest, fmt.Sprintf(errTooManyVals, maxFilterValues))
+	}
 	opts := app.EventStreamOptions{Projects: q["project"], Kinds: list(q["kind"]), Scope: q.Get("scope"), LastEventID: last}
 	id := p.Caller.Kind() + "/" + p.Caller.AgentUUID
 	if !s.take(id) {
@@ -163,8 +172,10 @@ func (s *Server) serveWith(c echo.Context, auth func(*http.Request) (app.Princip
 	defer st.Close()
 
 	res := c.Response()
-	// A stream outlives any write deadline the server has for ordinary answers.
-	_ = http.NewResponseController(res.Writer).SetWriteDeadline(time.Time{})
+	// A stream outlives any write deadline the server has for ordinary answers; each write gets
+	// its own (pump).
+	rc := http.NewResponseController(res.Writer)
+	_ = rc.SetWriteDeadline(time.Now().Add(writePatience))
 	h := res.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -179,12 +190,13 @@ func (s *Server) serveWith(c echo.Context, auth func(*http.Request) (app.Princip
 		}
 	}
 	res.Flush()
-	return s.pump(ctx, res, st, func() bool { return s.stillValid(req, p, who) })
+	return s.pump(ctx, res, rc, st, func() bool { return s.stillValid(req, p, who) })
 }
 
 // pump sends events as they come, a heartbeat when idle, and ends when the client goes, the
 // credential stops being valid, or the database fails (the client resumes with Last-Event-ID).
-func (s *Server) pump(ctx context.Context, res *echo.Response, st *app.EventStream, valid func() bool) error {
+func (s *Server) pump(ctx context.Context, res *echo.Response, rc *http.ResponseController, st *app.EventStream,
+	valid func() bool) error {
 	lastSend, lastCheck := time.Now(), time.Now()
 	for {
 		wait := min(time.Until(lastSend.Add(s.cfg.Heartbeat)), time.Until(lastCheck.Add(s.cfg.Recheck)))
@@ -202,6 +214,7 @@ func (s *Server) pump(ctx context.Context, res *echo.Response, st *app.EventStre
 			}
 			lastCheck = time.Now()
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(writePatience))
 		for _, ev := range evs {
 			w := ev.Wire()
 			if !frame(res, w.ID, w.Kind, w) {

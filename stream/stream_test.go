@@ -343,7 +343,9 @@ func TestStreamFollowsAProject(t *testing.T) {
 		require.Equal(t, "task_assigned", f.Event)
 		require.Equal(t, "t1", f.Data["entityUuid"])
 
-		for _, q := range []string{"?scope=project", "?scope=everything&project=" + w.project} {
+		many := "?project=" + strings.Repeat(w.project+"&project=", 50) + w.project
+		for q, want := range map[string]string{"?scope=project": "scope must be mine",
+			"?scope=everything&project=" + w.project: "scope must be mine", many: "Too many project or kind values"} {
 			req, _ := http.NewRequest(http.MethodGet, url+q, nil)
 			req.Header.Set("Authorization", "Bearer "+w.adminKey)
 			resp, err := http.DefaultClient.Do(req)
@@ -351,7 +353,7 @@ func TestStreamFollowsAProject(t *testing.T) {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			require.Equal(t, http.StatusBadRequest, resp.StatusCode, q)
-			require.Contains(t, string(body), "scope must be mine", q)
+			require.Contains(t, string(body), want, q)
 		}
 		// The project turns private: the dev's owner is no member, so the dev cannot follow it.
 		_, err := w.st.DB.NewUpdate().Table("projects").Set("visibility = 'private'").Where("uuid = ?", w.project).
