@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+const testKey = "cho_runnertestkey0123456789abcdefghijklmnopqrstu"
+
 // A config file is checked whole before anything runs, and each error names the agent and the
 // field.
 func TestConfigErrorsNameTheField(t *testing.T) {

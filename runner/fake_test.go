@@ -1,3 +1,5 @@
+//go:build unix
+
 package runner
 
 import (
@@ -20,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const testKey = "cho_runnertestkey0123456789abcdefghijklmnopqrstu"
 
 // fakeEvents is a GET /api/events that speaks the wire format of the events contract: bearer
 // key, kind filter, Last-Event-ID resume (none: from the newest; 0: all kept), retry: first, a
