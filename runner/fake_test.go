@@ -22,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-
 // fakeEvents is a GET /api/events that speaks the wire format of the events contract: bearer
 // key, kind filter, Last-Event-ID resume (none: from the newest; 0: all kept), retry: first, a
 // gap frame when the resume point is older than the oldest event kept, events as
