@@ -47,10 +47,10 @@ type EventStream struct {
 
 // Refusals of OpenEvents, written once here.
 const (
-	errEventsNoHub   = "The event stream is not served by this process"
-	errEventsLastID  = "Last-Event-ID must be the id of an event this stream sent (a whole number of 0 or more); got %q. Reconnect without it to start from now."
-	errEventsKind    = "kind %q is not an event kind; use one or more of: %s"
-	errEventsScope   = "scope must be mine (your events) or project (every event of one project, named by one project parameter); got %q"
+	errEventsNoHub  = "The event stream is not served by this process"
+	errEventsLastID = "Last-Event-ID must be the id of an event this stream sent (a whole number of 0 or more); got %q. Reconnect without it to start from now."
+	errEventsKind   = "kind %q is not an event kind; use one or more of: %s"
+	errEventsScope  = "scope must be mine (your events) or project (every event of one project, named by one project parameter); got %q"
 )
 
 // OpenEvents opens the caller's event stream: the events their notifications announce, of the
