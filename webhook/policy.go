@@ -192,7 +192,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) (string, error) {
 	}
 	for _, a := range addrs {
 		if why := p.refusal(a); why != "" {
-			at := ""
+			at := " is"
 			if a.String() != host {
 				at = " resolves to " + a.Unmap().String() + ","
 			}

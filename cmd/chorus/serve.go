@@ -74,6 +74,8 @@ type serverConfig struct {
 	console consoleConfig
 	// events is how GET /api/events keeps its streams.
 	events eventsConfig
+	// webhooks is where webhooks may be sent and how deliveries retry.
+	webhooks webhooksConfig
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -147,6 +149,7 @@ of it (docs/security.md), and name the proxy's host with --allowed-hosts. ` + tr
 	cfg.edge.flags(cmd)
 	cfg.console.flags(cmd)
 	cfg.events.flags(cmd)
+	cfg.webhooks.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
 	cmd.PreRunE = func(*cobra.Command, []string) (err error) {
 		cfg.retention, cfg.pruneInterval, err = pruningFromEnv()
@@ -164,6 +167,9 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		return err
 	}
 	if err := cfg.edge.checkLimits(); err != nil {
+		return err
+	}
+	if err := cfg.webhooks.parse(); err != nil {
 		return err
 	}
 	tr, err := serverTracing(ctx, log, st, cfg)
@@ -209,6 +215,15 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	// One hub a process tails the events table for its event streams (docs/rules.md §7.4).
 	hub := st.NewEventHub(log)
 	go hub.Run(ctx)
+	if w != nil {
+		// The webhook dispatcher runs beside the worker (docs/rules.md §7.5): woken by every new
+		// event, and every second anyway (redeliveries, a missed wake-up).
+		sub := hub.SubscribeAll()
+		defer sub.Close()
+		d := &workflows.WebhookDispatcher{Store: st, Temporal: tc, TaskQueue: queueOrDefault(cfg.taskQueue), Log: log,
+			Backoff: cfg.webhooks.backoff, Wake: sub.C}
+		go d.Run(ctx)
+	}
 	e, err := newServerEcho(log, st, tc, cfg, metrics, tr, health, seal, hub)
 	if err != nil {
 		return err
@@ -314,6 +329,7 @@ func startServerWorker(log *slog.Logger, st *store.Store, tc client.Client, cfg 
 	}
 	acts := activities.New(st, tc)
 	acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
+	acts.WebhookPolicy = cfg.webhooks.policy
 	if seal {
 		acts.SealKeywords = workflows.SealKeywords
 	}
@@ -365,7 +381,7 @@ func newServerEcho(log *slog.Logger, st *store.Store, tc client.Client, cfg serv
 		return nil, err
 	}
 	ep.Mount(e)
-	a := &app.App{Store: st, Flows: flows, Log: log, Events: hub}
+	a := &app.App{Store: st, Flows: flows, Log: log, Events: hub, WebhookPolicy: cfg.webhooks.policy}
 	con, err := mountConsole(e, a, log, cfg.console)
 	if err != nil {
 		return nil, err
