@@ -3,14 +3,24 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/webhook"
+	"github.com/chorus-dev/chorus/workflows"
+	"github.com/chorus-dev/chorus/workflows/devserver"
 )
 
 // chorus webhook add prints the secret once; list never shows it; deliveries and redeliver read
@@ -78,4 +88,69 @@ func TestWebhookCommands(t *testing.T) {
 
 	assert.Contains(t, runChorus(t, data, "webhook", "remove", w.UUID, "--as", "owner@example.com"), "removed, with its deliveries")
 	fails("Webhook not found", "webhook", "deliveries", w.UUID, "--as", "owner@example.com")
+}
+
+// A worker process (runServer) runs the webhook dispatcher beside its worker: an event written
+// after a webhook was added reaches its receiver, signed, without anyone asking; the operator's
+// --webhook-allow lets it reach a receiver on 127.0.0.1. On SQLite and PostgreSQL.
+func TestServerDeliversWebhooks(t *testing.T) {
+	tmp := startReadyTemporal(t)
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			st := storetest.Open(t, dialect)
+			boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Owner",
+				OwnerEmail: "owner@example.com", AgentName: "Admin"})
+			require.NoError(t, err)
+			p, err := st.CreateProject(ctx, store.Caller{CompanyUUID: boot.Company.UUID, OwnerUUID: boot.Owner.UUID},
+				store.NewProject{Name: "Apollo"})
+			require.NoError(t, err)
+			type got struct {
+				id, kind string
+				signed   bool
+			}
+			var secret string
+			received := make(chan got, 10)
+			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				w.WriteHeader(http.StatusOK)
+				received <- got{id: r.Header.Get(webhook.HeaderID), kind: r.Header.Get(webhook.HeaderEvent),
+					signed: webhook.Verify(secret, r.Header.Get(webhook.HeaderTimestamp), r.Header.Get(webhook.HeaderSignature), body,
+						time.Now(), time.Minute)}
+			}))
+			defer rcv.Close()
+			policy, err := webhook.ParseAllow("127.0.0.0/8")
+			require.NoError(t, err)
+			a := &app.App{Store: st, WebhookPolicy: policy}
+			w, secret, err := a.AddWebhook(ctx, app.Request{Who: app.UserPrincipal(&boot.Owner)}, app.NewWebhook{ProjectUUID: p.UUID,
+				URL: rcv.URL})
+			require.NoError(t, err)
+
+			queue := "webhooks-" + dialect + "-" + store.NewUUID()[:8]
+			port, err := devserver.FreePort()
+			require.NoError(t, err)
+			cfg := serverConfig{role: roleWorker, addr: fmt.Sprintf("127.0.0.1:%d", port),
+				temporal: temporalConfig{address: tmp.addr, namespace: workflows.Namespace}, temporalWait: 30 * time.Second,
+				taskQueue: queue, webhooks: webhooksConfig{allow: "127.0.0.0/8"}}
+			srvCtx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- runServer(srvCtx, slog.New(slog.NewTextHandler(io.Discard, nil)), st, cfg, nil) }()
+			defer func() { cancel(); <-done }()
+
+			require.NoError(t, store.InsertNotifications(ctx, st.DB, boot.Company.UUID, store.NotifySpec{Seed: store.NewUUID(),
+				ProjectUUID: p.UUID, Action: "task_verified", EntityType: "task", EntityUUID: store.NewUUID(), ActorType: "agent",
+				ActorUUID: boot.Agent.UUID}))
+			select {
+			case g := <-received:
+				ds, err := st.WebhookDeliveries(ctx, w.UUID, "", 10)
+				require.NoError(t, err)
+				require.Len(t, ds, 1)
+				assert.Equal(t, ds[0].UUID, g.id)
+				assert.Equal(t, "task_verified", g.kind)
+				assert.True(t, g.signed)
+			case <-time.After(time.Minute): // a deadline: the delivery comes within seconds
+				t.Fatal("the receiver got nothing within a minute")
+			}
+		})
+	}
 }
