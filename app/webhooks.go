@@ -73,11 +73,22 @@ func CheckWebhookKinds(kinds []string) ([]string, error) {
 // shown this once and never again (the store keeps it to sign; nothing reads it back out). The
 // URL must pass the policy (a.WebhookPolicy: http or https, no userinfo, no internal address
 // unless the operator allowed it): a refusal names url, says why and how to fix it. The webhook
-// receives the project's events from now on, not earlier ones.
+// receives the project's events from now on, not earlier ones. A retried add (the same
+// requestId) returns the webhook the first one made, with no secret: it was shown to the first
+// call only.
 func (a *App) AddWebhook(ctx context.Context, r Request, in NewWebhook) (*store.Webhook, string, error) {
 	pv, err := a.webhookProject(ctx, r, in.ProjectUUID)
 	if err != nil {
 		return nil, "", err
+	}
+	id := store.NewUUID()
+	if r.RequestID != "" {
+		id = vocab.DerivedUUID("webhook", r.Who.Caller.AgentUUID, r.RequestID)
+		if w, err := a.Store.WebhookByUUID(ctx, pv.CompanyUUID, id); err == nil {
+			return w, "", nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, "", err
+		}
 	}
 	kinds, err := CheckWebhookKinds(in.Kinds)
 	if err != nil {
@@ -91,10 +102,13 @@ func (a *App) AddWebhook(ctx context.Context, r Request, in NewWebhook) (*store.
 	if err != nil {
 		return nil, "", err
 	}
-	w := &store.Webhook{UUID: store.NewUUID(), CompanyUUID: pv.CompanyUUID, ProjectUUID: pv.UUID, URL: url,
+	w := &store.Webhook{UUID: id, CompanyUUID: pv.CompanyUUID, ProjectUUID: pv.UUID, URL: url,
 		Secret: webhook.NewSecret(), Kinds: strings.Join(kinds, ","), CreatedByType: r.Who.Caller.Kind(),
 		CreatedByUUID: r.Who.Caller.AgentUUID}
 	if err := a.Store.CreateWebhook(ctx, w); err != nil {
+		if twin, terr := a.Store.WebhookByUUID(ctx, pv.CompanyUUID, id); r.RequestID != "" && terr == nil {
+			return twin, "", nil // a twin of this call won the race: answer as its retry
+		}
 		return nil, "", err
 	}
 	return w, w.Secret, nil

@@ -111,6 +111,17 @@ func TestWebhookUseCases(t *testing.T) {
 			assert.Contains(t, refused(t, err).Msg, `state: "lost" is not a delivery state`)
 			_, err = e.app.RemoveWebhook(ctx, e.ann, w.UUID)
 			assert.Equal(t, "Only project admins can manage this project", refused(t, err).Msg)
+			retry := e.admin
+			retry.RequestID = "add-once"
+			first, secret1, err := e.app.AddWebhook(ctx, retry, NewWebhook{ProjectUUID: e.proj.UUID, URL: "http://127.0.0.1:9/twice"})
+			require.NoError(t, err)
+			require.NotEmpty(t, secret1)
+			again, secret2, err := e.app.AddWebhook(ctx, retry, NewWebhook{ProjectUUID: e.proj.UUID, URL: "http://127.0.0.1:9/twice"})
+			require.NoError(t, err)
+			assert.Equal(t, first.UUID, again.UUID, "a retried add returns the first one's webhook")
+			assert.Empty(t, secret2, "and not its secret again")
+			_, err = e.app.RemoveWebhook(ctx, e.admin, first.UUID)
+			require.NoError(t, err)
 			_, err = e.app.RemoveWebhook(ctx, e.admin, w.UUID)
 			require.NoError(t, err)
 			_, err = e.app.RemoveWebhook(ctx, e.admin, w.UUID)

@@ -56,6 +56,10 @@ func (c *Console) addWebhook(ctx echo.Context) error {
 	if err != nil {
 		return c.settingsDone(ctx, err, "", form, "url", "kinds")
 	}
+	if secret == "" { // a double submit: the first answer showed the secret
+		return c.redirect(ctx, settingsPath(w.ProjectUUID), "This webhook was added by your first submit, whose answer showed "+
+			"its secret; it is not shown again.")
+	}
 	p := page{Notice: "Webhook added. Copy its secret now: it is shown this once."}
 	return c.showSettingsWith(ctx, http.StatusOK, p, map[string]string{}, nil, &webhooksView{Added: w, Secret: secret})
 }
