@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/chorus-dev/chorus/activities"
+	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/webhook"
+	"github.com/chorus-dev/chorus/workflows"
 )
 
 // webhooksConfig is how a server sends webhooks (docs/rules.md §7.5, docs/security.md
@@ -27,4 +33,20 @@ func (c *webhooksConfig) flags(cmd *cobra.Command) {
 func (c *webhooksConfig) parse() (err error) {
 	c.policy, err = webhook.ParseAllow(c.allow)
 	return err
+}
+
+// startWebhookDispatcher runs the webhook dispatcher beside the worker (docs/rules.md §7.5) until
+// ctx ends: woken by every new event the hub numbers, and every second anyway (redeliveries, a
+// missed wake-up); only in a process that runs the worker (worker), else it does nothing. stop
+// unregisters it from the hub.
+func startWebhookDispatcher(ctx context.Context, log *slog.Logger, st *store.Store, tc client.Client, hub *store.EventHub,
+	cfg serverConfig, worker bool) (stop func()) {
+	if !worker {
+		return func() {}
+	}
+	sub := hub.SubscribeAll()
+	d := &workflows.WebhookDispatcher{Store: st, Temporal: tc, TaskQueue: queueOrDefault(cfg.taskQueue), Log: log,
+		Backoff: cfg.webhooks.backoff, Wake: sub.C}
+	go d.Run(ctx)
+	return sub.Close
 }
