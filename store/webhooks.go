@@ -277,11 +277,18 @@ func (s *Store) DispatchWebhookEvents(ctx context.Context, limit int) (int, erro
 	return read, err
 }
 
-// UndispatchedDeliveries lists up to limit deliveries whose workflow is not started yet (new,
-// or queued again by a redelivery), oldest first.
-func (s *Store) UndispatchedDeliveries(ctx context.Context, limit int) ([]string, error) {
-	var out []string
-	err := s.DB.NewSelect().Model((*WebhookDelivery)(nil)).Column("uuid").Where("workflow_id = ''").
+// Undispatched is a delivery waiting for its workflow: new (Attempts 0), or queued again by a
+// redelivery.
+type Undispatched struct {
+	UUID     string `bun:"uuid"`
+	Attempts int    `bun:"attempts"`
+}
+
+// UndispatchedDeliveries lists up to limit deliveries whose workflow is not started yet, oldest
+// first.
+func (s *Store) UndispatchedDeliveries(ctx context.Context, limit int) ([]Undispatched, error) {
+	var out []Undispatched
+	err := s.DB.NewSelect().Model((*WebhookDelivery)(nil)).Column("uuid", "attempts").Where("workflow_id = ''").
 		Where("state = ?", DeliveryPending).Order("created_at", "uuid").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("read undispatched webhook deliveries: %w", err)

@@ -62,14 +62,21 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) erro
 	return workflow.ExecuteActivity(dctx, a.MarkWebhookDead, in.DeliveryUUID).Get(ctx, nil)
 }
 
-// StartWebhookDelivery starts a delivery's workflow on taskQueue and returns its id. A run of it
-// already going is not an error (another dispatcher started it); a closed one gets a new run (a
-// redelivery; a first run that already delivered makes the new one send nothing).
-func StartWebhookDelivery(ctx context.Context, c client.Client, taskQueue, deliveryUUID string, b activities.WebhookBackoff) (string, error) {
+// StartWebhookDelivery starts a delivery's workflow on taskQueue and returns its id. A closed run
+// of it gets a new one (a redelivery; after a run that already delivered, the new one sends
+// nothing). A run still going is, for a first delivery, not an error (another dispatcher started
+// it); for a redelivery (again) it is the run that has just ended it dead or delivered, still
+// closing, and is replaced.
+func StartWebhookDelivery(ctx context.Context, c client.Client, taskQueue, deliveryUUID string, b activities.WebhookBackoff,
+	again bool) (string, error) {
 	id := WebhookDeliveryID(deliveryUUID)
+	conflict := enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	if again {
+		conflict = enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING
+	}
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDConflictPolicy: conflict,
 		StaticSummary:            "Chorus: deliver a webhook"},
 		WebhookDeliveryWorkflowName, WebhookDeliveryInput{DeliveryUUID: deliveryUUID, Backoff: b})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -111,20 +118,20 @@ func (d *WebhookDispatcher) Pass(ctx context.Context) error {
 		}
 	}
 	for {
-		ids, err := d.Store.UndispatchedDeliveries(ctx, dispatchBatch)
-		if err != nil || len(ids) == 0 {
+		ds, err := d.Store.UndispatchedDeliveries(ctx, dispatchBatch)
+		if err != nil || len(ds) == 0 {
 			return err
 		}
-		for _, id := range ids {
-			wid, err := StartWebhookDelivery(ctx, d.Temporal, d.TaskQueue, id, d.Backoff)
+		for _, u := range ds {
+			wid, err := StartWebhookDelivery(ctx, d.Temporal, d.TaskQueue, u.UUID, d.Backoff, u.Attempts > 0)
 			if err != nil {
 				return err
 			}
-			if err := d.Store.MarkDeliveryDispatched(ctx, id, wid); err != nil {
+			if err := d.Store.MarkDeliveryDispatched(ctx, u.UUID, wid); err != nil {
 				return err
 			}
 		}
-		if len(ids) < dispatchBatch {
+		if len(ds) < dispatchBatch {
 			return nil
 		}
 	}
