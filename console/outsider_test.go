@@ -138,15 +138,18 @@ func outsiderCases(w outsiderWorld) map[string][]outsiderCase {
 			"back": {"/console/"}}, want}
 	}
 	return map[string][]outsiderCase{
-		"GET /console/":                     nil,
-		"GET /console/review":               nil,
-		"GET /console/verify":               nil,
-		"GET /console/inbox":                nil,
-		"GET /console/agents":               nil,
-		"POST /console/agents":              nil,
-		"POST /console/logout":              nil,
-		"POST /console/inbox/read-all":      nil,
-		"GET /console/gates":                nil,
+		"GET /console/":                nil,
+		"GET /console/review":          nil,
+		"GET /console/verify":          nil,
+		"GET /console/inbox":           nil,
+		"GET /console/agents":          nil,
+		"POST /console/agents":         nil,
+		"POST /console/logout":         nil,
+		"POST /console/inbox/read-all": nil,
+		"GET /console/gates":           nil,
+		// The person's own event stream; following a project they cannot see is "Project not
+		// found" (stream.TestStreamFollowsAProject).
+		"GET /console/events":               nil,
 		"POST /console/gates/:uuid/approve": {{path: "/console/gates/" + w.gate + "/approve", want: "Gate not found"}},
 		"POST /console/gates/:uuid/refuse": {{path: "/console/gates/" + w.gate + "/refuse", form: url.Values{"note": {"no"}},
 			want: "Gate not found"}},

@@ -366,8 +366,10 @@ func newServerEcho(log *slog.Logger, st *store.Store, tc client.Client, cfg serv
 	if err != nil {
 		return nil, err
 	}
-	stream.New(stream.Config{App: a, Log: log, Key: ep.KeyPrincipal, Session: con.SessionPrincipal,
-		Heartbeat: cfg.events.heartbeat, Recheck: cfg.events.recheck}).Mount(e)
+	events := stream.New(stream.Config{App: a, Log: log, Key: ep.KeyPrincipal, Session: con.SessionPrincipal,
+		Heartbeat: cfg.events.heartbeat, Recheck: cfg.events.recheck})
+	events.Mount(e)
+	events.MountSession(e, console.EventsPath)
 	return e, nil
 }
 
