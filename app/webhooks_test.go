@@ -179,6 +179,26 @@ func TestWebhookDispatch(t *testing.T) {
 			undispatched, err := e.st.UndispatchedDeliveries(ctx, 100)
 			require.NoError(t, err)
 			assert.Len(t, undispatched, 4)
+
+			// Dispatchers of several workers at once turn each event into one delivery.
+			for range 30 {
+				e.event(t, e.proj.UUID, "mentioned")
+			}
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Go(func() {
+					for {
+						n, err := e.st.DispatchWebhookEvents(ctx, 7)
+						if !assert.NoError(t, err) || n == 0 {
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			_, err = e.st.DispatchWebhookEvents(ctx, 100) // whatever a dispatcher that found the lock taken left
+			require.NoError(t, err)
+			assert.Len(t, kinds(all), 33)
 		})
 	}
 }
