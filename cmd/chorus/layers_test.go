@@ -25,12 +25,13 @@ func TestImportDirection(t *testing.T) {
 		"vocab":               {},
 		"perm":                {},
 		"store":               {},
+		"webhook":             {},
 		"store/storetest":     {"store"},
-		"activities":          {"store"},
+		"activities":          {"store", "webhook"},
 		"workflows":           {"activities", "store"},
 		"workflows/wftest":    {"workflows", "workflows/devserver"},
 		"workflows/devserver": {"workflows"},
-		"app":                 {"perm", "store", "workflows"},
+		"app":                 {"perm", "store", "webhook", "workflows"},
 		"mcp":                 {"app", "perm", "store", "workflows"},
 		"mcpclient":           {"mcp"},
 		"runner":              {"mcpclient"},
@@ -40,7 +41,7 @@ func TestImportDirection(t *testing.T) {
 		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "workflows", "workflows/devserver"},
 		"deploy":              {"mcpclient", "store", "workflows"},
 		"cmd/chorus": {"activities", "app", "bench", "console", "mcp", "mcpclient", "ops", "perm", "runner", "store", "stream",
-			"workflows", "workflows/devserver"},
+			"webhook", "workflows", "workflows/devserver"},
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)

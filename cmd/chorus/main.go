@@ -78,7 +78,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
-	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newUserCmd(g), newGateCmd(g), newMCPCmd(g), newInitCmd(g), newOpsCmd(g), newBenchCmd(), newCodecServerCmd(), newTemporalCmd())
+	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newUserCmd(g), newGateCmd(g), newWebhookCmd(g), newMCPCmd(g), newInitCmd(g), newOpsCmd(g), newBenchCmd(), newCodecServerCmd(), newTemporalCmd())
 	return root
 }
 
