@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/webhook"
 )
 
 // Activities is the receiver of every Chorus activity. Register one value with the worker.
@@ -26,6 +27,11 @@ type Activities struct {
 	// SealKeywords, when set, rewrites the search attributes (by name) of each workflow an
 	// activity starts: workflows.SealKeywords while payloads are encrypted.
 	SealKeywords func(keywords map[string]string)
+	// WebhookPolicy is where deliveries may connect (webhook.Policy, checked at each dial); set it
+	// before the worker starts. The zero policy reaches public addresses only.
+	WebhookPolicy webhook.Policy
+
+	webhooks webhookClient
 }
 
 // New returns the activities over a store and a Temporal client.

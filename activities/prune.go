@@ -35,7 +35,8 @@ func (a *Activities) Prune(ctx context.Context) (store.Pruned, error) {
 	out, err := a.Store.Prune(ctx, r, store.Now())
 	m := activity.GetMetricsHandler(ctx)
 	for table, n := range map[string]int{"tool_requests": out.Requests, "change_journal": out.Journal,
-		"claim_next_attempts": out.ClaimAttempts, "claim_reservations": out.ClaimReservations} {
+		"claim_next_attempts": out.ClaimAttempts, "claim_reservations": out.ClaimReservations, "events": out.Events,
+		"webhook_deliveries": out.Deliveries} {
 		m.WithTags(map[string]string{"table": table}).Counter(PrunedRowsMetric).Inc(int64(n))
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chorus-dev/chorus/perm"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/webhook"
 	"github.com/chorus-dev/chorus/workflows"
 )
 
@@ -26,6 +27,9 @@ type App struct {
 	Log   *slog.Logger
 	// Events wakes event streams (OpenEvents); nil in a process that serves none.
 	Events *store.EventHub
+	// WebhookPolicy is where a project's webhooks may point (checked by AddWebhook); the zero
+	// policy allows public addresses only (docs/security.md "Webhooks").
+	WebhookPolicy webhook.Policy
 }
 
 // Principal is an authenticated caller: the agent an API key belongs to, with the key's

@@ -20,6 +20,10 @@ type EventStreamOptions struct {
 	// Projects and Kinds narrow the stream (none: all the caller's). A project must be one the
 	// caller can see; a kind one of vocab.EventKinds.
 	Projects, Kinds []string
+	// Scope is "mine" (default: the events whose notifications went to the caller) or "project":
+	// every event of the one project named in Projects, whoever it was for (a board that follows
+	// a project's work). Either way only projects the caller can see.
+	Scope string
 	// LastEventID is the resume point a client sends (the id of the last event it handled):
 	// "" starts at the newest event, "0" replays everything kept.
 	LastEventID string
@@ -34,6 +38,8 @@ type EventStream struct {
 	f      store.EventFilter
 	cursor int64
 	sub    *store.EventSub
+	// project is set for a stream of one project's events (Scope "project").
+	project string
 	// Gap is set when the resume point is older than the oldest event kept: events were pruned
 	// in between, so the client should read its state again. Its value is the oldest seq kept.
 	Gap int64
@@ -41,10 +47,10 @@ type EventStream struct {
 
 // Refusals of OpenEvents, written once here.
 const (
-	errEventsNoHub   = "The event stream is not served by this process"
-	errEventsLastID  = "Last-Event-ID must be the id of an event this stream sent (a whole number of 0 or more); got %q. Reconnect without it to start from now."
-	errEventsKind    = "kind %q is not an event kind; use one or more of: %s"
-	errEventsProject = "project %q is not a project uuid you can see; list yours with chorus_list_projects"
+	errEventsNoHub  = "The event stream is not served by this process"
+	errEventsLastID = "Last-Event-ID must be the id of an event this stream sent (a whole number of 0 or more); got %q. Reconnect without it to start from now."
+	errEventsKind   = "kind %q is not an event kind; use one or more of: %s"
+	errEventsScope  = "scope must be mine (your events) or project (every event of one project, named by one project parameter); got %q"
 )
 
 // OpenEvents opens the caller's event stream: the events their notifications announce, of the
@@ -61,16 +67,25 @@ func (a *App) OpenEvents(ctx context.Context, r Request, o EventStreamOptions) (
 		}
 	}
 	for _, p := range o.Projects {
+		// A project the caller cannot see answers as one that does not exist ("Project not found").
 		if _, err := a.Store.GetProject(ctx, r.Who.Caller, p); err != nil {
-			if store.IsUnavailable(err) {
-				return nil, err
-			}
-			return nil, Refuse(vocab.RefusedInvalid, errEventsProject, p)
+			return nil, err
 		}
 	}
 	s.f = store.EventFilter{Projects: o.Projects, Kinds: o.Kinds}
-	// Subscribe before reading the resume point, so nothing numbered in between is missed.
-	s.sub = a.Events.Subscribe(s.r)
+	switch o.Scope {
+	case "", "mine":
+		// Subscribe before reading the resume point, so nothing numbered in between is missed.
+		s.sub = a.Events.Subscribe(s.r)
+	case "project":
+		if len(o.Projects) != 1 {
+			return nil, Refuse(vocab.RefusedInvalid, errEventsScope, o.Scope)
+		}
+		s.project = o.Projects[0]
+		s.sub = a.Events.SubscribeAll()
+	default:
+		return nil, Refuse(vocab.RefusedInvalid, errEventsScope, o.Scope)
+	}
 	top, err := a.Store.SequenceEvents(ctx)
 	if err != nil {
 		s.Close()
@@ -108,7 +123,7 @@ func (s *EventStream) Next(ctx context.Context, wait time.Duration) ([]store.Eve
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		evs, top, err := s.a.Store.RecipientEventsAfter(ctx, s.who.Caller, s.r, s.cursor, EventBatch, s.f)
+		evs, top, err := s.read(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -128,6 +143,13 @@ func (s *EventStream) Next(ctx context.Context, wait time.Duration) ([]store.Eve
 		case <-s.sub.C:
 		}
 	}
+}
+
+func (s *EventStream) read(ctx context.Context) ([]store.Event, int64, error) {
+	if s.project != "" {
+		return s.a.Store.ProjectEventsAfter(ctx, s.who.Caller, s.project, s.cursor, EventBatch, s.f)
+	}
+	return s.a.Store.RecipientEventsAfter(ctx, s.who.Caller, s.r, s.cursor, EventBatch, s.f)
 }
 
 // Close ends the subscription.

@@ -16,7 +16,8 @@ import (
 // The board (issue 22): a project's tasks in columns by status, filtered by idea, each column
 // paged; and the dependency graph of an idea's tasks (graph.go draws it).
 
-// boardRefresh is how often the board reloads itself (seconds), so a person watches the agents
+// boardRefresh is how often the board reloads itself (seconds) while its event stream is down (it
+// follows the project's events otherwise), so a person watches the agents
 // move cards without an event stream.
 const boardRefresh = 10
 
@@ -121,7 +122,7 @@ func (c *Console) boardPage(ctx echo.Context) error {
 	if b.Idea != nil {
 		title += " · " + b.Idea.Title
 	}
-	return c.render(ctx, http.StatusOK, "board", page{Title: title, Nav: "projects", Refresh: boardRefresh,
+	return c.render(ctx, http.StatusOK, "board", page{Title: title, Nav: "projects", Refresh: boardRefresh, Follow: b.Project.UUID,
 		Data: map[string]any{"Board": b, "Columns": cols, "Level": b.Project.Level().String(),
 			"MoreIdeas": b.IdeaCount > len(b.Ideas), "IdeaListed": ideaListed(b)}})
 }
@@ -165,6 +166,6 @@ func (c *Console) graphPage(ctx echo.Context) error {
 		return c.failure(ctx, err)
 	}
 	return c.render(ctx, http.StatusOK, "graph", page{Title: "Dependencies · " + g.Idea.Title, Nav: "projects",
-		Refresh: boardRefresh, Data: map[string]any{"Graph": g, "Layout": layoutGraph(g.Tasks, g.Edges),
+		Refresh: boardRefresh, Follow: g.Project.UUID, Data: map[string]any{"Graph": g, "Layout": layoutGraph(g.Tasks, g.Edges),
 			"Limit": app.GraphTaskLimit, "Left": g.Total - len(g.Tasks)}})
 }

@@ -109,14 +109,18 @@ func TestBoardFollowsTheAgents(t *testing.T) {
 	require.Contains(t, boardCardText(b, w.ship), "Blocked by Build the API")
 	require.Contains(t, boardCardText(b, w.ship), "0/1 passed")
 
-	// An agent claims Design, then starts it: after each reload the card has moved.
+	// The board follows the project's event stream (and does not poll while it does). An agent
+	// claims Design, then starts it: the open board moves the card by itself each time.
+	b.waitFor(`document.body.dataset.live === "on"`)
+	require.Equal(t, w.project, eval[string](b, `document.body.dataset.follow`))
 	dev := s.agent("Dev Bot", s.admin, "developer_agent")
 	s.call(dev, "chorus_claim_task", map[string]any{"taskUuid": w.design})
-	b.open("/console/projects/" + w.project)
+	b.waitFor(`document.querySelector('#col-assigned .task-card[data-task="` + w.design + `"]') !== null`)
 	require.Equal(t, "assigned", boardColumns(b)[w.design])
 	require.Contains(t, boardCardText(b, w.design), "Dev Bot")
+	b.waitFor(`document.body.dataset.live === "on"`)
 	s.call(dev, "chorus_update_task", map[string]any{"taskUuid": w.design, "status": "in_progress"})
-	b.open("/console/projects/" + w.project)
+	b.waitFor(`document.querySelector('#col-in_progress .task-card[data-task="` + w.design + `"]') !== null`)
 	require.Equal(t, "in_progress", boardColumns(b)[w.design])
 	require.Contains(t, boardCardText(b, w.design), "Dev Bot")
 

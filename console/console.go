@@ -21,6 +21,10 @@ import (
 // Path is where the console is served.
 const Path = "/console"
 
+// EventsPath is where console pages follow the event stream (GET /api/events with the session
+// alone; the session cookie is sent only under Path). The server mounts the stream there.
+const EventsPath = Path + "/events"
+
 //go:embed templates/*.html
 var templateFS embed.FS
 

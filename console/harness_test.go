@@ -26,6 +26,7 @@ import (
 	"github.com/chorus-dev/chorus/mcpclient"
 	"github.com/chorus-dev/chorus/store"
 	"github.com/chorus-dev/chorus/store/storetest"
+	"github.com/chorus-dev/chorus/stream"
 	"github.com/chorus-dev/chorus/workflows"
 	"github.com/chorus-dev/chorus/workflows/wftest"
 )
@@ -84,7 +85,11 @@ func startStack(t testing.TB, dialect string, o stackOptions) *stack {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	flows := workflows.NewClient(tc, queue, s.st)
-	s.app = &app.App{Store: s.st, Flows: flows, Log: log}
+	hub := s.st.NewEventHub(log)
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	t.Cleanup(stopHub)
+	go hub.Run(hubCtx)
+	s.app = &app.App{Store: s.st, Flows: flows, Log: log, Events: hub}
 
 	ep, err := mcp.NewEndpoint(&mcp.Deps{Store: s.st, Flows: flows, Log: log}, "test")
 	require.NoError(t, err)
@@ -101,6 +106,9 @@ func startStack(t testing.TB, dialect string, o stackOptions) *stack {
 	e := echo.New()
 	ep.Mount(e)
 	s.con.Mount(e)
+	events := stream.New(stream.Config{App: s.app, Log: log, Key: ep.KeyPrincipal, Session: s.con.SessionPrincipal})
+	events.Mount(e)
+	events.MountSession(e, console.EventsPath)
 	s.echo = e
 	srv.Config.Handler = e
 	srv.Start()

@@ -30,6 +30,7 @@ import (
 type outsiderWorld struct {
 	public, project, idea, proposal, task, criterion, document string
 	notification, agent, key, member, gate                     string
+	webhook, delivery                                          string
 	secrets                                                    []string // titles no outsider page may show
 }
 
@@ -60,6 +61,21 @@ func (s *stack) outsiderWorld() outsiderWorld {
 	_, err = s.app.SetGatePolicyAsOperator(ctx, s.company, f.project, app.GatePolicyInput{Commands: []string{vocab.GateApproveProposal}})
 	require.NoError(s.t, err)
 	w.gate = str(s.call(admin, "chorus_admin_approve_proposal", map[string]any{"proposalUuid": f.proposal}), "awaitingHuman.gateUuid")
+	hook := &store.Webhook{UUID: store.NewUUID(), CompanyUUID: s.company, ProjectUUID: f.project, URL: "https://93.184.216.34/vault-hook",
+		Secret: "whsec_vault", CreatedByType: "user", CreatedByUUID: s.admin.UUID}
+	require.NoError(s.t, s.st.CreateWebhook(ctx, hook))
+	require.NoError(s.t, store.InsertNotifications(ctx, s.st.DB, s.company, store.NotifySpec{Seed: store.NewUUID(), ProjectUUID: f.project,
+		Action: "task_assigned", EntityType: "task", EntityUUID: v.task, ActorType: "user", ActorUUID: s.admin.UUID}))
+	_, err = s.st.SequenceEvents(ctx)
+	require.NoError(s.t, err)
+	_, err = s.st.DispatchWebhookEvents(ctx, 10)
+	require.NoError(s.t, err)
+	ds, err := s.st.WebhookDeliveries(ctx, hook.UUID, "", 1)
+	require.NoError(s.t, err)
+	require.Len(s.t, ds, 1)
+	require.NoError(s.t, s.st.MarkDeliveryDead(ctx, ds[0].UUID))
+	w.webhook, w.delivery = hook.UUID, ds[0].UUID
+	w.secrets = append(w.secrets, "vault-hook", "whsec_vault")
 	return w
 }
 
@@ -93,6 +109,8 @@ func (s *stack) snapshot() map[string]int {
 		"tasks to verify":   "SELECT count(*) FROM tasks WHERE status = 'to_verify'",
 		"answers":           "SELECT count(*) FROM elaboration_questions WHERE answered_at IS NOT NULL",
 		"marks":             "SELECT count(*) FROM acceptance_criteria WHERE status <> 'pending'",
+		"webhooks":          "SELECT count(*) FROM webhooks",
+		"dead deliveries":   "SELECT count(*) FROM webhook_deliveries WHERE state = 'dead'",
 	} {
 		var n int
 		require.NoError(s.t, s.st.DB.QueryRowContext(context.Background(), q).Scan(&n), name)
@@ -120,15 +138,18 @@ func outsiderCases(w outsiderWorld) map[string][]outsiderCase {
 			"back": {"/console/"}}, want}
 	}
 	return map[string][]outsiderCase{
-		"GET /console/":                     nil,
-		"GET /console/review":               nil,
-		"GET /console/verify":               nil,
-		"GET /console/inbox":                nil,
-		"GET /console/agents":               nil,
-		"POST /console/agents":              nil,
-		"POST /console/logout":              nil,
-		"POST /console/inbox/read-all":      nil,
-		"GET /console/gates":                nil,
+		"GET /console/":                nil,
+		"GET /console/review":          nil,
+		"GET /console/verify":          nil,
+		"GET /console/inbox":           nil,
+		"GET /console/agents":          nil,
+		"POST /console/agents":         nil,
+		"POST /console/logout":         nil,
+		"POST /console/inbox/read-all": nil,
+		"GET /console/gates":           nil,
+		// The person's own event stream; following a project they cannot see is "Project not
+		// found" (stream.TestStreamFollowsAProject).
+		"GET /console/events":               nil,
 		"POST /console/gates/:uuid/approve": {{path: "/console/gates/" + w.gate + "/approve", want: "Gate not found"}},
 		"POST /console/gates/:uuid/refuse": {{path: "/console/gates/" + w.gate + "/refuse", form: url.Values{"note": {"no"}},
 			want: "Gate not found"}},
@@ -177,6 +198,14 @@ func outsiderCases(w outsiderWorld) map[string][]outsiderCase {
 			form: url.Values{"role": {"viewer"}}, want: "Project not found"}},
 		"POST /console/projects/:uuid/settings/members/:user/remove": {{path: p + "/settings/members/" + w.member + "/remove",
 			want: "Project not found"}},
+		"POST /console/projects/:uuid/settings/webhooks": {{path: p + "/settings/webhooks",
+			form: url.Values{"url": {"https://93.184.216.34/mine"}}, want: "Project not found"}},
+		"POST /console/projects/:uuid/settings/webhooks/:webhook/remove": {{path: p + "/settings/webhooks/" + w.webhook + "/remove",
+			want: "Webhook not found"}},
+		"GET /console/projects/:uuid/settings/webhooks/:webhook": {{path: p + "/settings/webhooks/" + w.webhook,
+			want: "Project not found"}},
+		"POST /console/projects/:uuid/settings/webhooks/:webhook/deliveries/:delivery/redeliver": {{path: p + "/settings/webhooks/" +
+			w.webhook + "/deliveries/" + w.delivery + "/redeliver", want: "Delivery not found"}},
 	}
 }
 

@@ -33,6 +33,9 @@ type page struct {
 	// Refresh reloads the page every so many seconds (a board that follows the agents' work);
 	// 0: never.
 	Refresh int
+	// Follow is a project whose events reload the page as they come (GET /api/events); Refresh
+	// is then the fallback while the stream is down.
+	Follow string
 	// Unread counts the signed-in person's unread notifications, shown in the nav (set by render).
 	Unread int
 	Data   any
@@ -40,6 +43,8 @@ type page struct {
 
 // funcs are the helpers the templates may call.
 var funcs = template.FuncMap{
+	// eventKinds lists the event kinds a following page listens for (docs/rules.md §7.4).
+	"eventKinds": func() string { return strings.Join(vocab.EventKinds, ",") },
 	// requestId is a fresh idempotency key for a form: the browser sends the same one if the
 	// form is submitted twice, so the action applies once.
 	"requestId": func() string { return store.NewUUID() },

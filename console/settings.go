@@ -23,6 +23,7 @@ func (c *Console) settingsRoutes(g *echo.Group) {
 	g.POST("/projects/:uuid/settings/members", c.addMember)
 	g.POST("/projects/:uuid/settings/members/:user", c.changeMember)
 	g.POST("/projects/:uuid/settings/members/:user/remove", c.removeMember)
+	c.webhookRoutes(g) // webhooks.go
 }
 
 // settingsPath is a project's settings page.
@@ -35,6 +36,12 @@ func (c *Console) settingsPage(ctx echo.Context) error {
 // showSettings draws the settings page with p's error and fields; form holds inputs to show
 // again after a refusal; confirm, when set, is a visibility change waiting for confirmation.
 func (c *Console) showSettings(ctx echo.Context, status int, p page, form map[string]string, confirm *app.VisibilityImpact) error {
+	return c.showSettingsWith(ctx, status, p, form, confirm, nil)
+}
+
+// showSettingsWith is showSettings with the webhook just added and its secret, shown once.
+func (c *Console) showSettingsWith(ctx echo.Context, status int, p page, form map[string]string, confirm *app.VisibilityImpact,
+	added *webhooksView) error {
 	r := c.request(ctx)
 	pv, err := c.app.GetProject(ctxOf(ctx), r, ctx.Param("uuid"))
 	if err != nil {
@@ -58,9 +65,16 @@ func (c *Console) showSettings(ctx echo.Context, status int, p page, form map[st
 	if v, ok := form["expireAfterSeconds"]; ok {
 		gates.Expire = v
 	}
+	hooks, err := c.webhooksOf(ctx, pv)
+	if err != nil {
+		return c.failure(ctx, err)
+	}
+	if hooks != nil && added != nil {
+		hooks.Added, hooks.Secret = added.Added, added.Secret
+	}
 	p.Title, p.Nav = "Settings of "+pv.Name, "projects"
 	p.Data = map[string]any{"Project": pv, "Level": pv.Level().String(), "Members": members, "ClaimTTL": ttl,
-		"Form": form, "Roles": []string{"viewer", "editor", "admin"}, "Confirm": confirm, "Gates": gates}
+		"Form": form, "Roles": []string{"viewer", "editor", "admin"}, "Confirm": confirm, "Gates": gates, "Webhooks": hooks}
 	return c.render(ctx, status, "settings", p)
 }
 

@@ -275,6 +275,30 @@ func (s *Store) RecipientEventsAfter(ctx context.Context, c Caller, r Recipient,
 	return out, seqs[len(seqs)-1], nil
 }
 
+// ProjectEventsAfter reads the numbered events of one project with seq > after, whoever they were
+// for, seq ascending, at most limit, when c can see the project now (none otherwise); it returns
+// the highest seq it passed over, like RecipientEventsAfter.
+func (s *Store) ProjectEventsAfter(ctx context.Context, c Caller, projectUUID string, after int64, limit int,
+	f EventFilter) ([]Event, int64, error) {
+	var seqs []int64
+	q := s.DB.NewSelect().TableExpr("events AS e").Column("e.seq").Where("e.project_uuid = ?", projectUUID).
+		Where("e.seq > ?", after).Order("e.seq").Limit(int64(limit))
+	if err := f.apply(q).Scan(ctx, &seqs); err != nil {
+		return nil, after, fmt.Errorf("read events: %w", err)
+	}
+	if len(seqs) == 0 {
+		return nil, after, nil
+	}
+	var out []Event
+	err := s.DB.NewSelect().Model(&out).Where("e.seq IN (?)", bun.List(seqs)).
+		Where("e.company_uuid = ?", c.CompanyUUID).Where("e.project_uuid IN (?)", s.visibleProjectIDs(c)).
+		Order("e.seq").Scan(ctx)
+	if err != nil {
+		return nil, after, fmt.Errorf("read events: %w", err)
+	}
+	return out, seqs[len(seqs)-1], nil
+}
+
 // NewEventRecipients reads who the numbered events with seq in (after, upTo] are for, for waking
 // their readers. It returns the recipients (each once) and the highest seq read.
 func (s *Store) NewEventRecipients(ctx context.Context, after int64, limit int) ([]Recipient, int64, error) {

@@ -42,6 +42,7 @@ type Pruned struct {
 	ClaimAttempts     int  `json:"claimAttempts"`
 	ClaimReservations int  `json:"claimReservations"`
 	Events            int  `json:"events"`
+	Deliveries        int  `json:"deliveries"`
 	More              bool `json:"more,omitempty"`
 }
 
@@ -53,7 +54,7 @@ const PruneBatch = 500
 // now: ledger rows created before now-r.Requests, journal entries applied before now-r.Journal
 // that are not their row's latest, finished claim attempts older than r.ClaimAttempts (any older
 // than r.Requests), lapsed claim reservations, and numbered events older than r.Events but the
-// newest. It stops early, with More set, when ctx has
+// newest, and webhook deliveries delivered or dead for longer than r.Journal. It stops early, with More set, when ctx has
 // less than 5 s left.
 func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, error) {
 	var out Pruned
@@ -80,6 +81,8 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 		{&out.Events, `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE seq IS NOT NULL
 			AND seq < (SELECT MAX(seq) FROM events) AND created_at < ? ORDER BY seq LIMIT ?)`,
 			[]any{now.Add(-cmp.Or(r.Events, r.Requests))}},
+		{&out.Deliveries, `DELETE FROM webhook_deliveries WHERE uuid IN (SELECT uuid FROM webhook_deliveries
+			WHERE state IN ('delivered', 'dead') AND updated_at < ? ORDER BY updated_at LIMIT ?)`, []any{now.Add(-r.Journal)}},
 	}
 	for _, j := range jobs {
 		for {
@@ -107,7 +110,8 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 // RetainedRows counts the rows of the tables Prune keeps bounded, by table name.
 func (s *Store) RetainedRows(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	for _, t := range []string{"tool_requests", "change_journal", "claim_next_attempts", "claim_reservations", "events"} {
+	for _, t := range []string{"tool_requests", "change_journal", "claim_next_attempts", "claim_reservations", "events",
+		"webhook_deliveries"} {
 		n, err := s.DB.NewSelect().Table(t).Count(ctx)
 		if err != nil {
 			return nil, err

@@ -71,6 +71,17 @@ func TestPruneKeepsEachWindow(t *testing.T) {
 			now.Add(-time.Second), now.Add(time.Minute)).Exec(ctx)
 		require.NoError(t, err)
 
+		// Webhook deliveries: one delivered past the journal's window goes; one pending as old stays.
+		hook := &store.Webhook{UUID: store.NewUUID(), CompanyUUID: b.Company.UUID, ProjectUUID: p.UUID, URL: "https://93.184.216.34/",
+			Secret: "whsec_x", CreatedByType: "user", CreatedByUUID: b.Owner.UUID}
+		require.NoError(t, st.CreateWebhook(ctx, hook))
+		for i, state := range []string{store.DeliveryDelivered, store.DeliveryPending} {
+			d := store.WebhookDelivery{UUID: store.NewUUID(), WebhookUUID: hook.UUID, EventSeq: int64(i + 1), EventUUID: "e", Kind: "mentioned",
+				Body: "{}", State: state, CreatedAt: at, UpdatedAt: at}
+			_, err := st.DB.NewInsert().Model(&d).Exec(ctx)
+			require.NoError(t, err)
+		}
+
 		// Events: three numbered ones past the window (the newest of them is kept, so numbering
 		// never restarts) and one not numbered yet (kept: nobody has seen it).
 		for i, seq := range []any{1, 2, 3, nil} {
@@ -81,7 +92,8 @@ func TestPruneKeepsEachWindow(t *testing.T) {
 
 		got, err := st.Prune(ctx, r, now)
 		require.NoError(t, err)
-		require.Equal(t, store.Pruned{Requests: 1200, Journal: 2, ClaimAttempts: 1, ClaimReservations: 1, Events: 2}, got)
+		require.Equal(t, store.Pruned{Requests: 1200, Journal: 2, ClaimAttempts: 1, ClaimReservations: 1, Events: 2, Deliveries: 1}, got)
+		require.Equal(t, 1, count("webhook_deliveries", "state = 'pending'"), "a delivery under way stays, however old")
 		require.Equal(t, 1, count("events", "seq = 3"), "the newest event stays")
 		require.Equal(t, 1, count("events", "seq IS NULL"), "an event not numbered yet stays")
 		require.Equal(t, 2, count("tool_requests", ""), "the ledger keeps what is within its window")
@@ -96,6 +108,6 @@ func TestPruneKeepsEachWindow(t *testing.T) {
 		sizes, err := st.RetainedRows(ctx)
 		require.NoError(t, err)
 		require.Equal(t, map[string]int{"tool_requests": 2, "change_journal": 2, "claim_next_attempts": 2, "claim_reservations": 1,
-			"events": 2}, sizes)
+			"events": 2, "webhook_deliveries": 1}, sizes)
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-dev/chorus/app"
 	"github.com/chorus-dev/chorus/store"
+	"github.com/chorus-dev/chorus/vocab"
 )
 
 // Path is where the stream is served.
@@ -30,6 +31,11 @@ const (
 	DefaultRecheck   = 5 * time.Second
 	// DefaultPerCaller bounds the streams one agent or person may hold open at once in one process.
 	DefaultPerCaller = 16
+	// writePatience is how long one write to a client may block: a client that stops reading
+	// loses its stream rather than holding it forever (it resumes with Last-Event-ID).
+	writePatience = 30 * time.Second
+	// maxFilterValues bounds the project and kind values of one request.
+	maxFilterValues = 50
 )
 
 // Who authenticates a request. It returns the caller, or ok false when the request carries no
@@ -77,15 +83,31 @@ func New(cfg Config) *Server {
 // Mount routes GET Path on e.
 func (s *Server) Mount(e *echo.Echo) { e.GET(Path, s.serve) }
 
+// MountSession routes the same stream at path for console pages, authenticated by the session
+// alone: the browser sends the session cookie only under the console's own path.
+func (s *Server) MountSession(e *echo.Echo, path string) {
+	e.GET(path, func(c echo.Context) error { return s.serveWith(c, s.sessionOnly) })
+}
+
 // Refusals of the stream, written once here.
 const (
 	errNoCredential = "Missing or invalid API key: send Authorization: Bearer cho_... (or sign in to the console)"
 	errTooMany      = "Too many open event streams for this caller (%d); close one before opening another"
 	errUnavailable  = "Chorus cannot reach its database right now; reconnect in a few seconds with the same Last-Event-ID"
+	errTooManyVals  = "Too many project or kind values (at most %d of each); follow fewer, or all of them by leaving the filter out"
 )
 
 func (s *Server) who(r *http.Request) (app.Principal, Who, error) {
-	for _, w := range []Who{s.cfg.Key, s.cfg.Session} {
+	return s.firstOf(r, s.cfg.Key, s.cfg.Session)
+}
+
+func (s *Server) sessionOnly(r *http.Request) (app.Principal, Who, error) {
+	return s.firstOf(r, s.cfg.Session)
+}
+
+// firstOf authenticates r by the first of ws that finds a credential of its kind.
+func (s *Server) firstOf(r *http.Request, ws ...Who) (app.Principal, Who, error) {
+	for _, w := range ws {
 		if w == nil {
 			continue
 		}
@@ -104,9 +126,11 @@ func refuse(c echo.Context, status int, msg string) error {
 	return c.JSON(status, map[string]string{"error": msg})
 }
 
-func (s *Server) serve(c echo.Context) error {
+func (s *Server) serve(c echo.Context) error { return s.serveWith(c, s.who) }
+
+func (s *Server) serveWith(c echo.Context, auth func(*http.Request) (app.Principal, Who, error)) error {
 	req := c.Request()
-	p, who, err := s.who(req)
+	p, who, err := auth(req)
 	switch {
 	case store.IsUnavailable(err):
 		c.Response().Header().Set("Retry-After", "5")
@@ -120,7 +144,10 @@ func (s *Server) serve(c echo.Context) error {
 	if last == "" {
 		last = q.Get("lastEventId")
 	}
-	opts := app.EventStreamOptions{Projects: q["project"], Kinds: list(q["kind"]), LastEventID: last}
+	if len(q["project"]) > maxFilterValues || len(list(q["kind"])) > maxFilterValues {
+		return refuse(c, http.StatusBadRequest, fmt.Sprintf(errTooManyVals, maxFilterValues))
+	}
+	opts := app.EventStreamOptions{Projects: q["project"], Kinds: list(q["kind"]), Scope: q.Get("scope"), LastEventID: last}
 	id := p.Caller.Kind() + "/" + p.Caller.AgentUUID
 	if !s.take(id) {
 		return refuse(c, http.StatusTooManyRequests, fmt.Sprintf(errTooMany, s.cfg.PerCaller))
@@ -131,8 +158,11 @@ func (s *Server) serve(c echo.Context) error {
 	if err != nil {
 		if v := app.Classify(err); v.Known() {
 			status := http.StatusBadRequest
-			if store.IsUnavailable(err) {
+			switch {
+			case store.IsUnavailable(err):
 				status = http.StatusServiceUnavailable
+			case v.Kind == string(vocab.RefusedNotFound):
+				status = http.StatusNotFound
 			}
 			return refuse(c, status, v.Msg)
 		}
@@ -142,8 +172,10 @@ func (s *Server) serve(c echo.Context) error {
 	defer st.Close()
 
 	res := c.Response()
-	// A stream outlives any write deadline the server has for ordinary answers.
-	_ = http.NewResponseController(res.Writer).SetWriteDeadline(time.Time{})
+	// A stream outlives any write deadline the server has for ordinary answers; each write gets
+	// its own (pump).
+	rc := http.NewResponseController(res.Writer)
+	_ = rc.SetWriteDeadline(time.Now().Add(writePatience))
 	h := res.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -158,12 +190,13 @@ func (s *Server) serve(c echo.Context) error {
 		}
 	}
 	res.Flush()
-	return s.pump(ctx, res, st, func() bool { return s.stillValid(req, p, who) })
+	return s.pump(ctx, res, rc, st, func() bool { return s.stillValid(req, p, who) })
 }
 
 // pump sends events as they come, a heartbeat when idle, and ends when the client goes, the
 // credential stops being valid, or the database fails (the client resumes with Last-Event-ID).
-func (s *Server) pump(ctx context.Context, res *echo.Response, st *app.EventStream, valid func() bool) error {
+func (s *Server) pump(ctx context.Context, res *echo.Response, rc *http.ResponseController, st *app.EventStream,
+	valid func() bool) error {
 	lastSend, lastCheck := time.Now(), time.Now()
 	for {
 		wait := min(time.Until(lastSend.Add(s.cfg.Heartbeat)), time.Until(lastCheck.Add(s.cfg.Recheck)))
@@ -181,6 +214,7 @@ func (s *Server) pump(ctx context.Context, res *echo.Response, st *app.EventStre
 			}
 			lastCheck = time.Now()
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(writePatience))
 		for _, ev := range evs {
 			w := ev.Wire()
 			if !frame(res, w.ID, w.Kind, w) {

@@ -33,13 +33,20 @@ type world struct {
 	dev      store.Agent
 	devKey   string
 	devOwner string
+	adminKey string
 	project  string
 }
 
 func newWorld(t *testing.T, dialect string) *world {
-	ctx := context.Background()
 	dsn := storetest.NewDSN(t, dialect)
-	st := storetest.OpenDSN(t, dsn)
+	w := worldOn(t, storetest.OpenDSN(t, dsn))
+	w.dsn = dsn
+	return w
+}
+
+// worldOn makes the world on a store of its own.
+func worldOn(t *testing.T, st *store.Store) *world {
+	ctx := context.Background()
 	boot, err := st.EnsureBootstrap(ctx, store.Bootstrap{CompanyName: "Acme", OwnerName: "Olga", OwnerEmail: "olga@example.com",
 		AgentName: "Admin"})
 	require.NoError(t, err)
@@ -51,7 +58,7 @@ func newWorld(t *testing.T, dialect string) *world {
 	caller := store.Caller{CompanyUUID: boot.Company.UUID, AgentUUID: boot.Agent.UUID, OwnerUUID: boot.Owner.UUID}
 	p, err := st.CreateProject(ctx, caller, store.NewProject{Name: "Web"})
 	require.NoError(t, err)
-	return &world{dsn: dsn, st: st, company: boot.Company.UUID, admin: boot.Agent, dev: *dev, devKey: key,
+	return &world{st: st, company: boot.Company.UUID, admin: boot.Agent, dev: *dev, devKey: key, adminKey: boot.Key,
 		devOwner: owner.UUID, project: p.UUID}
 }
 
@@ -321,5 +328,87 @@ func TestStreamReportsAGapAfterPruning(t *testing.T) {
 		require.Equal(t, "gap", f.Event)
 		require.Equal(t, fmt.Sprint(top), f.Data["oldestId"])
 		require.Equal(t, fmt.Sprint(top), c.next(t, 5*time.Second).ID)
+	})
+}
+
+// scope=project follows every event of one project, whoever it was for (the console's board), for
+// a caller who can see the project; it needs exactly one project.
+func TestStreamFollowsAProject(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorld(t, dialect)
+		url, _ := serve(t, w.st, stream.Config{})
+		board := open(t, url+"?scope=project&project="+w.project, w.adminKey, "")
+		w.notify(t, w.st, "p1", "task_assigned", "t1") // from the admin to the dev: the admin is no recipient
+		f := board.next(t, 5*time.Second)
+		require.Equal(t, "task_assigned", f.Event)
+		require.Equal(t, "t1", f.Data["entityUuid"])
+
+		many := "?project=" + strings.Repeat(w.project+"&project=", 50) + w.project
+		for q, want := range map[string]string{"?scope=project": "scope must be mine",
+			"?scope=everything&project=" + w.project: "scope must be mine", many: "Too many project or kind values"} {
+			req, _ := http.NewRequest(http.MethodGet, url+q, nil)
+			req.Header.Set("Authorization", "Bearer "+w.adminKey)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, q)
+			require.Contains(t, string(body), want, q)
+		}
+		// The project turns private: the dev's owner is no member, so the dev cannot follow it.
+		_, err := w.st.DB.NewUpdate().Table("projects").Set("visibility = 'private'").Where("uuid = ?", w.project).
+			Exec(context.Background())
+		require.NoError(t, err)
+		req, _ := http.NewRequest(http.MethodGet, url+"?scope=project&project="+w.project, nil)
+		req.Header.Set("Authorization", "Bearer "+w.devKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "answered as a project that does not exist")
+		require.Contains(t, string(body), "Project not found")
+	})
+}
+
+// The database goes away under an open stream: the stream ends (nothing is sent wrong), a
+// reconnect meanwhile is refused with 503 and Retry-After, and once the database is back the
+// client resumes with Last-Event-ID and misses nothing written before the outage or after it.
+func TestStreamSurvivesADatabaseOutage(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st, outage := storetest.OpenFaulty(t, dialect)
+		w := worldOn(t, st)
+		url, _ := serve(t, st, stream.Config{Recheck: 200 * time.Millisecond, Heartbeat: 200 * time.Millisecond})
+		c := open(t, url, w.devKey, "")
+		w.notify(t, st, "o1", "task_assigned", "t1")
+		first := c.next(t, 5*time.Second)
+		w.notify(t, st, "o2", "task_reopened", "t2") // written; maybe not yet sent when the outage starts
+		outage.Down()
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream did not end during the outage")
+		}
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+w.devKey)
+		req.Header.Set("Last-Event-ID", first.ID)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		require.Equal(t, "5", resp.Header.Get("Retry-After"))
+		outage.Up()
+		w.notify(t, st, "o3", "task_verified", "t3")
+		again := open(t, url, w.devKey, first.ID)
+		var got []string
+		for f := range again.frames {
+			if f.Event == "task_reopened" || f.Event == "task_verified" {
+				got = append(got, f.Data["entityUuid"])
+			}
+			if len(got) == 2 {
+				break
+			}
+		}
+		require.Equal(t, []string{"t2", "t3"}, got)
+		again.none(t, 500*time.Millisecond)
 	})
 }

@@ -21,8 +21,8 @@ import (
 )
 
 func newAgentCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "agent", Short: "Create, list and update agents (works while chorus dev is running)"}
-	cmd.AddCommand(newAgentCreateCmd(g), newAgentListCmd(g), newAgentUpdateCmd(g))
+	cmd := &cobra.Command{Use: "agent", Short: "Create, list and update agents (works while chorus dev is running), and run them on events (agent run)"}
+	cmd.AddCommand(newAgentCreateCmd(g), newAgentListCmd(g), newAgentUpdateCmd(g), newAgentRunCmd())
 	return cmd
 }
 

@@ -35,6 +35,7 @@ type devOptions struct {
 	temporal temporalConfig
 	edge     edgeConfig
 	console  consoleConfig
+	webhooks webhooksConfig
 }
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -70,6 +71,7 @@ Ctrl-C stops everything, the Temporal server included.`,
 	o.temporal.flags(cmd, false, "")
 	o.edge.flags(cmd)
 	o.console.flags(cmd)
+	o.webhooks.flags(cmd)
 	return cmd
 }
 
@@ -123,7 +125,7 @@ func runDev(ctx context.Context, g *globals, o devOptions, out io.Writer) error 
 		}
 	}
 
-	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, console: o.console, temporalWait: 30 * time.Second,
+	cfg := serverConfig{role: roleAll, addr: o.addr, temporal: o.temporal, edge: o.edge, console: o.console, webhooks: o.webhooks, temporalWait: 30 * time.Second,
 		pprofAddr: o.pprofAddr, taskQueue: o.taskQueue}
 	if cfg.retention, cfg.pruneInterval, err = pruningFromEnv(); err != nil {
 		return err

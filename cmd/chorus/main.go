@@ -3,7 +3,7 @@
 //	chorus dev                          the whole stack on one machine (what `make run` runs)
 //	chorus serve --role api|worker|all  production: external Temporal and PostgreSQL
 //	chorus migrate up|down|status       database schema
-//	chorus agent create|list            agents and their first API key
+//	chorus agent create|list|run        agents, their first API key, and a runner that wakes them on events
 //	chorus key create|list|revoke       API keys
 //	chorus mcp tools|call               an MCP client for shells and scripts
 //	chorus ops check|repair             compare workflows with their rows, and make them agree
@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -77,7 +78,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", envOr("CHORUS_DATA_DIR", ".chorus"),
 		"directory for local state: SQLite database, Temporal dev database, admin key (env CHORUS_DATA_DIR)")
-	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newUserCmd(g), newGateCmd(g), newMCPCmd(g), newInitCmd(g), newOpsCmd(g), newBenchCmd(), newCodecServerCmd(), newTemporalCmd())
+	root.AddCommand(newDevCmd(g), newServeCmd(g), newMigrateCmd(g), newAgentCmd(g), newKeyCmd(g), newProjectCmd(g), newUserCmd(g), newGateCmd(g), newWebhookCmd(g), newMCPCmd(g), newInitCmd(g), newOpsCmd(g), newBenchCmd(), newCodecServerCmd(), newTemporalCmd())
 	return root
 }
 
@@ -117,14 +118,17 @@ func (g *globals) openStore(ctx context.Context) (*store.Store, error) {
 }
 
 // newLogger returns the process logger: text or JSON (CHORUS_LOG_FORMAT) at CHORUS_LOG_LEVEL.
-func newLogger() *slog.Logger {
+func newLogger() *slog.Logger { return newLoggerTo(os.Stderr) }
+
+// newLoggerTo is newLogger writing to w.
+func newLoggerTo(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(envOr("CHORUS_LOG_LEVEL", "info"))); err != nil {
 		lvl = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	if strings.EqualFold(os.Getenv("CHORUS_LOG_FORMAT"), "json") {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -74,6 +74,8 @@ type serverConfig struct {
 	console consoleConfig
 	// events is how GET /api/events keeps its streams.
 	events eventsConfig
+	// webhooks is where webhooks may be sent and how deliveries retry.
+	webhooks webhooksConfig
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -147,6 +149,7 @@ of it (docs/security.md), and name the proxy's host with --allowed-hosts. ` + tr
 	cfg.edge.flags(cmd)
 	cfg.console.flags(cmd)
 	cfg.events.flags(cmd)
+	cfg.webhooks.flags(cmd)
 	cfg.temporalWait = 2 * time.Minute
 	cmd.PreRunE = func(*cobra.Command, []string) (err error) {
 		cfg.retention, cfg.pruneInterval, err = pruningFromEnv()
@@ -163,7 +166,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	if err != nil {
 		return err
 	}
-	if err := cfg.edge.checkLimits(); err != nil {
+	if err := cmp.Or(cfg.edge.checkLimits(), cfg.webhooks.parse()); err != nil {
 		return err
 	}
 	tr, err := serverTracing(ctx, log, st, cfg)
@@ -186,16 +189,8 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 		}
 		defer stop()
 	}
-	if cfg.role != roleAPI {
-		regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := workflows.EnsureSearchAttributes(regCtx, tc, cfg.temporal.namespace)
-		cancel()
-		if err != nil {
-			return err
-		}
-		// Pruning is housekeeping: a worker whose schedule cannot be made yet serves anyway and
-		// keeps trying in the background, saying why in its log.
-		go ensurePruneSchedule(ctx, log, tc, queueOrDefault(cfg.taskQueue), cmp.Or(cfg.pruneInterval, workflows.PruneInterval))
+	if err := prepareWorkerNamespace(ctx, log, tc, cfg); err != nil {
+		return err
 	}
 
 	// A worker that stops on a fatal error (its namespace deleted, its credentials refused) makes
@@ -209,6 +204,7 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	// One hub a process tails the events table for its event streams (docs/rules.md §7.4).
 	hub := st.NewEventHub(log)
 	go hub.Run(ctx)
+	defer startWebhookDispatcher(ctx, log, st, tc, hub, cfg, w != nil)()
 	e, err := newServerEcho(log, st, tc, cfg, metrics, tr, health, seal, hub)
 	if err != nil {
 		return err
@@ -313,7 +309,7 @@ func startServerWorker(log *slog.Logger, st *store.Store, tc client.Client, cfg 
 		return nil, nil
 	}
 	acts := activities.New(st, tc)
-	acts.Retention, acts.NoNamespaceFloor = cfg.retention, cfg.soak
+	acts.Retention, acts.NoNamespaceFloor, acts.WebhookPolicy = cfg.retention, cfg.soak, cfg.webhooks.policy
 	if seal {
 		acts.SealKeywords = workflows.SealKeywords
 	}
@@ -365,13 +361,15 @@ func newServerEcho(log *slog.Logger, st *store.Store, tc client.Client, cfg serv
 		return nil, err
 	}
 	ep.Mount(e)
-	a := &app.App{Store: st, Flows: flows, Log: log, Events: hub}
+	a := &app.App{Store: st, Flows: flows, Log: log, Events: hub, WebhookPolicy: cfg.webhooks.policy}
 	con, err := mountConsole(e, a, log, cfg.console)
 	if err != nil {
 		return nil, err
 	}
-	stream.New(stream.Config{App: a, Log: log, Key: ep.KeyPrincipal, Session: con.SessionPrincipal,
-		Heartbeat: cfg.events.heartbeat, Recheck: cfg.events.recheck}).Mount(e)
+	events := stream.New(stream.Config{App: a, Log: log, Key: ep.KeyPrincipal, Session: con.SessionPrincipal,
+		Heartbeat: cfg.events.heartbeat, Recheck: cfg.events.recheck})
+	events.Mount(e)
+	events.MountSession(e, console.EventsPath)
 	return e, nil
 }
 
@@ -571,27 +569,4 @@ func parseWindow(s string) (time.Duration, error) {
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
 	return time.ParseDuration(s)
-}
-
-// ensurePruneSchedule makes sure the pruning schedule of taskQueue exists (workflows.
-// EnsurePruneSchedule), trying again with a growing pause (up to 5 minutes) until it does or ctx
-// ends; each failure is logged as a warning naming what to check.
-func ensurePruneSchedule(ctx context.Context, log *slog.Logger, tc client.Client, taskQueue string, every time.Duration) {
-	pause := 5 * time.Second
-	for {
-		tryCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := workflows.EnsurePruneSchedule(tryCtx, tc, taskQueue, every)
-		cancel()
-		if err == nil || ctx.Err() != nil {
-			return
-		}
-		log.Warn("pruning is not scheduled yet; the requestId ledger and change journal grow until it is (check that the namespace allows schedules); trying again",
-			"schedule", workflows.PruneScheduleID(taskQueue), "in", pause, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 5*time.Minute)
-	}
 }
