@@ -97,6 +97,8 @@ type Options struct {
 	OpsConcurrency int
 	// soaking: the soak phase runs, so the started stack prunes with its window.
 	soaking bool
+	// webhooks: the webhooks phase runs, so the started stack admits its receiver.
+	webhooks bool
 }
 
 // Wiring is what the bench takes from the chorus command (cmd/chorus): its version, the Chorus
@@ -125,6 +127,9 @@ type Server struct {
 	Retention     store.Retention
 	PruneInterval time.Duration
 	Soak          bool
+	// WebhookAllow is the server's webhook allow-list (its --webhook-allow): the webhooks phase
+	// admits its receiver on 127.0.0.1.
+	WebhookAllow string
 }
 
 // validate checks the flags and returns the phases to run.
@@ -258,6 +263,7 @@ func run(ctx context.Context, o Options, phases []string, w Wiring, out io.Write
 		err error
 	)
 	o.soaking = slices.Contains(phases, phaseSoak)
+	o.webhooks = slices.Contains(phases, phaseWebhooks)
 	if o.Endpoint == "" {
 		t, err = startBenchStack(ctx, o, w, out)
 	} else {

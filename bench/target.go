@@ -124,6 +124,9 @@ func startBenchStack(ctx context.Context, o Options, w Wiring, progress io.Write
 	go func() {
 		s := Server{Addr: addr, TemporalAddress: dev.Address(), Namespace: o.Namespace, TemporalWait: 30 * time.Second,
 			PprofAddr: o.PprofAddr}
+		if o.webhooks {
+			s.WebhookAllow = hookAllow
+		}
 		if o.soaking {
 			s.Retention = store.Retention{Requests: o.SoakWindow, Journal: o.SoakWindow, ClaimAttempts: o.SoakWindow}
 			s.PruneInterval, s.Soak = o.PruneInterval, true

@@ -103,10 +103,3 @@ func TestHookFiguresTargets(t *testing.T) {
 	fail(func(f *hookFigures) { f.DrainSeconds = 5.5 }, "backlog drained after the last write")
 	fail(func(f *hookFigures) { f.DrainSeconds = -1 }, "backlog drained after the last write")
 }
-
-// Without webhooks in the build the phase says so, and does nothing else.
-func TestWebhooksPhaseNeedsWebhooks(t *testing.T) {
-	t.Parallel()
-	_, err := (&bencher{}).addWebhook(context.Background(), "p", "http://127.0.0.1:1/hook")
-	require.ErrorContains(t, err, "needs webhooks")
-}

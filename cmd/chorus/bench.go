@@ -22,7 +22,8 @@ func benchWiring() bench.Wiring {
 		Serve: func(ctx context.Context, log *slog.Logger, st *store.Store, s bench.Server, ready func()) error {
 			return runServer(ctx, log, st, serverConfig{role: roleAll, addr: s.Addr,
 				temporal: temporalConfig{address: s.TemporalAddress, namespace: s.Namespace}, temporalWait: s.TemporalWait,
-				pprofAddr: s.PprofAddr, retention: s.Retention, pruneInterval: s.PruneInterval, soak: s.Soak}, ready)
+				pprofAddr: s.PprofAddr, retention: s.Retention, pruneInterval: s.PruneInterval, soak: s.Soak,
+				webhooks: webhooksConfig{allow: s.WebhookAllow}}, ready)
 		},
 		DialTemporal: func(ctx context.Context, log *slog.Logger, address, namespace string, wait time.Duration) (client.Client, error) {
 			return dialTemporal(ctx, log, temporalConfig{address: address, namespace: namespace}, wait)

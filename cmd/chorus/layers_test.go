@@ -38,7 +38,7 @@ func TestImportDirection(t *testing.T) {
 		"console":             {"app", "perm", "store"},
 		"stream":              {"app", "perm", "store"},
 		"ops":                 {"store", "workflows"},
-		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "stream", "workflows", "workflows/devserver"},
+		"bench":               {"app", "mcp", "mcpclient", "ops", "perm", "store", "stream", "webhook", "workflows", "workflows/devserver"},
 		"deploy":              {"mcpclient", "store", "workflows"},
 		"cmd/chorus": {"activities", "app", "bench", "console", "mcp", "mcpclient", "ops", "perm", "runner", "store", "stream",
 			"webhook", "workflows", "workflows/devserver"},
