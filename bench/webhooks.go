@@ -31,8 +31,9 @@ const (
 	hookDrainWait = 2 * time.Minute
 	// hookDrivers bounds the writes in flight at once; the schedule, not this, sets the rate.
 	hookDrivers = 16
-	// hookTasks is how many tasks the writes reassign (each write alternates one task between
-	// two agents, so every write changes its task and writes one event).
+	// hookTasks is the most tasks the writes go over (two seconds' worth at the rate, so each
+	// task sees a write every two seconds; an assignment alternates its task between two agents,
+	// so every write changes its task and writes one event).
 	hookTasks = 100
 	// hookAllow is what the started server's webhook allow-list lets through: the receiver.
 	hookAllow = "127.0.0.1/32"
@@ -96,7 +97,8 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 		res.Skipped = err.Error()
 		return res
 	}
-	tasks, err := b.createTasks(ctx, b.admin, project.UUID, hookTasks, "webhooks")
+	nTasks := min(hookTasks, max(2*rate, 2))
+	tasks, err := b.createTasks(ctx, b.admin, project.UUID, nTasks, "webhooks")
 	if err != nil {
 		res.Skipped = "creating the tasks failed: " + err.Error()
 		return res
@@ -110,7 +112,8 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 	}
 	recv.measure(hook.secret, from)
 
-	// The writes: job i, due at start + i/rate, gives task i mod hookTasks to agent (i / hookTasks) mod 2.
+	// The writes: job i, due at start + i/rate, writes on task i mod nTasks (an assignment to
+	// agent (i / nTasks) mod 2).
 	total := rate * secs
 	calls := &recorder{}
 	var written atomic.Int64
@@ -144,7 +147,7 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 			}
 		}
 	}()
-	var lastTask [hookTasks]sync.Mutex // one write per task at a time, so each alternation is a change
+	lastTask := make([]sync.Mutex, nTasks) // one write per task at a time, so each alternation is a change
 	parallel(hookDrivers, func(int) {
 		for i := range jobs {
 			if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
@@ -154,13 +157,13 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 					return
 				}
 			}
-			k := i % hookTasks
+			k := i % nTasks
 			lastTask[k].Lock()
 			t0 := time.Now()
 			var err error
 			if b.o.WebhookWrites == hookWritesAssign {
 				err = b.admin.Call(ctx, "chorus_pm_assign_task", map[string]any{"taskUuid": tasks[k],
-					"agentUuid": agents[(i/hookTasks)%2].uuid}, nil)
+					"agentUuid": agents[(i/nTasks)%2].uuid}, nil)
 			} else {
 				err = b.admin.Call(ctx, "chorus_add_comment", map[string]any{"targetType": "task", "targetUuid": tasks[k],
 					"content": fmt.Sprintf("bench webhook event %d", i+1)}, nil)
