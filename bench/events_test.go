@@ -108,7 +108,7 @@ func TestStreamMemoryIsTheServersShare(t *testing.T) {
 	require.InDelta(t, 35<<10, m.PerStream(), 1e-9, "(400 - 50) KiB over 10 streams")
 	require.InDelta(t, 2.0, m.GoroutinesPerStream(), 1e-9)
 	require.True(t, m.target().Pass)
-	require.Equal(t, "PASS server memory per open stream: 35.0 KiB (target <= 64.0 KiB)", m.target().String())
+	require.Equal(t, "PASS server memory per open stream: 35 KiB (target <= 64 KiB)", m.target().String())
 	m.Chorus.Bytes = 700 << 10
 	require.False(t, m.target().Pass, "65 KiB a stream is over")
 	require.Contains(t, m.note(), "Chorus keeps 65.0 KiB")
@@ -184,6 +184,6 @@ func TestTargetPhaseTable(t *testing.T) {
 	p.writeTable(&out)
 	require.Contains(t, out.String(), "| p50 ms | p95 ms | p99 ms | max ms |")
 	require.Contains(t, out.String(), "| event delivered | 200 | 400 | 0 | 80.0 | 190.0 | 210.0 | 230.0 | 0.0 |")
-	require.Contains(t, out.String(), "- PASS event delivery p99: 210.0 ms (target <= 1000.0 ms)")
+	require.Contains(t, out.String(), "- PASS event delivery p99: 210 ms (target <= 1000 ms)")
 	require.NotContains(t, out.String(), "No floor was measured")
 }

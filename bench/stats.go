@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -157,27 +158,37 @@ type phaseResult struct {
 	Webhooks *hookFigures `json:"webhooks,omitempty"`
 }
 
-// targetCheck is one goal of a phase: a measured value against its limit (at most).
+// targetCheck is one goal of a phase: a measured value against its limit, at most (or, with
+// AtLeast, at least).
 type targetCheck struct {
-	Name   string  `json:"name"`
-	Value  float64 `json:"value"`
-	Limit  float64 `json:"limit"` // the most Value may be
-	Unit   string  `json:"unit"`
-	Pass   bool    `json:"pass"`
-	Detail string  `json:"detail,omitempty"`
+	Name    string  `json:"name"`
+	Value   float64 `json:"value"`
+	Limit   float64 `json:"limit"`
+	AtLeast bool    `json:"atLeast,omitempty"`
+	Unit    string  `json:"unit"`
+	Pass    bool    `json:"pass"`
+	Detail  string  `json:"detail,omitempty"`
 }
 
-// String is the check's line: "PASS event delivery p99: 120.0 ms (target <= 1000.0 ms)".
+// String is the check's line: "PASS event delivery p99: 120.5 ms (target <= 1000 ms)".
 func (t targetCheck) String() string {
-	verdict := "FAIL"
+	verdict, op := "FAIL", "<="
 	if t.Pass {
 		verdict = "PASS"
 	}
-	s := fmt.Sprintf("%s %s: %.1f %s (target <= %.1f %s)", verdict, t.Name, t.Value, t.Unit, t.Limit, t.Unit)
+	if t.AtLeast {
+		op = ">="
+	}
+	s := fmt.Sprintf("%s %s: %s %s (target %s %s %s)", verdict, t.Name, figure(t.Value), t.Unit, op, figure(t.Limit), t.Unit)
 	if t.Detail != "" {
 		s += "; " + t.Detail
 	}
 	return s
+}
+
+// figure is v to one decimal, without a trailing ".0".
+func figure(v float64) string {
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
 }
 
 // comparable says whether the phase's rows are meant to be compared with the floors: all but

@@ -81,6 +81,10 @@ func TestHookFiguresTargets(t *testing.T) {
 	for _, c := range ok.targets() {
 		require.True(t, c.Pass, c.String())
 	}
+	require.Equal(t, []string{"PASS events written a second: 49.8 /s (target >= 45 /s)",
+		"PASS events delivered: 1000 events (target >= 1000 events)",
+		"PASS backlog drained after the last write: 1.2 s (target <= 5 s)"},
+		[]string{ok.targets()[0].String(), ok.targets()[1].String(), ok.targets()[2].String()})
 	require.Equal(t, 29, ok.maxBacklog())
 	require.Contains(t, ok.note(16), "peaked at 29")
 	require.Contains(t, ok.note(16), "chorus_add_comment")
@@ -96,10 +100,10 @@ func TestHookFiguresTargets(t *testing.T) {
 		}
 		t.Fatalf("no target %q", name)
 	}
-	fail(func(f *hookFigures) { f.WriteRate = 30 }, "write rate short of the rate asked")
-	fail(func(f *hookFigures) { f.Delivered = 999 }, "events not delivered")
-	fail(func(f *hookFigures) { f.BadSignature = 1 }, "events not delivered")
-	fail(func(f *hookFigures) { f.Events, f.Delivered = 0, 0 }, "events not delivered")
+	fail(func(f *hookFigures) { f.WriteRate = 30 }, "events written a second")
+	fail(func(f *hookFigures) { f.Delivered = 999 }, "events delivered")
+	fail(func(f *hookFigures) { f.BadSignature = 1 }, "events delivered")
+	fail(func(f *hookFigures) { f.Events, f.Delivered = 0, 0 }, "events delivered")
 	fail(func(f *hookFigures) { f.DrainSeconds = 5.5 }, "backlog drained after the last write")
 	fail(func(f *hookFigures) { f.DrainSeconds = -1 }, "backlog drained after the last write")
 }
