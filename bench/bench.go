@@ -74,7 +74,7 @@ type Options struct {
 	// webhooks phase: events a second, for how many seconds
 	WebhookRate    int
 	WebhookSeconds int
-	WebhookWrites  string // "comment" or "assign"
+	WebhookWrites  string // "comment" (also when empty) or "assign"
 	JSONPath       string // "" writes no JSON file
 	DatabaseURL    string
 	// Endpoint, Key and TemporalAddress measure a running Chorus instead of a stack of the bench's own.
@@ -194,6 +194,9 @@ func (o *Options) validate() ([]string, error) {
 			name string
 			v    int
 		}{{"--webhook-rate", o.WebhookRate}, {"--webhook-seconds", o.WebhookSeconds}}...)
+		if o.WebhookWrites == "" {
+			o.WebhookWrites = hookWritesComment
+		}
 		if o.WebhookWrites != hookWritesComment && o.WebhookWrites != hookWritesAssign {
 			return nil, fmt.Errorf("--webhook-writes must be %s or %s, not %q", hookWritesComment, hookWritesAssign, o.WebhookWrites)
 		}
