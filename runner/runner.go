@@ -95,6 +95,10 @@ func Run(ctx context.Context, agents []Agent, o Options) error {
 		o.Playbooks = func(a Agent) Playbooks { return NewMCPPlaybooks(a.URL+"/api/mcp", a.Key) }
 	}
 	out := &lockedWriter{w: o.Out}
+	keys := make([]string, len(agents))
+	for i, a := range agents {
+		keys[i] = a.Key
+	}
 	var runners []*agentRunner
 	defer func() {
 		for _, r := range runners {
@@ -102,7 +106,7 @@ func Run(ctx context.Context, agents []Agent, o Options) error {
 		}
 	}()
 	for _, a := range agents {
-		r, err := newAgentRunner(a, &o, out)
+		r, err := newAgentRunner(a, &o, out, keys)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", a.Name, err)
 		}
@@ -144,7 +148,10 @@ type agentRunner struct {
 	out *lockedWriter
 	log *slog.Logger
 	pb  Playbooks
-	j   *journal // nil in a dry run
+	// keys are the keys of every agent the runner serves: no turn's environment holds them
+	// beyond its own CHORUS_API_KEY.
+	keys []string
+	j    *journal // nil in a dry run
 	// unlock releases the state directory.
 	unlock func()
 	start  resumeState
@@ -176,8 +183,8 @@ type group struct {
 	queued  bool
 }
 
-func newAgentRunner(a Agent, o *Options, out *lockedWriter) (*agentRunner, error) {
-	r := &agentRunner{a: a, o: o, out: out, log: o.Log.With("agent", a.Name), pb: o.Playbooks(a), unlock: func() {},
+func newAgentRunner(a Agent, o *Options, out *lockedWriter, keys []string) (*agentRunner, error) {
+	r := &agentRunner{a: a, o: o, out: out, log: o.Log.With("agent", a.Name), pb: o.Playbooks(a), keys: keys, unlock: func() {},
 		groups: map[string]*group{}, outstanding: map[int64]bool{}}
 	r.killCtx, r.kill = context.WithCancel(context.Background())
 	if !o.DryRun {

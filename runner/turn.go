@@ -68,6 +68,20 @@ func (r *agentRunner) env(t *turn, promptFile string) []string {
 	}
 }
 
+// withoutKeys is environ without the variables that hold one of keys (the runner read its
+// agents' keys from some of them, e.g. DEV_KEY and PM_KEY): a turn gets its own agent's key as
+// CHORUS_API_KEY only, never another agent's.
+func withoutKeys(environ, keys []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		_, v, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, strings.TrimSpace(v)) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // execute runs a turn: the prompt written to <state>/turns/<id>.prompt and given on standard
 // input, the command run by sh -c in the workdir in a process group of its own, its output and
 // exit in <state>/turns/<id>.log. The whole group is killed when the turn times out or the
@@ -124,7 +138,7 @@ func (r *agentRunner) spawn(t *turn, env []string, prompt, promptFile, logFile s
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", r.a.Command)
 	cmd.Dir = r.a.Workdir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(withoutKeys(os.Environ(), r.keys), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, logf, logf
 	cmd.WaitDelay = 5 * time.Second
 	inOwnGroup(cmd)
