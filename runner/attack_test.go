@@ -76,3 +76,55 @@ func TestTurnsDoNotInheritOtherAgentsKeys(t *testing.T) {
 	require.NotContains(t, pmEnv, devKey, "the pm agent's turn holds the dev agent's key")
 	require.Contains(t, devEnv, "RUNNER_TEST_OTHER=kept\n", "the rest of the environment is passed on")
 }
+
+// A stream server that sends one endless frame (data lines, never the blank line that ends a
+// frame) does not make the runner hold it all: past MaxFrameBytes the connection is dropped and
+// opened again. An id that is no event position (a hostile or broken server) is not sent back as
+// Last-Event-ID.
+func TestEndlessFrameIsDropped(t *testing.T) {
+	const limit = 64 << 20
+	type conn struct {
+		sent   int64
+		lastID string
+	}
+	conns := make(chan conn, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "retry: 10\n\nid: 7\rx\n\n")
+		line := "data: " + strings.Repeat("x", 4090) + "\n"
+		var sent int64
+		for sent < limit {
+			if _, err := io.WriteString(w, line); err != nil {
+				break
+			}
+			sent += int64(len(line))
+		}
+		conns <- conn{sent, r.Header.Get("Last-Event-ID")}
+		if sent >= limit {
+			<-r.Context().Done()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	a, err := AgentSpec{Name: "dev", URL: srv.URL, KeyEnv: "K", Workdir: t.TempDir(), Command: "true"}.Resolve(func(string) string { return testKey })
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []Agent{a}, Options{Log: slog.New(slog.DiscardHandler), Playbooks: func(Agent) Playbooks { return fakePlaybooks{} }})
+	}()
+	var first, second conn
+	select {
+	case first = <-conns:
+	case <-time.After(time.Minute):
+		t.Fatal("the runner neither read nor dropped the endless frame")
+	}
+	require.Less(t, first.sent, int64(limit), "the runner read the whole endless frame without dropping it")
+	select {
+	case second = <-conns:
+	case <-time.After(time.Minute):
+		t.Fatal("the runner did not reconnect")
+	}
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, "", second.lastID, "an id that is no event position is not sent back")
+}
