@@ -400,6 +400,10 @@ func initEndpoint(g *globals, raw string) (string, error) {
 		return "", fmt.Errorf("%s %q is not a Chorus MCP endpoint: give an http(s) URL ending in %s, such as "+
 			"https://chorus.example.com%s (choose toolsets with --toolsets, not in the URL)", from, raw, mcp.Path, mcp.Path)
 	}
+	if u.User != nil {
+		return "", fmt.Errorf("%s carries a user name or password; take them out: the files chorus init writes are meant "+
+			"to be committed, and the key goes in the environment variable --key-env names", from)
+	}
 	if path == "" {
 		path = mcp.Path
 	}

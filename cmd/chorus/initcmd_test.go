@@ -436,3 +436,23 @@ func TestInitClaudeCodeConfigConnects(t *testing.T) {
 	_, steps, _ := strings.Cut(text, "\n\n")
 	require.Contains(t, files["AGENTS.md"], steps, "AGENTS.md holds the playbook the server serves")
 }
+
+// A URL with a user name or password (a key pasted into it, or basic-auth credentials) is
+// refused, without echoing them, and nothing is written: the files chorus init writes are meant
+// to be committed, and no file it writes may hold a credential.
+func TestInitRefusesCredentialsInTheURL(t *testing.T) {
+	initEnv(t)
+	dir := t.TempDir()
+	for _, u := range []string{"https://admin:s3cretPassw0rd@chorus.example.com/api/mcp", "https://" + fakeKey + "@chorus.example.com/"} {
+		out, err := runInit(t, dir, "--url", u)
+		require.Error(t, err, out)
+		require.ErrorContains(t, err, "--url carries a user name or password")
+		require.NotContains(t, err.Error(), "s3cretPassw0rd")
+		require.NotContains(t, err.Error(), fakeKey)
+		require.Empty(t, snapshot(t, dir), "nothing is written")
+	}
+	t.Setenv("CHORUS_URL", "http://u:s3cretPassw0rd@127.0.0.1:8637/api/mcp")
+	_, err := runInit(t, dir)
+	require.ErrorContains(t, err, "CHORUS_URL carries a user name or password")
+	require.Empty(t, snapshot(t, dir))
+}
