@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,4 +128,45 @@ func TestEndlessFrameIsDropped(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	require.Equal(t, "", second.lastID, "an id that is no event position is not sent back")
+}
+
+// The default state directory is inside the workdir, usually a git checkout the agent commits
+// from: a careless `git add -A` in a turn must not pick up the runner's journal, prompts and turn
+// logs (a log holds whatever the turn printed, its key included if it printed its environment).
+// The state directory ignores itself; a .gitignore already there is kept.
+func TestStateDirIsIgnoredByGit(t *testing.T) {
+	f, url := newFakeEvents(t)
+	h := newHarness(t, url)
+	work := h.agent.Workdir
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", work}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return string(out)
+	}
+	git("init", "-q")
+	h.agent.Command = `echo "my key is $CHORUS_API_KEY"; echo work > done.txt`
+	h.start()
+	waitConnected(t, f, 1)
+	f.publish("task_assigned", "task", "t-1", "idea-a")
+	require.Eventually(t, func() bool {
+		return len(h.journal()) == 2
+	}, time.Minute, 10*time.Millisecond, "the turn finishes; log:\n%s", h.logs)
+	require.NoError(t, h.stop())
+	log, err := os.ReadFile(filepath.Join(h.agent.StateDir, TurnsDir, "000001.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "my key is "+testKey)
+	git("add", "-A")
+	require.Equal(t, "done.txt\n", git("diff", "--cached", "--name-only"), "only the turn's work is staged")
+
+	// A .gitignore of the user's in a state directory of their own is left as it is.
+	dir := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("turns/\n"), 0o600))
+	h.agent.StateDir = dir
+	h.start()
+	waitConnected(t, f, 2)
+	require.NoError(t, h.stop())
+	b, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	require.NoError(t, err)
+	require.Equal(t, "turns/\n", string(b))
 }

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,6 +192,9 @@ func newAgentRunner(a Agent, o *Options, out *lockedWriter, keys []string) (*age
 		if err := os.MkdirAll(a.StateDir, 0o700); err != nil {
 			return nil, fmt.Errorf("stateDir: %w", err)
 		}
+		if err := ignoreInGit(a.StateDir); err != nil {
+			return nil, fmt.Errorf("stateDir: %w", err)
+		}
 		unlock, err := lockStateDir(a.StateDir)
 		if err != nil {
 			return nil, err
@@ -215,6 +219,24 @@ func newAgentRunner(a Agent, o *Options, out *lockedWriter, keys []string) (*age
 	r.start = st
 	r.finished, r.highest, r.known, r.lastTurn = st.finished, st.highest, st.hasCursor, st.lastTurn
 	return r, nil
+}
+
+// ignoreInGit writes <dir>/.gitignore holding "*" unless a .gitignore is there: the state
+// directory, by default inside the workdir (a checkout the agent commits from), then stays out of
+// every commit, with its turn logs (whatever a turn printed) and prompts.
+func ignoreInGit(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString("# chorus agent run's state (journal, prompts, turn logs): never commit it\n*\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (r *agentRunner) close() {
