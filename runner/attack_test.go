@@ -36,13 +36,14 @@ func oneEventServer(t *testing.T) string {
 }
 
 // A runner serving several agents gives each turn its own agent's key only: the environment
-// variables the runner read the other agents' keys from are not passed on, so one agent's turn
-// (a coding agent following a prompt) cannot act with another's key.
+// variables the runner read the other agents' keys from, and any other holding a key, are not
+// passed on, so one agent's turn (a coding agent following a prompt) cannot act with another's.
 func TestTurnsDoNotInheritOtherAgentsKeys(t *testing.T) {
 	const devKey, pmKey = "cho_devkey0123456789abcdefghijklmnopqrDEV1", "cho_pmkey0123456789abcdefghijklmnopqrsPM01"
 	t.Setenv("DEV_KEY", devKey)
 	t.Setenv("PM_KEY", pmKey+"\n")
 	t.Setenv("RUNNER_TEST_OTHER", "kept")
+	t.Setenv("ADMIN_KEY", "cho_adminkey0123456789abcdefghijklmnopqADM1") // exported in the runner's shell
 	url := oneEventServer(t)
 	dir := t.TempDir()
 	var agents []Agent
@@ -76,6 +77,8 @@ func TestTurnsDoNotInheritOtherAgentsKeys(t *testing.T) {
 	require.Contains(t, pmEnv, "CHORUS_API_KEY="+pmKey+"\n")
 	require.NotContains(t, pmEnv, devKey, "the pm agent's turn holds the dev agent's key")
 	require.Contains(t, devEnv, "RUNNER_TEST_OTHER=kept\n", "the rest of the environment is passed on")
+	require.NotContains(t, devEnv, "cho_adminkey", "nor any other key the runner's environment holds")
+	require.NotContains(t, pmEnv, "cho_adminkey")
 }
 
 // A stream server that sends one endless frame (data lines, never the blank line that ends a

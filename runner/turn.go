@@ -68,14 +68,15 @@ func (r *agentRunner) env(t *turn, promptFile string) []string {
 	}
 }
 
-// withoutKeys is environ without the variables that hold one of keys (the runner read its
-// agents' keys from some of them, e.g. DEV_KEY and PM_KEY): a turn gets its own agent's key as
-// CHORUS_API_KEY only, never another agent's.
+// withoutKeys is environ without the variables that hold a Chorus API key: one of keys (the
+// runner read its agents' keys from some of them, e.g. DEV_KEY and PM_KEY) or any other value
+// shaped like one (an ADMIN_KEY exported in the runner's shell). A turn gets its own agent's key
+// as CHORUS_API_KEY only, never another's.
 func withoutKeys(environ, keys []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		_, v, _ := strings.Cut(kv, "=")
-		if !slices.Contains(keys, strings.TrimSpace(v)) {
+		if v = strings.TrimSpace(v); !slices.Contains(keys, v) && !strings.HasPrefix(v, "cho_") {
 			out = append(out, kv)
 		}
 	}
