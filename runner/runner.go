@@ -225,7 +225,7 @@ func (r *agentRunner) run(ctx context.Context) error {
 	ctx, r.fail = context.WithCancelCause(ctx)
 	st := r.start
 	if len(st.unfinished) > 0 || st.catchUp {
-		r.log.Info("resuming turns the runner stopped during", "events", seqList(st.unfinished), "catchUp", st.catchUp)
+		r.log.Info("resuming turns the runner stopped during", "eventIds", seqList(st.unfinished), "catchUp", st.catchUp)
 	}
 	r.mu.Lock()
 	for _, e := range st.unfinished {

@@ -69,7 +69,7 @@ func TestEventsDuringATurnMakeOneNextTurn(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(log), "events:  2 mentioned, 3 task_reopened")
 	require.Contains(t, string(log), "outcome: ok\nexit:    0")
-	require.Contains(t, h.logs.String(), `msg="turn finished" agent=dev turn=000002 group=idea-a idea=idea-a events=2,3`)
+	require.Contains(t, h.logs.String(), `msg="turn finished" agent=dev turn=000002 group=idea-a idea=idea-a eventIds=2,3`)
 }
 
 // Two events of one idea never run at once; other ideas run beside it up to the cap, and the
