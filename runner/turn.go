@@ -190,7 +190,11 @@ func eventList(events []Event) string {
 	var parts []string
 	for _, e := range events {
 		if e.Kind == GapKind {
-			parts = append(parts, "catch-up (events were lost)")
+			if e.Reason == CatchUpFirstStart {
+				parts = append(parts, "catch-up (the runner's first start)")
+			} else {
+				parts = append(parts, "catch-up (events were lost)")
+			}
 			continue
 		}
 		parts = append(parts, e.ID+" "+e.Kind)
