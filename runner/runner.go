@@ -9,7 +9,10 @@
 // process group. A journal in the agent's state directory (append-only JSON lines, synced)
 // records each turn's start and finish, so a restarted runner resumes the stream where every
 // earlier event was handled, runs again a turn cut short by a crash, and never runs a finished
-// turn twice. The runner only listens: it calls no tool and never polls.
+// turn twice. On a state directory with no journal yet the runner first runs one catch-up turn
+// (Agent.NoCatchUp turns it off): the agent re-reads its state and takes up the work given to
+// it before the runner connected, which no event it reads names. The runner only listens: it
+// calls no tool and never polls.
 //
 // It knows the wire format of the event stream and the MCP prompts by name; it imports mcpclient
 // (to fetch prompts) and vocab only.
@@ -254,14 +257,22 @@ func (r *agentRunner) run(ctx context.Context) error {
 	ctx, r.fail = context.WithCancelCause(ctx)
 	st := r.start
 	if len(st.unfinished) > 0 || st.catchUp {
-		r.log.Info("resuming turns the runner stopped during", "events", seqList(st.unfinished), "catchUp", st.catchUp)
+		r.log.Info("resuming turns the runner stopped during", "eventIds", seqList(st.unfinished), "catchUp", st.catchUp)
+	}
+	firstStart := st.fresh && !r.a.NoCatchUp
+	if firstStart {
+		r.log.Info("no journal yet in the state directory: running a catch-up turn for the work given to the agent before the runner started",
+			"stateDir", r.a.StateDir)
 	}
 	r.mu.Lock()
 	for _, e := range st.unfinished {
 		r.take(e)
 	}
-	if st.catchUp {
-		r.take(Event{Kind: GapKind})
+	switch {
+	case st.catchUp:
+		r.take(Event{Kind: GapKind, Reason: st.catchUpReason})
+	case firstStart:
+		r.take(Event{Kind: GapKind, Reason: CatchUpFirstStart})
 	}
 	r.schedule()
 	r.mu.Unlock()

@@ -31,6 +31,10 @@ type Event struct {
 	ActorType   string `json:"actorType,omitempty"`
 	ActorUUID   string `json:"actorUuid,omitempty"`
 	At          string `json:"at,omitempty"`
+	// Reason, on a catch-up (kind GapKind), says why it runs: "" when events were lost to
+	// pruning (the server's gap frame), CatchUpFirstStart when the runner starts on a state
+	// directory with no journal yet. The server never sends it; the journal keeps it.
+	Reason string `json:"reason,omitempty"`
 	// Seq is ID as a number; 0 for a gap (it has no position).
 	Seq int64 `json:"-"`
 }
@@ -38,6 +42,11 @@ type Event struct {
 // GapKind is the kind of the frame the server sends first when the Last-Event-ID it was given
 // is older than the oldest event it still keeps: events were lost to pruning.
 const GapKind = "gap"
+
+// CatchUpFirstStart is the Reason of the catch-up turn a runner runs when it starts on a state
+// directory with no journal yet: the work given to the agent before the runner first connected
+// is in no event it will read.
+const CatchUpFirstStart = "first_start"
 
 // frame is one dispatched Server-Sent Events message.
 type frame struct {

@@ -103,7 +103,7 @@ func (r *agentRunner) execute(t *turn) turnResult {
 		r.logOutcome(t, turnResult{outcome: OutcomeDryRun, exitCode: -1}, started, "")
 		return turnResult{outcome: OutcomeDryRun, exitCode: -1}
 	}
-	r.log.Info("turn started", "turn", t.id, "group", t.group, "idea", t.idea(), "events", seqList(t.events), "kinds", kindList(t.events))
+	r.log.Info("turn started", "turn", t.id, "group", t.group, "idea", t.idea(), "eventIds", seqList(t.events), "kinds", kindList(t.events))
 	logFile := filepath.Join(dir, t.id+".log")
 	res := r.spawn(t, env, prompt, promptFile, logFile, started)
 	r.logOutcome(t, res, started, logFile)
@@ -172,7 +172,7 @@ func (r *agentRunner) logOutcome(t *turn, res turnResult, started time.Time, log
 	if res.outcome != OutcomeOK && res.outcome != OutcomeDryRun {
 		level = r.log.Warn
 	}
-	level("turn finished", "turn", t.id, "group", t.group, "idea", t.idea(), "events", seqList(t.events),
+	level("turn finished", "turn", t.id, "group", t.group, "idea", t.idea(), "eventIds", seqList(t.events),
 		"kinds", kindList(t.events), "outcome", res.outcome, "exitCode", res.exitCode,
 		"duration", time.Since(started).Round(time.Millisecond), "log", logFile)
 }
@@ -205,7 +205,11 @@ func eventList(events []Event) string {
 	var parts []string
 	for _, e := range events {
 		if e.Kind == GapKind {
-			parts = append(parts, "catch-up (events were lost)")
+			if e.Reason == CatchUpFirstStart {
+				parts = append(parts, "catch-up (the runner's first start)")
+			} else {
+				parts = append(parts, "catch-up (events were lost)")
+			}
 			continue
 		}
 		parts = append(parts, e.ID+" "+e.Kind)

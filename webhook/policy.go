@@ -172,7 +172,8 @@ func (p Policy) refusal(a netip.Addr) string {
 
 // fix is the end of every refusal of a range: how an operator allows it.
 const fix = "Chorus does not send webhooks to internal addresses unless the operator allows them " +
-	"(chorus serve --webhook-allow or " + AllowEnv + ", e.g. 127.0.0.0/8 for a receiver on this machine); " +
+	"(--webhook-allow on chorus serve or chorus dev, and on chorus webhook add, or " + AllowEnv +
+	" for both, e.g. 127.0.0.0/8 for a receiver on this machine); " +
 	"give a URL whose host is publicly reachable"
 
 // URLError is a refused webhook URL: Reason says why and what to do, without naming the field
