@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -110,13 +111,14 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput)
 }
 
 // postWebhook sends one attempt and returns the status code (0 without an answer) and nil for a
-// 2xx, else what went wrong, in a sentence without the response body beyond a few bytes.
+// 2xx, else what went wrong, in a sentence without the response body beyond a few bytes and
+// without the URL (which may hold the receiver's own token: it would reach logs and histories).
 func (a *Activities) postWebhook(ctx context.Context, t *store.DeliveryTarget) (int, error) {
 	body := []byte(t.Delivery.Body)
 	ts := time.Now().Unix()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("the URL cannot be requested: %v", err)
+		return 0, fmt.Errorf("the URL cannot be requested: %v", withoutURL(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", webhook.UserAgent)
@@ -130,7 +132,7 @@ func (a *Activities) postWebhook(ctx context.Context, t *store.DeliveryTarget) (
 		if errors.As(err, &de) {
 			return 0, de
 		}
-		return 0, fmt.Errorf("no answer: %v", err)
+		return 0, fmt.Errorf("no answer: %v", withoutURL(err))
 	}
 	defer res.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(res.Body, 120))
@@ -146,6 +148,16 @@ func (a *Activities) postWebhook(ctx context.Context, t *store.DeliveryTarget) (
 		msg += ": " + string(bytes.ToValidUTF8(snippet, nil))
 	}
 	return res.StatusCode, errors.New(msg)
+}
+
+// withoutURL is err without the URL a *url.Error names ("Post "<url>": ..."): a receiver's URL
+// may carry a token of its own, which must not reach the delivery's row, logs and histories.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // MarkWebhookDead ends a delivery whose retries ran out: dead, visible, redeliverable.

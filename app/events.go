@@ -68,7 +68,8 @@ func (a *App) OpenEvents(ctx context.Context, r Request, o EventStreamOptions) (
 	}
 	for _, p := range o.Projects {
 		// A project the caller cannot see answers as one that does not exist ("Project not found").
-		if _, err := a.Store.GetProject(ctx, r.Who.Caller, p); err != nil {
+		// The access gate alone (no entity counts): a request may name up to 50 projects.
+		if _, err := a.Store.RequireProject(ctx, r.Who.Caller, p, store.AccessViewer); err != nil {
 			return nil, err
 		}
 	}

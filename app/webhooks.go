@@ -75,7 +75,8 @@ func CheckWebhookKinds(kinds []string) ([]string, error) {
 // unless the operator allowed it): a refusal names url, says why and how to fix it. The webhook
 // receives the project's events from now on, not earlier ones. A retried add (the same
 // requestId) returns the webhook the first one made, with no secret: it was shown to the first
-// call only.
+// call only. A project with store.MaxProjectWebhooks webhooks already is refused
+// (vocab.RefusedPrecondition, store.ErrWebhookLimit's text).
 func (a *App) AddWebhook(ctx context.Context, r Request, in NewWebhook) (*store.Webhook, string, error) {
 	pv, err := a.webhookProject(ctx, r, in.ProjectUUID)
 	if err != nil {
@@ -106,6 +107,9 @@ func (a *App) AddWebhook(ctx context.Context, r Request, in NewWebhook) (*store.
 		Secret: webhook.NewSecret(), Kinds: strings.Join(kinds, ","), CreatedByType: r.Who.Caller.Kind(),
 		CreatedByUUID: r.Who.Caller.AgentUUID}
 	if err := a.Store.CreateWebhook(ctx, w); err != nil {
+		if errors.Is(err, store.ErrWebhookLimit) {
+			return nil, "", Refuse(vocab.RefusedPrecondition, "%s", store.ErrWebhookLimit.Error())
+		}
 		if twin, terr := a.Store.WebhookByUUID(ctx, pv.CompanyUUID, id); r.RequestID != "" && terr == nil {
 			return twin, "", nil // a twin of this call won the race: answer as its retry
 		}

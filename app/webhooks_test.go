@@ -389,3 +389,39 @@ func TestWebhookDeadThenRedelivered(t *testing.T) {
 		})
 	}
 }
+
+// A project holds at most store.MaxProjectWebhooks webhooks: each event makes one delivery per
+// webhook, each attempt holding a worker's activity slot for up to 10 s, so a project admin
+// adding webhooks without end (to a receiver that never answers) would starve every other
+// workflow of the deployment. The one over is refused, saying why and what to do; removing one
+// makes room; another project has its own count.
+func TestWebhooksPerProjectAreCapped(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			e := newHookEnv(t, dialect)
+			var first *store.Webhook
+			for i := range store.MaxProjectWebhooks {
+				w, _, err := e.app.AddWebhook(ctx, e.admin, NewWebhook{ProjectUUID: e.proj.UUID, URL: "http://127.0.0.1:9/" + string(rune('a'+i))})
+				require.NoError(t, err, i)
+				if first == nil {
+					first = w
+				}
+			}
+			_, _, err := e.app.AddWebhook(ctx, e.admin, NewWebhook{ProjectUUID: e.proj.UUID, URL: "http://127.0.0.1:9/over"})
+			r := refused(t, err)
+			assert.Equal(t, vocab.RefusedPrecondition, r.Kind)
+			assert.Equal(t, "The project already has 20 webhooks, the most a project may have; remove one it no longer needs "+
+				"(one webhook can receive every event kind)", r.Msg)
+			list, err := e.app.ListWebhooks(ctx, e.admin, e.proj.UUID)
+			require.NoError(t, err)
+			assert.Len(t, list, store.MaxProjectWebhooks, "nothing was added")
+			_, _, err = e.app.AddWebhook(ctx, e.admin, NewWebhook{ProjectUUID: e.other.UUID, URL: "http://127.0.0.1:9/other"})
+			require.NoError(t, err, "another project has its own count")
+			_, err = e.app.RemoveWebhook(ctx, e.admin, first.UUID)
+			require.NoError(t, err)
+			_, _, err = e.app.AddWebhook(ctx, e.admin, NewWebhook{ProjectUUID: e.proj.UUID, URL: "http://127.0.0.1:9/room"})
+			require.NoError(t, err, "removing one makes room")
+		})
+	}
+}

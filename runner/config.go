@@ -49,12 +49,15 @@ type Agent struct {
 	// StateDir holds the journal, the lock and each turn's prompt and log
 	// (default <Workdir>/.chorus/runner/<Name or key prefix>).
 	StateDir string
+	// NoCatchUp turns off the catch-up turn a runner runs when StateDir has no journal yet
+	// (the work assigned before the runner first connected); false runs it.
+	NoCatchUp bool
 }
 
 // AgentSpec is one agent as written in a runner config file (JSON) or by flags, before it is
 // checked: exactly one of KeyEnv (the name of an environment variable holding the key) and
 // KeyFile (a file holding it). The key itself is never written here. TurnTimeout is a Go
-// duration ("30m", "1h30m").
+// duration ("30m", "1h30m"). CatchUp false: no catch-up turn on a state directory's first start.
 type AgentSpec struct {
 	Name          string   `json:"name"`
 	URL           string   `json:"url,omitempty"`
@@ -66,6 +69,8 @@ type AgentSpec struct {
 	MaxConcurrent int      `json:"maxConcurrent,omitempty"`
 	TurnTimeout   string   `json:"turnTimeout,omitempty"`
 	StateDir      string   `json:"stateDir,omitempty"`
+	// CatchUp, when false, turns off the first start's catch-up turn (default true).
+	CatchUp *bool `json:"catchUp,omitempty"`
 }
 
 // ConfigFile is a runner config file: the server's origin for every agent that names none, and
@@ -146,7 +151,7 @@ func checkDistinct(agents []Agent) error {
 // the field (as the config file spells it) and say what to do.
 func (s AgentSpec) Resolve(getenv func(string) string) (Agent, error) {
 	a := Agent{Name: strings.TrimSpace(s.Name), Command: strings.TrimSpace(s.Command), MaxConcurrent: s.MaxConcurrent,
-		TurnTimeout: DefaultTurnTimeout}
+		TurnTimeout: DefaultTurnTimeout, NoCatchUp: s.CatchUp != nil && !*s.CatchUp}
 	origin, err := Origin(s.URL)
 	if err != nil {
 		return Agent{}, err

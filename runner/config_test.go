@@ -26,7 +26,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 
 	agents, err := load(`{"agents": [
 	  {"name": "dev", "keyEnv": "DEV_KEY", "command": "claude -p", "workdir": ".", "turnTimeout": "10m", "maxConcurrent": 3},
-	  {"name": "pm", "url": "https://chorus.example.com/api/mcp", "keyFile": "pm.key", "command": "codex exec -", "kinds": ["mentioned"]}]}`)
+	  {"name": "pm", "url": "https://chorus.example.com/api/mcp", "keyFile": "pm.key", "command": "codex exec -", "kinds": ["mentioned"], "catchUp": false}]}`)
 	require.NoError(t, err)
 	require.Equal(t, Agent{Name: "dev", URL: "http://10.0.0.1:9000", Key: testKey, KeySource: "environment variable DEV_KEY",
 		Command: "claude -p", Workdir: dir, Kinds: DefaultKinds, MaxConcurrent: 3, TurnTimeout: 10 * time.Minute,
@@ -35,6 +35,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	require.Equal(t, []string{"mentioned"}, agents[1].Kinds)
 	require.Equal(t, DefaultMaxConcurrent, agents[1].MaxConcurrent)
 	require.Equal(t, DefaultTurnTimeout, agents[1].TurnTimeout)
+	require.True(t, agents[1].NoCatchUp, `"catchUp": false turns the first start's catch-up turn off`)
 
 	for body, want := range map[string]string{
 		`{"agents": [{"name": "dev", "keyEnv": "NOPE", "command": "x"}]}`:                           "agents[0] (dev): keyEnv: the environment variable NOPE is empty or unset",

@@ -186,6 +186,9 @@ func newHarness(t *testing.T, url string) *harness {
 	a, err := AgentSpec{Name: "dev", URL: url, KeyEnv: "K", Workdir: work, MaxConcurrent: 2,
 		Command: fmt.Sprintf("STAMPS=%s GATES=%s sh %s", h.stamps, h.gates, h.script)}.Resolve(func(string) string { return testKey })
 	require.NoError(t, err)
+	// The tests of events turns start on a fresh state directory without the first start's
+	// catch-up turn, so that their turns are the events'; the catch-up tests turn it on.
+	a.NoCatchUp = true
 	h.agent = a
 	h.opts = Options{Log: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Playbooks: func(Agent) Playbooks { return fakePlaybooks{} }, Grace: time.Minute,

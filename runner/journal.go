@@ -100,13 +100,18 @@ type resumeState struct {
 	// finished are the seqs above cursor handled by a finished turn: skipped when replayed.
 	finished map[int64]bool
 	// unfinished are the events of turns that started and never finished (the runner stopped
-	// during them), in seq order: they run again. catchUp says a catch-up turn did not finish.
-	unfinished []Event
-	catchUp    bool
+	// during them), in seq order: they run again. catchUp says a catch-up turn did not finish,
+	// and catchUpReason why it ran (the Reason of its marker event).
+	unfinished    []Event
+	catchUp       bool
+	catchUpReason string
 	// lastTurn is the highest turn number used.
 	lastTurn int
 	// lines is the number of records read.
 	lines int
+	// fresh says the journal holds no record yet (none was ever written, or the file is
+	// missing): the runner has never run a turn from this state directory.
+	fresh bool
 }
 
 // readJournal reads the journal in dir (none yet is an empty state). A line that does not parse
@@ -116,6 +121,7 @@ func readJournal(dir string) (resumeState, error) {
 	st := resumeState{finished: map[int64]bool{}}
 	f, err := os.Open(filepath.Join(dir, JournalFile))
 	if errors.Is(err, os.ErrNotExist) {
+		st.fresh = true
 		return st, nil
 	}
 	if err != nil {
@@ -143,7 +149,7 @@ func readJournal(dir string) (resumeState, error) {
 			for i := range r.Events {
 				e := &r.Events[i]
 				if e.Kind == GapKind {
-					st.catchUp = true
+					st.catchUp, st.catchUpReason = true, e.Reason
 					continue
 				}
 				e.Seq, _ = strconv.ParseInt(e.ID, 10, 64)
@@ -156,7 +162,7 @@ func readJournal(dir string) (resumeState, error) {
 		case turnFinished:
 			for _, e := range started[r.Turn] {
 				if e.Kind == GapKind {
-					st.catchUp = false
+					st.catchUp, st.catchUpReason = false, ""
 				} else if e.Seq > 0 {
 					st.finished[e.Seq] = true
 					delete(pending, e.Seq)
@@ -178,6 +184,7 @@ func readJournal(dir string) (resumeState, error) {
 	}
 	slices.SortFunc(st.unfinished, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	st.highest = max(st.highest, st.cursor)
+	st.fresh = st.lines == 0
 	return st, nil
 }
 
@@ -198,7 +205,7 @@ func compactJournal(dir string, st resumeState) error {
 	}
 	pending := slices.Clone(st.unfinished)
 	if st.catchUp {
-		pending = append(pending, Event{Kind: GapKind})
+		pending = append(pending, Event{Kind: GapKind, Reason: st.catchUpReason})
 	}
 	if len(pending) > 0 {
 		recs = append(recs, Record{Type: turnStarted, Turn: "unfinished", Events: pending, At: at})

@@ -111,11 +111,17 @@ func playbookFor(e Event) (name string, args map[string]string) {
 func buildPrompt(ctx context.Context, a Agent, group string, events []Event, pb Playbooks) (string, []error) {
 	var b strings.Builder
 	var errs []error
-	catchUp := slices.ContainsFunc(events, func(e Event) bool { return e.Kind == GapKind })
+	gap := slices.IndexFunc(events, func(e Event) bool { return e.Kind == GapKind })
 	fmt.Fprintf(&b, "You are the Chorus agent %q, started by `chorus agent run` because something needs you.\n\n", a.Name)
-	if catchUp {
-		b.WriteString("Catch up: events for you may have been missed (the server no longer keeps the ones after where the " +
-			"runner stopped). Re-read your state: call chorus_checkin, chorus_get_notifications and chorus_get_my_assignments, " +
+	if gap >= 0 {
+		if events[gap].Reason == CatchUpFirstStart {
+			b.WriteString("Catch up: the runner has just started for you for the first time, so work given to you before " +
+				"it started (tasks assigned to you, questions waiting for you) is in no event it will read. ")
+		} else {
+			b.WriteString("Catch up: events for you may have been missed (the server no longer keeps the ones after where the " +
+				"runner stopped). ")
+		}
+		b.WriteString("Re-read your state: call chorus_checkin, chorus_get_notifications and chorus_get_my_assignments, " +
 			"and do the work that waits for you.\n\n")
 	}
 	var real []Event

@@ -9,7 +9,10 @@
 // process group. A journal in the agent's state directory (append-only JSON lines, synced)
 // records each turn's start and finish, so a restarted runner resumes the stream where every
 // earlier event was handled, runs again a turn cut short by a crash, and never runs a finished
-// turn twice. The runner only listens: it calls no tool and never polls.
+// turn twice. On a state directory with no journal yet the runner first runs one catch-up turn
+// (Agent.NoCatchUp turns it off): the agent re-reads its state and takes up the work given to
+// it before the runner connected, which no event it reads names. The runner only listens: it
+// calls no tool and never polls.
 //
 // It knows the wire format of the event stream and the MCP prompts by name; it imports mcpclient
 // (to fetch prompts) and vocab only.
@@ -23,6 +26,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +99,10 @@ func Run(ctx context.Context, agents []Agent, o Options) error {
 		o.Playbooks = func(a Agent) Playbooks { return NewMCPPlaybooks(a.URL+"/api/mcp", a.Key) }
 	}
 	out := &lockedWriter{w: o.Out}
+	keys := make([]string, len(agents))
+	for i, a := range agents {
+		keys[i] = a.Key
+	}
 	var runners []*agentRunner
 	defer func() {
 		for _, r := range runners {
@@ -102,7 +110,7 @@ func Run(ctx context.Context, agents []Agent, o Options) error {
 		}
 	}()
 	for _, a := range agents {
-		r, err := newAgentRunner(a, &o, out)
+		r, err := newAgentRunner(a, &o, out, keys)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", a.Name, err)
 		}
@@ -144,7 +152,10 @@ type agentRunner struct {
 	out *lockedWriter
 	log *slog.Logger
 	pb  Playbooks
-	j   *journal // nil in a dry run
+	// keys are the keys of every agent the runner serves: no turn's environment holds them
+	// beyond its own CHORUS_API_KEY.
+	keys []string
+	j    *journal // nil in a dry run
 	// unlock releases the state directory.
 	unlock func()
 	start  resumeState
@@ -176,12 +187,15 @@ type group struct {
 	queued  bool
 }
 
-func newAgentRunner(a Agent, o *Options, out *lockedWriter) (*agentRunner, error) {
-	r := &agentRunner{a: a, o: o, out: out, log: o.Log.With("agent", a.Name), pb: o.Playbooks(a), unlock: func() {},
+func newAgentRunner(a Agent, o *Options, out *lockedWriter, keys []string) (*agentRunner, error) {
+	r := &agentRunner{a: a, o: o, out: out, log: o.Log.With("agent", a.Name), pb: o.Playbooks(a), keys: keys, unlock: func() {},
 		groups: map[string]*group{}, outstanding: map[int64]bool{}}
 	r.killCtx, r.kill = context.WithCancel(context.Background())
 	if !o.DryRun {
 		if err := os.MkdirAll(a.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("stateDir: %w", err)
+		}
+		if err := ignoreInGit(a.StateDir); err != nil {
 			return nil, fmt.Errorf("stateDir: %w", err)
 		}
 		unlock, err := lockStateDir(a.StateDir)
@@ -210,6 +224,24 @@ func newAgentRunner(a Agent, o *Options, out *lockedWriter) (*agentRunner, error
 	return r, nil
 }
 
+// ignoreInGit writes <dir>/.gitignore holding "*" unless a .gitignore is there: the state
+// directory, by default inside the workdir (a checkout the agent commits from), then stays out of
+// every commit, with its turn logs (whatever a turn printed) and prompts.
+func ignoreInGit(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString("# chorus agent run's state (journal, prompts, turn logs): never commit it\n*\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func (r *agentRunner) close() {
 	if r.j != nil {
 		_ = r.j.close()
@@ -225,14 +257,22 @@ func (r *agentRunner) run(ctx context.Context) error {
 	ctx, r.fail = context.WithCancelCause(ctx)
 	st := r.start
 	if len(st.unfinished) > 0 || st.catchUp {
-		r.log.Info("resuming turns the runner stopped during", "events", seqList(st.unfinished), "catchUp", st.catchUp)
+		r.log.Info("resuming turns the runner stopped during", "eventIds", seqList(st.unfinished), "catchUp", st.catchUp)
+	}
+	firstStart := st.fresh && !r.a.NoCatchUp
+	if firstStart {
+		r.log.Info("no journal yet in the state directory: running a catch-up turn for the work given to the agent before the runner started",
+			"stateDir", r.a.StateDir)
 	}
 	r.mu.Lock()
 	for _, e := range st.unfinished {
 		r.take(e)
 	}
-	if st.catchUp {
-		r.take(Event{Kind: GapKind})
+	switch {
+	case st.catchUp:
+		r.take(Event{Kind: GapKind, Reason: st.catchUpReason})
+	case firstStart:
+		r.take(Event{Kind: GapKind, Reason: CatchUpFirstStart})
 	}
 	r.schedule()
 	r.mu.Unlock()

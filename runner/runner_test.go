@@ -69,7 +69,7 @@ func TestEventsDuringATurnMakeOneNextTurn(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(log), "events:  2 mentioned, 3 task_reopened")
 	require.Contains(t, string(log), "outcome: ok\nexit:    0")
-	require.Contains(t, h.logs.String(), `msg="turn finished" agent=dev turn=000002 group=idea-a idea=idea-a events=2,3`)
+	require.Contains(t, h.logs.String(), `msg="turn finished" agent=dev turn=000002 group=idea-a idea=idea-a eventIds=2,3`)
 }
 
 // Two events of one idea never run at once; other ideas run beside it up to the cap, and the
@@ -367,7 +367,7 @@ func TestCompactedJournalSaysTheSame(t *testing.T) {
 	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000021", Events: []Event{ev(21, "a")}, Cursor: cur(20)}))
 	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000022", Events: []Event{ev(22, "b")}, Cursor: cur(20)}))
 	require.NoError(t, j.append(Record{Type: turnFinished, Turn: "000022", Outcome: OutcomeFailed, Cursor: cur(20)}))
-	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000023", Events: []Event{{Kind: GapKind}}, Cursor: cur(20)}))
+	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000023", Events: []Event{{Kind: GapKind, Reason: CatchUpFirstStart}}, Cursor: cur(20)}))
 	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000024", Events: []Event{ev(23, "c")}, Cursor: cur(20)}))
 	require.NoError(t, j.append(Record{Type: turnStarted, Turn: "000025", Events: []Event{ev(23, "c")}, Cursor: cur(20)}))
 	require.NoError(t, j.append(Record{Type: turnFinished, Turn: "000025", Outcome: OutcomeOK, Cursor: cur(20)}))
@@ -379,6 +379,8 @@ func TestCompactedJournalSaysTheSame(t *testing.T) {
 	require.Equal(t, map[int64]bool{22: true, 23: true}, before.finished)
 	require.Equal(t, []Event{ev(21, "a")}, before.unfinished)
 	require.True(t, before.catchUp)
+	require.Equal(t, CatchUpFirstStart, before.catchUpReason)
+	require.False(t, before.fresh)
 	require.Equal(t, 25, before.lastTurn)
 	require.Equal(t, int64(23), before.highest)
 
@@ -389,4 +391,130 @@ func TestCompactedJournalSaysTheSame(t *testing.T) {
 	after.lines = before.lines
 	require.Equal(t, before, after)
 	require.NoFileExists(t, filepath.Join(dir, JournalFile+".compacting"))
+}
+
+// turnStarts is the turns the stamps say started, as "turn:ids:kinds".
+func (h *harness) turnStarts() []string {
+	var out []string
+	for _, s := range h.readStamps() {
+		if s.what == "start" {
+			out = append(out, s.turn+":"+s.ids+":"+s.kinds)
+		}
+	}
+	return out
+}
+
+// On a state directory with no journal, the runner first runs one catch-up turn (the work
+// given to the agent before it connected is in no event it reads), then follows the stream
+// from the newest event; started again with the journal, it runs no catch-up turn.
+func TestFirstStartRunsOneCatchUpTurn(t *testing.T) {
+	f, url := newFakeEvents(t)
+	f.publish("task_assigned", "task", "old", "idea-old") // before the runner: not replayed
+	h := newHarness(t, url)
+	h.agent.NoCatchUp = false
+	h.start()
+	h.waitStamp("start", "000001")
+	waitConnected(t, f, 1)
+	require.Equal(t, []string{"-"}, f.connections(), "after the catch-up, the stream starts at the newest event")
+	f.publish("task_assigned", "task", "t-2", "idea-a") // 2
+	h.waitStamp("start", "000002")
+	h.release("all")
+	h.waitStamp("end", "000002")
+	h.waitStamp("end", "000001")
+	require.Eventually(t, func() bool { return len(h.journal()) == 4 }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, h.stop())
+
+	require.Equal(t, []string{"000001::gap", "000002:2:task_assigned"}, h.turnStarts(),
+		"one catch-up turn, before any event's turn; event 1 is not replayed")
+	first := h.started()[0]
+	require.Equal(t, "catch-up", first.Group)
+	require.Equal(t, []Event{{Kind: GapKind, Reason: CatchUpFirstStart}}, first.Events)
+	prompt, err := os.ReadFile(filepath.Join(h.dir, "prompt-000001"))
+	require.NoError(t, err)
+	require.Contains(t, string(prompt), "Catch up: the runner has just started for you for the first time")
+	require.Contains(t, string(prompt), "chorus_checkin")
+	require.Contains(t, string(prompt), "chorus_get_my_assignments")
+	require.Contains(t, h.logs.String(), "no journal yet in the state directory: running a catch-up turn")
+	log, err := os.ReadFile(filepath.Join(h.agent.StateDir, TurnsDir, "000001.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "events:  catch-up (the runner's first start)")
+
+	// Started again: the journal is there, so no catch-up; the stream resumes after event 2.
+	h.start()
+	waitConnected(t, f, 2)
+	f.publish("mentioned", "task", "t-2", "idea-a") // 3
+	h.waitStamp("end", "000003")
+	require.NoError(t, h.stop())
+	require.Equal(t, []string{"-", "2"}, f.connections())
+	require.Equal(t, []string{"000001::gap", "000002:2:task_assigned", "000003:3:mentioned"}, h.turnStarts())
+}
+
+// A runner stopped during the first start's catch-up turn (killed when the grace ends, as by a
+// crash: the journal has its start, not its finish) runs it again on the next start, once.
+func TestCatchUpCutShortRunsAgainOnce(t *testing.T) {
+	f, url := newFakeEvents(t)
+	h := newHarness(t, url)
+	h.agent.NoCatchUp = false
+	h.opts.Grace = 50 * time.Millisecond
+	h.start()
+	h.waitStamp("start", "000001")
+	waitConnected(t, f, 1)
+	require.NoError(t, h.stop())
+	require.Contains(t, h.logs.String(), "outcome=interrupted")
+	require.Len(t, h.journal(), 1, "only the start: the catch-up did not finish")
+
+	h.release("all")
+	h.start()
+	h.waitStamp("end", "000002")
+	waitConnected(t, f, 2)
+	require.Eventually(t, func() bool { return len(h.journal()) == 3 }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, h.stop())
+	require.Contains(t, h.logs.String(), "resuming turns the runner stopped during")
+	require.Equal(t, []Event{{Kind: GapKind, Reason: CatchUpFirstStart}}, h.started()[1].Events, "the same catch-up, again")
+	prompt, err := os.ReadFile(filepath.Join(h.dir, "prompt-000002"))
+	require.NoError(t, err)
+	require.Contains(t, string(prompt), "for the first time")
+
+	// Finished now: a third start runs nothing.
+	h.start()
+	waitConnected(t, f, 3)
+	f.publish("task_assigned", "task", "t-1", "idea-a") // 1
+	h.waitStamp("end", "000003")
+	require.NoError(t, h.stop())
+	require.Equal(t, []string{"000001::gap", "000002::gap", "000003:1:task_assigned"}, h.turnStarts())
+}
+
+// --no-catch-up ("catchUp": false): a fresh state directory runs no catch-up turn; the first
+// turn is the first event's.
+func TestNoCatchUpRunsNone(t *testing.T) {
+	f, url := newFakeEvents(t)
+	h := newHarness(t, url)
+	h.agent.NoCatchUp = true
+	h.release("all")
+	h.start()
+	waitConnected(t, f, 1)
+	f.publish("task_assigned", "task", "t-1", "idea-a")
+	h.waitStamp("end", "000001")
+	require.NoError(t, h.stop())
+	require.Equal(t, []string{"000001:1:task_assigned"}, h.turnStarts())
+	require.NotContains(t, h.logs.String(), "catch-up")
+}
+
+// A dry run on a fresh state directory prints the catch-up turn like any other, and writes
+// nothing.
+func TestDryRunPrintsTheCatchUpTurn(t *testing.T) {
+	f, url := newFakeEvents(t)
+	h := newHarness(t, url)
+	h.agent.NoCatchUp = false
+	var out syncBuf
+	h.opts.DryRun, h.opts.Out = true, &out
+	h.start()
+	waitConnected(t, f, 1)
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "=== turn 000001") }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, h.stop())
+	plan := out.String()
+	require.Contains(t, plan, "events:  catch-up (the runner's first start)\n")
+	require.Contains(t, plan, "CHORUS_EVENT_KINDS=gap\n")
+	require.Contains(t, plan, "Catch up: the runner has just started for you for the first time")
+	require.NoDirExists(t, h.agent.StateDir, "a dry run writes no state")
 }

@@ -31,6 +31,10 @@ type Event struct {
 	ActorType   string `json:"actorType,omitempty"`
 	ActorUUID   string `json:"actorUuid,omitempty"`
 	At          string `json:"at,omitempty"`
+	// Reason, on a catch-up (kind GapKind), says why it runs: "" when events were lost to
+	// pruning (the server's gap frame), CatchUpFirstStart when the runner starts on a state
+	// directory with no journal yet. The server never sends it; the journal keeps it.
+	Reason string `json:"reason,omitempty"`
 	// Seq is ID as a number; 0 for a gap (it has no position).
 	Seq int64 `json:"-"`
 }
@@ -38,6 +42,11 @@ type Event struct {
 // GapKind is the kind of the frame the server sends first when the Last-Event-ID it was given
 // is older than the oldest event it still keeps: events were lost to pruning.
 const GapKind = "gap"
+
+// CatchUpFirstStart is the Reason of the catch-up turn a runner runs when it starts on a state
+// directory with no journal yet: the work given to the agent before the runner first connected
+// is in no event it will read.
+const CatchUpFirstStart = "first_start"
 
 // frame is one dispatched Server-Sent Events message.
 type frame struct {
@@ -80,6 +89,11 @@ type stream struct {
 
 // maxBackoff bounds the wait between reconnection attempts.
 const maxBackoff = 30 * time.Second
+
+// MaxFrameBytes bounds one frame's data as the runner collects it: an event is a few hundred
+// bytes, so a longer frame (a broken or hostile server, one that never ends its frame) drops the
+// connection rather than the runner's memory.
+const MaxFrameBytes = 1 << 20
 
 // follow reads the stream until ctx ends (nil) or the server refuses it for good (a
 // *fatalError), calling handle for each event in order (a gap as an Event of kind GapKind).
@@ -152,11 +166,12 @@ func (s *stream) once(ctx context.Context, handle func(Event)) (got bool, err er
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	var f frame
 	var data [][]byte
+	size := 0
 	for sc.Scan() {
 		watchdog.Reset(s.idle)
 		line := sc.Bytes()
 		if len(line) == 0 { // dispatch
-			if f.hasID {
+			if f.hasID && position(f.id) {
 				s.lastID, s.hasLast = f.id, true
 			}
 			if len(data) > 0 || f.event != "" {
@@ -166,7 +181,7 @@ func (s *stream) once(ctx context.Context, handle func(Event)) (got bool, err er
 					handle(ev)
 				}
 			}
-			f, data = frame{}, nil
+			f, data, size = frame{}, nil, 0
 			continue
 		}
 		if line[0] == ':' {
@@ -180,6 +195,9 @@ func (s *stream) once(ctx context.Context, handle func(Event)) (got bool, err er
 		case "event":
 			f.event = string(value)
 		case "data":
+			if size += len(value) + 1; size > MaxFrameBytes {
+				return got, fmt.Errorf("a frame longer than %d bytes; dropping the connection", MaxFrameBytes)
+			}
 			data = append(data, bytes.Clone(value))
 		case "retry":
 			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
@@ -194,6 +212,14 @@ func (s *stream) once(ctx context.Context, handle func(Event)) (got bool, err er
 		return got, fmt.Errorf("no event or heartbeat for %s", s.idle)
 	}
 	return got, errors.New("the server closed the stream")
+}
+
+// position says whether a frame's id is an event position (a whole number), the only kind of
+// id the runner sends back as Last-Event-ID: anything else (a broken or hostile server) would
+// make every reconnection fail, or carry the server's text into a header.
+func position(id string) bool {
+	n, err := strconv.ParseInt(id, 10, 64)
+	return err == nil && n >= 0 && strconv.FormatInt(n, 10) == id
 }
 
 // refusal turns a response that is no event stream into an error: fatal for a refused key or

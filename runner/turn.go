@@ -68,6 +68,21 @@ func (r *agentRunner) env(t *turn, promptFile string) []string {
 	}
 }
 
+// withoutKeys is environ without the variables that hold a Chorus API key: one of keys (the
+// runner read its agents' keys from some of them, e.g. DEV_KEY and PM_KEY) or any other value
+// shaped like one (an ADMIN_KEY exported in the runner's shell). A turn gets its own agent's key
+// as CHORUS_API_KEY only, never another's.
+func withoutKeys(environ, keys []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		_, v, _ := strings.Cut(kv, "=")
+		if v = strings.TrimSpace(v); !slices.Contains(keys, v) && !strings.HasPrefix(v, "cho_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // execute runs a turn: the prompt written to <state>/turns/<id>.prompt and given on standard
 // input, the command run by sh -c in the workdir in a process group of its own, its output and
 // exit in <state>/turns/<id>.log. The whole group is killed when the turn times out or the
@@ -88,7 +103,7 @@ func (r *agentRunner) execute(t *turn) turnResult {
 		r.logOutcome(t, turnResult{outcome: OutcomeDryRun, exitCode: -1}, started, "")
 		return turnResult{outcome: OutcomeDryRun, exitCode: -1}
 	}
-	r.log.Info("turn started", "turn", t.id, "group", t.group, "idea", t.idea(), "events", seqList(t.events), "kinds", kindList(t.events))
+	r.log.Info("turn started", "turn", t.id, "group", t.group, "idea", t.idea(), "eventIds", seqList(t.events), "kinds", kindList(t.events))
 	logFile := filepath.Join(dir, t.id+".log")
 	res := r.spawn(t, env, prompt, promptFile, logFile, started)
 	r.logOutcome(t, res, started, logFile)
@@ -124,7 +139,7 @@ func (r *agentRunner) spawn(t *turn, env []string, prompt, promptFile, logFile s
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", r.a.Command)
 	cmd.Dir = r.a.Workdir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(withoutKeys(os.Environ(), r.keys), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, logf, logf
 	cmd.WaitDelay = 5 * time.Second
 	inOwnGroup(cmd)
@@ -157,7 +172,7 @@ func (r *agentRunner) logOutcome(t *turn, res turnResult, started time.Time, log
 	if res.outcome != OutcomeOK && res.outcome != OutcomeDryRun {
 		level = r.log.Warn
 	}
-	level("turn finished", "turn", t.id, "group", t.group, "idea", t.idea(), "events", seqList(t.events),
+	level("turn finished", "turn", t.id, "group", t.group, "idea", t.idea(), "eventIds", seqList(t.events),
 		"kinds", kindList(t.events), "outcome", res.outcome, "exitCode", res.exitCode,
 		"duration", time.Since(started).Round(time.Millisecond), "log", logFile)
 }
@@ -190,7 +205,11 @@ func eventList(events []Event) string {
 	var parts []string
 	for _, e := range events {
 		if e.Kind == GapKind {
-			parts = append(parts, "catch-up (events were lost)")
+			if e.Reason == CatchUpFirstStart {
+				parts = append(parts, "catch-up (the runner's first start)")
+			} else {
+				parts = append(parts, "catch-up (events were lost)")
+			}
 			continue
 		}
 		parts = append(parts, e.ID+" "+e.Kind)

@@ -143,9 +143,11 @@ func ideaOfEntity(ctx context.Context, db bun.IDB, entityType, entityUUID string
 const sequencerLock = "chorus/events/sequencer"
 
 // SequenceEvents gives committed events without a seq their seq, in insertion order after the
-// highest seq given so far, and returns the highest seq. Any number of processes may call it at
-// once: on PostgreSQL one numbers while the others return at once (a transaction-scoped advisory
-// lock), and announces what it numbered on EventsChannel; on SQLite writes take turns anyway.
+// highest seq given so far (at most 1,000 a call), and returns the highest seq. Any number of
+// processes may call it at once: on PostgreSQL they take turns (a transaction-scoped advisory
+// lock), so a call returns only after every event committed before it was numbered, by it or by
+// the call it waited for; the numbering is announced on EventsChannel. On SQLite writes take
+// turns anyway.
 // Because numbering happens after the events' own transactions committed, and one numbering at a
 // time, the seqs a reader can see are always a gapless prefix: it never sees N+1 before N.
 func (s *Store) SequenceEvents(ctx context.Context) (int64, error) {
@@ -157,12 +159,9 @@ func (s *Store) SequenceEvents(ctx context.Context) (int64, error) {
 		pg := s.Dialect() == "pg"
 		err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			if pg {
-				var got bool
-				if err := tx.NewRaw("SELECT pg_try_advisory_xact_lock(hashtextextended(? || current_schema(), 0))", sequencerLock).Scan(ctx, &got); err != nil {
+				if _, err := tx.NewRaw("SELECT pg_advisory_xact_lock(hashtextextended(? || current_schema(), 0))",
+					sequencerLock).Exec(ctx); err != nil {
 					return fmt.Errorf("lock the event sequencer: %w", err)
-				}
-				if !got {
-					return nil // another process is numbering; it announces what it numbers
 				}
 			}
 			var ids []int64

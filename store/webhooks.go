@@ -98,9 +98,19 @@ func DeliveryUUID(webhookUUID, eventUUID string) string {
 	return uuid.NewSHA1(deliveryNS, []byte(webhookUUID+"/"+eventUUID)).String()
 }
 
+// MaxProjectWebhooks bounds a project's webhooks (docs/rules.md §7.5): each event makes one
+// delivery per webhook, and each attempt holds one of the workers' activity slots for up to the
+// delivery timeout, so the fan-out of one event must stay small.
+const MaxProjectWebhooks = 20
+
+// ErrWebhookLimit: the project already has MaxProjectWebhooks webhooks.
+var ErrWebhookLimit = fmt.Errorf("The project already has %d webhooks, the most a project may have; remove one it no "+
+	"longer needs (one webhook can receive every event kind)", MaxProjectWebhooks)
+
 // CreateWebhook stores a new webhook, which receives the events numbered after this moment:
 // committed events are numbered first (SequenceEvents), so none written before it reaches it.
-// w's FromSeq and CreatedAt are set here.
+// w's FromSeq and CreatedAt are set here. A project that has MaxProjectWebhooks already gets
+// ErrWebhookLimit (counted under the dispatcher's lock on PostgreSQL; SQLite's writes take turns).
 func (s *Store) CreateWebhook(ctx context.Context, w *Webhook) error {
 	if _, err := s.SequenceEvents(ctx); err != nil {
 		return err
@@ -114,6 +124,13 @@ func (s *Store) CreateWebhook(ctx context.Context, w *Webhook) error {
 				Exec(ctx); err != nil {
 				return fmt.Errorf("lock the webhook dispatcher: %w", err)
 			}
+		}
+		n, err := tx.NewSelect().Model((*Webhook)(nil)).Where("w.project_uuid = ?", w.ProjectUUID).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("count the project's webhooks: %w", err)
+		}
+		if n >= MaxProjectWebhooks {
+			return ErrWebhookLimit
 		}
 		if err := tx.NewSelect().Model((*Event)(nil)).ColumnExpr("COALESCE(MAX(seq), 0)").Scan(ctx, &w.FromSeq); err != nil {
 			return fmt.Errorf("read the last event: %w", err)

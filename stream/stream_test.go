@@ -319,9 +319,16 @@ func TestStreamReportsAGapAfterPruning(t *testing.T) {
 		for i := range 3 {
 			w.notify(t, w.st, fmt.Sprintf("g%d", i), "mentioned", "t")
 		}
-		top, err := w.st.SequenceEvents(context.Background())
-		require.NoError(t, err)
-		_, err = w.st.DB.NewDelete().Table("events").Where("seq < ?", top).Exec(context.Background())
+		// The hub numbers events too: while it holds the sequencer, SequenceEvents returns at once
+		// with what was numbered before, so wait until all three are.
+		var top int64
+		require.Eventually(t, func() bool {
+			n, err := w.st.SequenceEvents(context.Background())
+			require.NoError(t, err)
+			top = n
+			return top >= 3
+		}, 10*time.Second, 10*time.Millisecond)
+		_, err := w.st.DB.NewDelete().Table("events").Where("seq < ?", top).Exec(context.Background())
 		require.NoError(t, err)
 		c := open(t, url, w.devKey, "0")
 		f := c.next(t, 5*time.Second)

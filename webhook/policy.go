@@ -101,16 +101,46 @@ func (p Policy) hostAllowed(host string) bool {
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 
+// IPv6 ranges whose addresses carry an IPv4 address that a gateway or the host may deliver to:
+// IPv4-compatible (::a.b.c.d, deprecated), NAT64's well-known prefix (RFC 6052), 6to4 (RFC 3056).
+// Their addresses are judged as the IPv4 address they carry. NAT64's local-use prefix (RFC 8215)
+// may put the IPv4 address anywhere in it, and site-local (fec0::/10, deprecated) is private by
+// its definition: both are refused whole.
+var (
+	v4Compatible = netip.MustParsePrefix("::/96")
+	nat64        = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour    = netip.MustParsePrefix("2002::/16")
+	nat64Local   = netip.MustParsePrefix("64:ff9b:1::/48")
+	siteLocal    = netip.MustParsePrefix("fec0::/10")
+)
+
+// embedded4 is the IPv4 address an IPv6 address of v4Compatible, nat64 or sixToFour carries.
+func embedded4(a netip.Addr) (netip.Addr, bool) {
+	b := a.As16()
+	switch {
+	case !a.Is6() || a.IsLoopback() || a.IsUnspecified():
+		return netip.Addr{}, false
+	case v4Compatible.Contains(a), nat64.Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
+}
+
 // kind says which refused range a holds ("" for a public address).
 func kind(a netip.Addr) string {
 	a = a.Unmap()
+	if v4, ok := embedded4(a); ok {
+		a = v4
+	}
 	switch {
 	case a.IsLoopback():
 		return "a loopback address"
 	case a.IsUnspecified() || thisNetwork.Contains(a):
 		return "an unspecified address"
-	case a.IsPrivate():
-		return "a private address (RFC 1918 or fc00::/7)"
+	case a.IsPrivate() || siteLocal.Contains(a) || nat64Local.Contains(a):
+		return "a private address (RFC 1918, fc00::/7, fec0::/10 or NAT64's local-use 64:ff9b:1::/48)"
 	case a.IsLinkLocalUnicast():
 		return "a link-local address (169.254.0.0/16 or fe80::/10, where cloud metadata services answer)"
 	case a.IsMulticast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast():
@@ -131,8 +161,9 @@ func (p Policy) refusal(a netip.Addr) string {
 	if k == "" {
 		return ""
 	}
+	v4, carries := embedded4(a)
 	for _, n := range p.nets {
-		if n.Contains(a) {
+		if n.Contains(a) || carries && n.Contains(v4) {
 			return ""
 		}
 	}
@@ -141,7 +172,8 @@ func (p Policy) refusal(a netip.Addr) string {
 
 // fix is the end of every refusal of a range: how an operator allows it.
 const fix = "Chorus does not send webhooks to internal addresses unless the operator allows them " +
-	"(chorus serve --webhook-allow or " + AllowEnv + ", e.g. 127.0.0.0/8 for a receiver on this machine); " +
+	"(--webhook-allow on chorus serve or chorus dev, and on chorus webhook add, or " + AllowEnv +
+	" for both, e.g. 127.0.0.0/8 for a receiver on this machine); " +
 	"give a URL whose host is publicly reachable"
 
 // URLError is a refused webhook URL: Reason says why and what to do, without naming the field
@@ -195,6 +227,9 @@ func (p Policy) CheckURL(ctx context.Context, raw string) (string, error) {
 			at := " is"
 			if a.String() != host {
 				at = " resolves to " + a.Unmap().String() + ","
+			}
+			if v4, ok := embedded4(a.Unmap()); ok {
+				at = " carries the IPv4 address " + v4.String() + ","
 			}
 			return "", &URLError{fmt.Sprintf("the host %q%s %s. %s", host, at, why, fix)}
 		}

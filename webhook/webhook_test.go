@@ -122,3 +122,45 @@ func TestSignVerify(t *testing.T) {
 	assert.False(t, Verify(s, "1800000001", sig, body, now, 5*time.Minute))
 	assert.False(t, Verify(s, "1800000000", sig, body, now.Add(time.Hour), 5*time.Minute))
 }
+
+// IPv6 addresses that carry an IPv4 address (IPv4-compatible, NAT64's 64:ff9b::/96, 6to4's
+// 2002::/16) are judged as that IPv4 address, at add time and at dial time: a NAT64 gateway or a
+// 6to4 relay would deliver them to it. NAT64's local-use prefix and site-local are refused whole.
+// An operator's allowance of the IPv4 range opens them too.
+func TestEmbeddedIPv4IsJudgedAsIPv4(t *testing.T) {
+	ctx := context.Background()
+	var strict Policy
+	for host, why := range map[string]string{
+		"::127.0.0.1":         "a loopback address",
+		"64:ff9b::127.0.0.1":  "a loopback address",
+		"64:ff9b::a9fe:a9fe":  "a link-local address",
+		"64:ff9b::10.1.2.3":   "a private address",
+		"2002:a9fe:a9fe::1":   "a link-local address",
+		"2002:c0a8:0101::":    "a private address",
+		"2002:7f00:1::":       "a loopback address",
+		"64:ff9b:1::a00:1":    "a private address",
+		"fec0::1":             "a private address",
+		"::0.0.0.2":           "an unspecified address",
+		"64:ff9b::100.64.0.1": "carrier-grade NAT",
+	} {
+		_, err := strict.CheckURL(ctx, "http://["+host+"]/hook")
+		var ue *URLError
+		require.ErrorAs(t, err, &ue, host)
+		assert.Contains(t, ue.Reason, why, host)
+		var de *DialError
+		require.ErrorAs(t, strict.control("tcp", "["+host+"]:443", nil), &de, host)
+		assert.Contains(t, de.Reason, why, host)
+	}
+	_, err := strict.CheckURL(ctx, "http://[64:ff9b::127.0.0.1]/")
+	require.ErrorContains(t, err, "carries the IPv4 address 127.0.0.1, a loopback address")
+	// Public IPv4 addresses behind these prefixes stay public, as do other IPv6 addresses.
+	for _, raw := range []string{"http://[64:ff9b::93.184.216.34]/", "http://[2002:5db8:d822::1]/", "http://[2606:4700::1111]/"} {
+		_, err := strict.CheckURL(ctx, raw)
+		require.NoError(t, err, raw)
+	}
+	allowed, err := ParseAllow("127.0.0.0/8")
+	require.NoError(t, err)
+	_, err = allowed.CheckURL(ctx, "http://[64:ff9b::127.0.0.1]/")
+	require.NoError(t, err)
+	require.NoError(t, allowed.control("tcp", "[::127.0.0.1]:80", nil))
+}

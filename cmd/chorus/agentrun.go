@@ -18,11 +18,11 @@ type agentRunOptions struct {
 	kinds                                                          []string
 	maxConcurrent                                                  int
 	turnTimeout, grace                                             time.Duration
-	dryRun                                                         bool
+	dryRun, noCatchUp                                              bool
 }
 
 // agentFlags are the flags that describe one agent; a config file describes its agents itself.
-var agentFlags = []string{"name", "key-env", "key-file", "command", "workdir", "kinds", "max-concurrent", "turn-timeout", "state-dir"}
+var agentFlags = []string{"name", "key-env", "key-file", "command", "workdir", "kinds", "max-concurrent", "turn-timeout", "state-dir", "no-catch-up"}
 
 func newAgentRunCmd() *cobra.Command {
 	o := agentRunOptions{}
@@ -44,7 +44,10 @@ CHORUS_IDEA_UUID and CHORUS_ENTITY_UUIDS in its environment.
 The state directory (default <workdir>/.chorus/runner/<name or key prefix>) holds a journal of turns
 (synced JSON lines) and each turn's prompt and log. After a crash or a restart the runner resumes
 the stream where every earlier event was handled, runs again a turn cut short, and never runs a
-finished turn twice. One runner per state directory (it is locked).
+finished turn twice. One runner per state directory (it is locked). On a state directory with no
+journal yet, the runner first runs one catch-up turn (CHORUS_EVENT_KINDS=gap; the prompt asks the
+agent to re-read its state with chorus_checkin and chorus_get_my_assignments), so work assigned
+before the runner started is taken up; --no-catch-up (config: "catchUp": false) turns it off.
 
 The key is never a flag: --key-env names an environment variable (default CHORUS_API_KEY), or
 --key-file a file. Several agents: --config runner.json, for example
@@ -68,7 +71,7 @@ run again next time), exit 0.
 			log := newLoggerTo(cmd.ErrOrStderr())
 			for _, a := range agents {
 				log.Info("agent", "agent", a.Name, "url", a.URL, "command", a.Command, "workdir", a.Workdir, "stateDir", a.StateDir,
-					"kinds", strings.Join(a.Kinds, ","), "maxConcurrent", a.MaxConcurrent, "turnTimeout", a.TurnTimeout, "dryRun", o.dryRun)
+					"kinds", strings.Join(a.Kinds, ","), "maxConcurrent", a.MaxConcurrent, "turnTimeout", a.TurnTimeout, "catchUp", !a.NoCatchUp, "dryRun", o.dryRun)
 			}
 			return runner.Run(cmd.Context(), agents, runner.Options{DryRun: o.dryRun, Out: cmd.OutOrStdout(), Log: log, Grace: o.grace})
 		},
@@ -86,6 +89,7 @@ run again next time), exit 0.
 	f.DurationVar(&o.turnTimeout, "turn-timeout", runner.DefaultTurnTimeout, "a turn running longer is killed, with every process it started")
 	f.StringVar(&o.stateDir, "state-dir", "", "the journal, lock and turn logs (default <workdir>/.chorus/runner/<name or key prefix>)")
 	f.DurationVar(&o.grace, "grace", runner.DefaultGrace, "on SIGINT/SIGTERM, how long to wait for running turns before killing them")
+	f.BoolVar(&o.noCatchUp, "no-catch-up", false, "on a state directory with no journal yet, do not run the first catch-up turn (the agent re-reading its assignments)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print each turn's command, workdir and prompt instead of running it; write nothing")
 	return cmd
 }
@@ -120,6 +124,10 @@ func (o agentRunOptions) agents(cmd *cobra.Command) ([]runner.Agent, error) {
 		Workdir: o.workdir, Kinds: o.kinds, MaxConcurrent: o.maxConcurrent, TurnTimeout: o.turnTimeout.String(), StateDir: o.stateDir}
 	if o.keyFile != "" {
 		spec.KeyEnv = ""
+	}
+	if o.noCatchUp {
+		no := false
+		spec.CatchUp = &no
 	}
 	a, err := spec.Resolve(os.Getenv)
 	if err != nil {

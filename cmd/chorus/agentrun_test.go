@@ -25,13 +25,20 @@ import (
 // fakeAgent is the command the runner runs in TestAgentRunTakesAssignedTasksToVerify: a
 // developer that never polls. For each task its turn names it moves the task to in_progress,
 // self-checks its criterion and submits it, with `chorus mcp call` (CHORUS_URL and
-// CHORUS_API_KEY come from the runner). It stamps each turn's start and end (turn, event ids,
-// process group) in $STAMPS and, while $HOLD exists, waits before doing anything.
+// CHORUS_API_KEY come from the runner); a turn that names no task (the runner's catch-up turn)
+// reads its assignments once and does the same to each task still only assigned. It stamps each
+// turn's start and end (turn, event ids, process group) in $STAMPS and, while $HOLD exists,
+// waits before doing anything.
 const fakeAgent = `set -e
 pgid=$(awk '{print $5}' /proc/$$/stat)
 echo "start $CHORUS_TURN_ID ${CHORUS_IDEA_UUID:--} ${CHORUS_EVENT_IDS:--} $pgid" >> "$STAMPS"
 while [ -e "$HOLD" ]; do sleep 0.05; done
-for task in $(echo "$CHORUS_ENTITY_UUIDS" | tr ',' ' '); do
+tasks=$(echo "$CHORUS_ENTITY_UUIDS" | tr ',' ' ')
+if [ -z "$tasks" ]; then
+  # keys come sorted: a task's status before its uuid
+  tasks=$(chorus mcp call chorus_get_my_assignments --field taskTracker | awk -F'"' '/"status":/ {st=$4} /"uuid":/ {if (st == "assigned") print $4}')
+fi
+for task in $tasks; do
   chorus mcp call chorus_report_work taskUuid=$task report="starting" status=in_progress > /dev/null
   crit=$(chorus mcp call chorus_get_task taskUuid=$task --field acceptanceCriteriaItems.0.uuid)
   chorus mcp call chorus_report_criteria_self_check "{\"taskUuid\":\"$task\",\"criteria\":[{\"uuid\":\"$crit\",\"devStatus\":\"passed\",\"devEvidence\":\"fake agent\"}]}" > /dev/null
@@ -41,9 +48,10 @@ echo "end $CHORUS_TURN_ID ${CHORUS_IDEA_UUID:--} ${CHORUS_EVENT_IDS:--} $pgid" >
 `
 
 // Issue 23: `chorus agent run` with a fake agent command (a script driving `chorus mcp call`)
-// takes two assigned tasks of one idea to to_verify with no polling, runs the idea's turns one
-// at a time, and, killed (SIGKILL) during a turn and started again, runs that turn again and no
-// finished turn twice; on SQLite and PostgreSQL.
+// takes a task assigned before it started to to_verify in its first start's catch-up turn, then
+// two tasks assigned while it runs with no polling, runs the idea's turns one at a time, and,
+// killed (SIGKILL) during a turn and started again, runs that turn again and no finished turn
+// (nor the catch-up) twice; on SQLite and PostgreSQL.
 func TestAgentRunTakesAssignedTasksToVerify(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("starts a whole chorus dev stack; skipped under -short")
@@ -66,7 +74,7 @@ func TestAgentRunTakesAssignedTasksToVerify(t *testing.T) {
 			defer admin.Close()
 
 			// One idea, approved into three tasks; a developer agent.
-			tasks := approvedTasks(t, admin, 3)
+			tasks := approvedTasks(t, admin, 4)
 			devKey := createAgent(t, dataDir, "runner-dev", []string{"developer_agent"}, nil).Key
 			dev, err := connectAgent(ctx, stack.url, devKey)
 			require.NoError(t, err)
@@ -97,28 +105,36 @@ func TestAgentRunTakesAssignedTasksToVerify(t *testing.T) {
 				}, 2*time.Minute, 100*time.Millisecond, "tasks did not reach %s; runner:\n%s\nstamps:\n%s", want, r.log, e.stamps())
 			}
 
-			// Two assignments: the tasks reach to_verify, turns of the idea one at a time.
-			r1 := e.start(t, "following the event stream from its newest event")
+			// One assignment before the runner starts: its event is older than the stream's
+			// start, so the first start's catch-up turn takes the task to to_verify.
 			assign(tasks[0])
-			assign(tasks[1])
-			waitStatus(r1, "to_verify", tasks[0], tasks[1])
+			r1 := e.start(t, "following the event stream from its newest event")
+			waitStatus(r1, "to_verify", tasks[0])
+			require.Eventually(t, func() bool { return strings.Contains(e.stamps(), "end 000001 ") }, time.Minute,
+				20*time.Millisecond, "the catch-up turn did not end; stamps:\n%s", e.stamps())
 
-			// A third: the runner is killed during its turn, with the turn's processes (as a
+			// Two assignments: the tasks reach to_verify, turns of the idea one at a time.
+			assign(tasks[1])
+			assign(tasks[2])
+			waitStatus(r1, "to_verify", tasks[1], tasks[2])
+
+			// A fourth: the runner is killed during its turn, with the turn's processes (as a
 			// machine that goes down), and started again.
 			require.NoError(t, os.WriteFile(e.hold, nil, 0o600))
-			assign(tasks[2])
+			assign(tasks[3])
 			held := e.waitStart(t, r1)
 			r1.kill(t)
 			require.NoError(t, syscall.Kill(-held.pgid, syscall.SIGKILL))
 			require.NoError(t, os.Remove(e.hold))
 			r2 := e.start(t, "following the event stream")
-			waitStatus(r2, "to_verify", tasks[2])
+			waitStatus(r2, "to_verify", tasks[3])
 			require.Eventually(t, func() bool { return strings.Contains(r2.log.String(), `msg="turn finished"`) },
 				time.Minute, 50*time.Millisecond)
 			r2.stop(t)
 
-			// From the stamps: no two turns of the idea overlapped; every event's turn finished
-			// once; the killed turn ran again, and no other.
+			// From the stamps: no two turns of the idea overlapped; the catch-up turn (no event
+			// id: "-") ran first and once; every event's turn finished once; the killed turn ran
+			// again, and no other.
 			stamps := e.readStamps(t)
 			running := ""
 			started, finished := map[string]int{}, map[string]int{}
@@ -142,7 +158,9 @@ func TestAgentRunTakesAssignedTasksToVerify(t *testing.T) {
 					running = "" // the killed turn: it never ends
 				}
 			}
-			require.Len(t, finished, 3, "one event per assignment: %v", stamps)
+			require.Equal(t, turnStamp{what: "start", turn: "000001", idea: "-", ids: []string{"-"}, pgid: stamps[0].pgid}, stamps[0],
+				"the catch-up turn comes first")
+			require.Len(t, finished, 4, "the catch-up and one event per assignment made after the start: %v", stamps)
 			for id, n := range finished {
 				require.Equal(t, 1, n, "event %s was finished %d times: %v", id, n, stamps)
 				want := 1
@@ -152,10 +170,14 @@ func TestAgentRunTakesAssignedTasksToVerify(t *testing.T) {
 				require.Equal(t, want, started[id], "event %s started %d times: %v", id, started[id], stamps)
 			}
 			require.Contains(t, r2.log.String(), "resuming turns the runner stopped during")
-			prompt, err := os.ReadFile(filepath.Join(e.work, ".chorus", "runner", "dev", "turns", "000001.prompt"))
+			turns := filepath.Join(e.work, ".chorus", "runner", "dev", "turns")
+			prompt, err := os.ReadFile(filepath.Join(turns, "000001.prompt"))
 			require.NoError(t, err)
-			require.Contains(t, string(prompt), "task_assigned on task "+tasks[0])
-			require.Contains(t, string(prompt), "Playbook task-to-submission taskUuid="+tasks[0]+":\nTake a task from claim to submission",
+			require.Contains(t, string(prompt), "Catch up: the runner has just started for you for the first time")
+			prompt, err = os.ReadFile(filepath.Join(turns, "000002.prompt"))
+			require.NoError(t, err)
+			require.Contains(t, string(prompt), "task_assigned on task "+tasks[1])
+			require.Contains(t, string(prompt), "Playbook task-to-submission taskUuid="+tasks[1]+":\nTake a task from claim to submission",
 				"the playbook was fetched with prompts/get")
 		})
 	}

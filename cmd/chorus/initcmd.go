@@ -283,7 +283,10 @@ func planInit(g *globals, o initOptions) ([]initPlan, initSettings, []initHost, 
 	// add plans one file: merge gives its new content from the old, or, with force, content
 	// that replaces what merge could not read.
 	add := func(rel, what, format string, merge func(old []byte, force bool) ([]byte, error)) error {
-		path := filepath.Join(o.dir, rel)
+		path, err := initTarget(o.dir, rel)
+		if err != nil {
+			return err
+		}
 		old, mode, err := readExisting(path)
 		if err != nil {
 			return err
@@ -400,6 +403,10 @@ func initEndpoint(g *globals, raw string) (string, error) {
 		return "", fmt.Errorf("%s %q is not a Chorus MCP endpoint: give an http(s) URL ending in %s, such as "+
 			"https://chorus.example.com%s (choose toolsets with --toolsets, not in the URL)", from, raw, mcp.Path, mcp.Path)
 	}
+	if u.User != nil {
+		return "", fmt.Errorf("%s carries a user name or password; take them out: the files chorus init writes are meant "+
+			"to be committed, and the key goes in the environment variable --key-env names", from)
+	}
 	if path == "" {
 		path = mcp.Path
 	}
@@ -477,50 +484,6 @@ func mergeSection(existing []byte, section string, force bool) ([]byte, error) {
 		return []byte(text[:i] + section + text[j:]), nil
 	}
 	return nil, fmt.Errorf("its %s and %s markers are repeated or out of order", initSectionBegin, initSectionEnd)
-}
-
-// readExisting reads a file that may not exist (nil, 0644) and its permissions.
-func readExisting(path string) ([]byte, fs.FileMode, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0o644, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b, info.Mode().Perm(), nil
-}
-
-// writeFileAtomic writes content to path through a temporary file in its directory, so a reader
-// never sees half a file.
-func writeFileAtomic(path string, content []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // printInitSummary says what chorus init did to each file, and where each host takes the key from.

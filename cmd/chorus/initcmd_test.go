@@ -436,3 +436,78 @@ func TestInitClaudeCodeConfigConnects(t *testing.T) {
 	_, steps, _ := strings.Cut(text, "\n\n")
 	require.Contains(t, files["AGENTS.md"], steps, "AGENTS.md holds the playbook the server serves")
 }
+
+// A URL with a user name or password (a key pasted into it, or basic-auth credentials) is
+// refused, without echoing them, and nothing is written: the files chorus init writes are meant
+// to be committed, and no file it writes may hold a credential.
+func TestInitRefusesCredentialsInTheURL(t *testing.T) {
+	initEnv(t)
+	dir := t.TempDir()
+	for _, u := range []string{"https://admin:s3cretPassw0rd@chorus.example.com/api/mcp", "https://" + fakeKey + "@chorus.example.com/"} {
+		out, err := runInit(t, dir, "--url", u)
+		require.Error(t, err, out)
+		require.ErrorContains(t, err, "--url carries a user name or password")
+		require.NotContains(t, err.Error(), "s3cretPassw0rd")
+		require.NotContains(t, err.Error(), fakeKey)
+		require.Empty(t, snapshot(t, dir), "nothing is written")
+	}
+	t.Setenv("CHORUS_URL", "http://u:s3cretPassw0rd@127.0.0.1:8637/api/mcp")
+	_, err := runInit(t, dir)
+	require.ErrorContains(t, err, "CHORUS_URL carries a user name or password")
+	require.Empty(t, snapshot(t, dir))
+}
+
+// A file or directory chorus init would write that is a symbolic link leading outside --dir (a
+// hostile checkout's AGENTS.md -> ~/.ssh/id_ed25519, or .cursor -> ~/.config) is refused, with
+// --force too, and nothing is written: following it would copy the target's content into a file
+// meant to be committed, or write outside the project. A link inside --dir (CLAUDE.md ->
+// AGENTS.md) is written through and stays a link.
+func TestInitDoesNotFollowLinksOutOfTheDir(t *testing.T) {
+	initEnv(t)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "id_ed25519")
+	require.NoError(t, os.WriteFile(secret, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETSECRET\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(outside, "conf"), 0o700))
+
+	for _, c := range []struct{ link, target string }{
+		{"AGENTS.md", secret}, {".cursor", filepath.Join(outside, "conf")}, {".mcp.json", filepath.Join(outside, "new.json")},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.Symlink(c.target, filepath.Join(dir, c.link)))
+		for _, force := range []bool{false, true} {
+			args := []string{"--host", "all"}
+			if force {
+				args = append(args, "--force")
+			}
+			out, err := runInit(t, dir, args...)
+			require.Error(t, err, "%s: %s", c.link, out)
+			require.ErrorContains(t, err, filepath.Join(dir, c.link)+" is a symbolic link to "+c.target+", outside "+dir)
+			require.ErrorContains(t, err, "nothing was written")
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "nothing but the link: %v", entries)
+			fi, err := os.Lstat(filepath.Join(dir, c.link))
+			require.NoError(t, err)
+			require.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is left as it was")
+		}
+	}
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETSECRET\n", string(b))
+	entries, err := os.ReadDir(filepath.Join(outside, "conf"))
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was written outside --dir")
+	require.NoFileExists(t, filepath.Join(outside, "new.json"))
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("# Agents\n"), 0o644))
+	require.NoError(t, os.Symlink("AGENTS.md", filepath.Join(dir, "CLAUDE.md")))
+	out, err := runInit(t, dir, "--host", "claude-code", "--instructions", "CLAUDE.md")
+	require.NoError(t, err, out)
+	fi, err := os.Lstat(filepath.Join(dir, "CLAUDE.md"))
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeSymlink, "CLAUDE.md is still a link")
+	b, err = os.ReadFile(filepath.Join(dir, "AGENTS.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "# Agents\n\n"+initSectionBegin)
+}

@@ -1,7 +1,8 @@
 package main
 
 // The config files of the hosts chorus init writes: merging its server entry into a JSON host's
-// file (Claude Code, Cursor, VS Code) or Codex's TOML, keeping everything else as it was.
+// file (Claude Code, Cursor, VS Code) or Codex's TOML, keeping everything else as it was; and
+// where and how each file is read and written.
 
 import (
 	"bytes"
@@ -9,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -303,4 +307,100 @@ func mergeCodexServer(existing []byte, s initSettings) ([]byte, error) {
 		return nil, fmt.Errorf("it defines mcp_servers.%s in a form chorus init cannot replace", initServerName)
 	}
 	return []byte(merged), nil
+}
+
+// initTarget is the file chorus init writes for rel under dir: dir/rel, or, when it or a
+// directory on the way is a symbolic link, where the link leads, which must be inside dir (a
+// CLAUDE.md -> AGENTS.md link is written through and stays a link). A link leading outside is an
+// error, --force or not: following it would copy what it points at (a hostile checkout's
+// AGENTS.md -> ~/.ssh/id_ed25519) into a file meant to be committed, or write outside the project.
+func initTarget(dir, rel string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	at, followed := root, false
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i, part := range parts {
+		next := filepath.Join(at, part)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			at = filepath.Join(append([]string{next}, parts[i+1:]...)...)
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			link, err := os.Readlink(next)
+			if err != nil {
+				return "", err
+			}
+			to := link
+			if !filepath.IsAbs(to) {
+				to = filepath.Join(at, to)
+			}
+			if r, err := filepath.EvalSymlinks(to); err == nil {
+				to = r
+			}
+			if to != root && !strings.HasPrefix(to, root+string(filepath.Separator)) {
+				return "", fmt.Errorf("%s is a symbolic link to %s, outside %s: chorus init writes only inside the project "+
+					"directory, so nothing was written; replace the link with a file or directory of the project",
+					filepath.Join(dir, filepath.Join(parts[:i+1]...)), link, dir)
+			}
+			next, followed = to, true
+		}
+		at = next
+	}
+	if !followed {
+		return filepath.Join(dir, rel), nil
+	}
+	return at, nil
+}
+
+// readExisting reads a file that may not exist (nil, 0644) and its permissions.
+func readExisting(path string) ([]byte, fs.FileMode, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0o644, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, info.Mode().Perm(), nil
+}
+
+// writeFileAtomic writes content to path through a temporary file in its directory, so a reader
+// never sees half a file.
+func writeFileAtomic(path string, content []byte, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
