@@ -158,15 +158,11 @@ func (o *Options) validate() ([]string, error) {
 	}{{"--agents", o.Agents}, {"--tasks-per-agent", o.TasksPer}, {"--rounds", o.Rounds}, {"--race-rounds", o.RaceRounds},
 		{"--read-tasks", o.ReadTasks}, {"--read-calls", o.ReadCalls}, {"--bulk-batches", o.BulkBatches},
 		{"--floor-ops", o.FloorOps}, {"--floor-per-client", o.FloorPer}}
-	if slices.Contains(phases, phaseEvents) {
-		positive = append(positive, []struct {
-			name string
-			v    int
-		}{{"--streams", o.Streams}, {"--event-rounds", o.EventRounds}}...)
-		if o.EventRounds > o.Streams && o.Streams > 0 {
-			return nil, fmt.Errorf("--event-rounds (%d) must not exceed --streams (%d): each round reassigns every task to the next agent", o.EventRounds, o.Streams)
-		}
+	more, err := o.eventFlags(phases)
+	if err != nil {
+		return nil, err
 	}
+	positive = append(positive, more...)
 	// The named phases' flags count only when their phase runs.
 	if slices.Contains(phases, phaseSoak) {
 		positive = append(positive, struct {
@@ -188,18 +184,6 @@ func (o *Options) validate() ([]string, error) {
 			name string
 			v    int
 		}{{"--ops-entities", o.OpsEntities}, {"--ops-concurrency", o.OpsConcurrency}}...)
-	}
-	if slices.Contains(phases, phaseWebhooks) {
-		positive = append(positive, []struct {
-			name string
-			v    int
-		}{{"--webhook-rate", o.WebhookRate}, {"--webhook-seconds", o.WebhookSeconds}}...)
-		if o.WebhookWrites == "" {
-			o.WebhookWrites = hookWritesComment
-		}
-		if o.WebhookWrites != hookWritesComment && o.WebhookWrites != hookWritesAssign {
-			return nil, fmt.Errorf("--webhook-writes must be %s or %s, not %q", hookWritesComment, hookWritesAssign, o.WebhookWrites)
-		}
 	}
 	for _, p := range positive {
 		if p.v < 1 {
@@ -246,6 +230,40 @@ func (o *Options) validate() ([]string, error) {
 		return nil, errors.New("--seed-live-database only applies with --endpoint")
 	}
 	return phases, nil
+}
+
+// eventFlags checks the flags of the events and webhooks phases, when they run, and returns
+// those that must be at least 1.
+func (o *Options) eventFlags(phases []string) ([]struct {
+	name string
+	v    int
+}, error) {
+	var positive []struct {
+		name string
+		v    int
+	}
+	if slices.Contains(phases, phaseEvents) {
+		positive = append(positive, []struct {
+			name string
+			v    int
+		}{{"--streams", o.Streams}, {"--event-rounds", o.EventRounds}}...)
+		if o.EventRounds > o.Streams && o.Streams > 0 {
+			return nil, fmt.Errorf("--event-rounds (%d) must not exceed --streams (%d): each round reassigns every task to the next agent", o.EventRounds, o.Streams)
+		}
+	}
+	if slices.Contains(phases, phaseWebhooks) {
+		positive = append(positive, []struct {
+			name string
+			v    int
+		}{{"--webhook-rate", o.WebhookRate}, {"--webhook-seconds", o.WebhookSeconds}}...)
+		if o.WebhookWrites == "" {
+			o.WebhookWrites = hookWritesComment
+		}
+		if o.WebhookWrites != hookWritesComment && o.WebhookWrites != hookWritesAssign {
+			return nil, fmt.Errorf("--webhook-writes must be %s or %s, not %q", hookWritesComment, hookWritesAssign, o.WebhookWrites)
+		}
+	}
+	return positive, nil
 }
 
 // Run checks o, then runs the phases it names against the Chorus it says (a stack of its own,

@@ -112,26 +112,79 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 	}
 	recv.measure(hook.secret, from)
 
-	// The writes: job i, due at start + i/rate, writes on task i mod nTasks (an assignment to
-	// agent (i / nTasks) mod 2).
-	total := rate * secs
-	calls := &recorder{}
-	var written atomic.Int64
-	var lastReturn atomic.Int64 // unix nanos
-	samples := []hookSample{}
-	stopSampling := make(chan struct{})
-	sampled := make(chan struct{})
+	w := b.hookWrites(ctx, recv, tasks, agents)
+
+	// The events the writes made, as the store numbered them: what the webhook must deliver.
+	events, err := b.countProjectEvents(ctx, project.UUID, from)
+	if err != nil {
+		res.Notes = append(res.Notes, "Counting the project's events failed: "+err.Error())
+		events = w.written()
+	}
+	drainedAt := recv.waitFor(ctx, events, hookDrainWait)
+	samples := w.stopSampling()
+	r := recv.result()
+
+	cs := w.calls.summary(w.wall)
+	res.Rows = append(res.Rows, row{Name: hookTool(b.o.WebhookWrites) + " (the writes)", Concurrency: hookDrivers, summary: cs})
+	ls := summarize(r.lag, 0)
+	if r.lastAt.After(r.firstAt) {
+		ls.WallS = r.lastAt.Sub(r.firstAt).Seconds()
+		ls.Rate = float64(ls.N) / ls.WallS
+	}
+	res.Rows = append(res.Rows, row{Name: "delivery lag (event's time to receiver)", Concurrency: 1, summary: ls})
+	f := hookFigures{Writes: b.o.WebhookWrites, Rate: rate, Seconds: secs, Calls: cs.N, WriteRate: cs.Rate, Events: events, Delivered: r.delivered,
+		Duplicates: r.duplicates, BadSignature: r.bad, P50Ms: ls.P50Ms, P95Ms: ls.P95Ms, P99Ms: ls.P99Ms, MaxMs: ls.MaxMs,
+		Backlog: samples}
+	if !drainedAt.IsZero() && w.lastReturn.Load() != 0 {
+		f.DrainSeconds = max(drainedAt.Sub(time.Unix(0, w.lastReturn.Load())), 0).Seconds()
+	} else {
+		f.DrainSeconds = -1
+	}
+	res.Webhooks = &f
+	res.Targets = append(res.Targets, f.targets()...)
+	res.Notes = append(res.Notes, f.note(hookDrivers))
+	return res
+}
+
+// hookRun is the webhooks phase's writes under way: their calls, how many succeeded and when
+// the last returned, and the backlog sampled once a second until stopSampling.
+type hookRun struct {
+	calls      *recorder
+	ok         atomic.Int64
+	lastReturn atomic.Int64 // unix nanos
+	wall       time.Duration
+	samples    []hookSample
+	stop, done chan struct{}
+}
+
+func (w *hookRun) written() int { return int(w.ok.Load()) }
+
+// stopSampling stops the backlog samples and returns them.
+func (w *hookRun) stopSampling() []hookSample {
+	close(w.stop)
+	<-w.done
+	return w.samples
+}
+
+// hookWrites makes the phase's writes: job i, due at start + i/rate, writes on task
+// i mod len(tasks) (a comment, or an assignment to agent (i / len(tasks)) mod 2), hookDrivers at
+// most in flight, one at a time per task. It returns once they are all made, the backlog samples
+// still running.
+func (b *bencher) hookWrites(ctx context.Context, recv *hookReceiver, tasks []string, agents []benchAgent) *hookRun {
+	rate, nTasks := b.o.WebhookRate, len(tasks)
+	total := rate * b.o.WebhookSeconds
+	w := &hookRun{calls: &recorder{}, stop: make(chan struct{}), done: make(chan struct{})}
 	start := time.Now()
 	go func() {
-		defer close(sampled)
+		defer close(w.done)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
 			select {
-			case <-stopSampling:
+			case <-w.stop:
 				return
 			case <-tick.C:
-				samples = append(samples, hookSample{Seconds: time.Since(start).Seconds(), Written: int(written.Load()),
+				w.samples = append(w.samples, hookSample{Seconds: time.Since(start).Seconds(), Written: w.written(),
 					Delivered: recv.count()})
 			}
 		}
@@ -168,48 +221,16 @@ func (b *bencher) webhooksPhase(ctx context.Context) *phaseResult {
 				err = b.admin.Call(ctx, "chorus_add_comment", map[string]any{"targetType": "task", "targetUuid": tasks[k],
 					"content": fmt.Sprintf("bench webhook event %d", i+1)}, nil)
 			}
-			calls.observe(t0, err)
+			w.calls.observe(t0, err)
 			lastTask[k].Unlock()
 			if err == nil {
-				written.Add(1)
-				lastReturn.Store(time.Now().UnixNano())
+				w.ok.Add(1)
+				w.lastReturn.Store(time.Now().UnixNano())
 			}
 		}
 	})
-	writeWall := time.Since(start)
-
-	// The events the writes made, as the store numbered them: what the webhook must deliver.
-	events, err := b.countProjectEvents(ctx, project.UUID, from)
-	if err != nil {
-		res.Notes = append(res.Notes, "Counting the project's events failed: "+err.Error())
-		events = int(written.Load())
-	}
-	drainedAt := recv.waitFor(ctx, events, hookDrainWait)
-	close(stopSampling)
-	<-sampled
-	last := time.Unix(0, lastReturn.Load())
-	r := recv.result()
-
-	cs := calls.summary(writeWall)
-	res.Rows = append(res.Rows, row{Name: hookTool(b.o.WebhookWrites) + " (the writes)", Concurrency: hookDrivers, summary: cs})
-	ls := summarize(r.lag, 0)
-	if r.lastAt.After(r.firstAt) {
-		ls.WallS = r.lastAt.Sub(r.firstAt).Seconds()
-		ls.Rate = float64(ls.N) / ls.WallS
-	}
-	res.Rows = append(res.Rows, row{Name: "delivery lag (event's time to receiver)", Concurrency: 1, summary: ls})
-	f := hookFigures{Writes: b.o.WebhookWrites, Rate: rate, Seconds: secs, Calls: cs.N, WriteRate: cs.Rate, Events: events, Delivered: r.delivered,
-		Duplicates: r.duplicates, BadSignature: r.bad, P50Ms: ls.P50Ms, P95Ms: ls.P95Ms, P99Ms: ls.P99Ms, MaxMs: ls.MaxMs,
-		Backlog: samples}
-	if !drainedAt.IsZero() && lastReturn.Load() != 0 {
-		f.DrainSeconds = max(drainedAt.Sub(last), 0).Seconds()
-	} else {
-		f.DrainSeconds = -1
-	}
-	res.Webhooks = &f
-	res.Targets = append(res.Targets, f.targets()...)
-	res.Notes = append(res.Notes, f.note(hookDrivers))
-	return res
+	w.wall = time.Since(start)
+	return w
 }
 
 // countProjectEvents counts the numbered events of project after seq from.

@@ -31,6 +31,18 @@ func benchWiring() bench.Wiring {
 	}
 }
 
+// eventBenchFlags binds the flags of the events and webhooks phases.
+func eventBenchFlags(cmd *cobra.Command, o *bench.Options) {
+	f := cmd.Flags()
+	f.IntVar(&o.Streams, "streams", 200, "events phase: event streams (GET /api/events) open at once, one agent each")
+	f.IntVar(&o.EventRounds, "event-rounds", 2, "events phase: task_assigned events each stream receives")
+	f.IntVar(&o.WebhookRate, "webhook-rate", 50, "webhooks phase: events written a second")
+	f.IntVar(&o.WebhookSeconds, "webhook-seconds", 20, "webhooks phase: how long the events are written")
+	f.StringVar(&o.WebhookWrites, "webhook-writes", "comment", "webhooks phase: the writes that make the events: comment "+
+		"(chorus_add_comment, a store transaction each) or assign (chorus_pm_assign_task, a task workflow's update each, "+
+		"so deliveries compete with lifecycle work)")
+}
+
 func newBenchCmd() *cobra.Command {
 	o := bench.Options{}
 	var surface bool
@@ -105,13 +117,7 @@ Then it prints a Markdown table per phase and writes every figure to --json.`,
 	f.IntVar(&o.BulkSize, "bulk-size", 50, "tasks per chorus_create_tasks call in the bulk phase (1 to 100)")
 	f.IntVar(&o.FloorOps, "floor-ops", 100, "sequential operations per floor")
 	f.IntVar(&o.FloorPer, "floor-per-client", 10, "operations per client of the concurrent floors")
-	f.IntVar(&o.Streams, "streams", 200, "events phase: event streams (GET /api/events) open at once, one agent each")
-	f.IntVar(&o.EventRounds, "event-rounds", 2, "events phase: task_assigned events each stream receives")
-	f.IntVar(&o.WebhookRate, "webhook-rate", 50, "webhooks phase: events written a second (task assignments through MCP)")
-	f.IntVar(&o.WebhookSeconds, "webhook-seconds", 20, "webhooks phase: how long the events are written")
-	f.StringVar(&o.WebhookWrites, "webhook-writes", "comment", "webhooks phase: the writes that make the events: comment "+
-		"(chorus_add_comment, a store transaction each) or assign (chorus_pm_assign_task, a task workflow's update each, "+
-		"so deliveries compete with lifecycle work)")
+	eventBenchFlags(cmd, &o)
 	f.StringVar(&o.JSONPath, "json", "bench-results.json", "write every figure, with the machine, to this JSON file (empty: none)")
 	f.StringVar(&o.DatabaseURL, "database-url", "", "PostgreSQL URL for the app database (default: SQLite in the temporary directory); "+
 		"with --endpoint, the database of the Chorus being measured")
