@@ -58,11 +58,13 @@ func (b WebhookBackoff) After(attempt int32) time.Duration {
 	return min(d, b.Max)
 }
 
-// DeliverWebhookInput is one attempt's input: the delivery and its workflow's schedule (for the
-// next attempt's time recorded on the row).
+// DeliverWebhookInput is one attempt's input: the delivery, its workflow's schedule (for the
+// next attempt's time recorded on the row) and the attempts made before its workflow started
+// (the dispatcher's own first one, WebhookDispatcher).
 type DeliverWebhookInput struct {
 	DeliveryUUID string         `json:"deliveryUuid"`
 	Backoff      WebhookBackoff `json:"backoff"`
+	Made         int32          `json:"made,omitempty"`
 }
 
 // ErrWebhookAttempt is the type of a failed attempt's error: retryable, under the workflow's
@@ -80,34 +82,48 @@ func (a *Activities) webhookHTTP() *http.Client {
 	return a.webhooks.c
 }
 
-// DeliverWebhook makes one attempt of a delivery (docs/rules.md §7.5): it POSTs the stored body
-// to the webhook's URL, signed, through the policy's client (the address dialled is checked, no
-// redirect followed, WebhookTimeout). A 2xx records it delivered. Anything else records the
-// failed attempt on the row (status code, a short error, when the next attempt is due) and
-// returns a retryable error. A delivery already delivered (a second run of its workflow) is not
-// sent again; one whose row or webhook is gone ends with a non-retryable NotFound.
+// DeliverWebhook makes one attempt of a delivery (AttemptWebhook) as its workflow's activity. A
+// failed attempt returns a retryable error; one whose row or webhook is gone ends with a
+// non-retryable NotFound.
 func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error {
-	t, err := a.Store.DeliveryTarget(ctx, in.DeliveryUUID)
+	delivered, failure, err := AttemptWebhook(ctx, a, in.DeliveryUUID, activity.GetInfo(ctx).Attempt+in.Made, in.Backoff)
 	if err != nil {
 		return outcome(err)
 	}
+	if !delivered {
+		return temporal.NewApplicationError(failure, ErrWebhookAttempt)
+	}
+	return nil
+}
+
+// AttemptWebhook makes attempt number n (1 for the first) of a delivery (docs/rules.md §7.5): it
+// POSTs the stored body to the webhook's URL, signed, through the policy's client (the address
+// dialled is checked, no redirect followed, WebhookTimeout). A 2xx records it delivered.
+// Anything else records the failed attempt on the row (status code, a short error, when attempt
+// n+1 is due under b) and returns delivered false with that error's text. A delivery already
+// delivered is not sent again (delivered true). err is the store's: NotFound when the row or its
+// webhook is gone, or a failure to read or record. It is a function, not a method, so that a
+// worker does not register it as an activity: the dispatcher calls it for first attempts.
+func AttemptWebhook(ctx context.Context, a *Activities, deliveryUUID string, n int32, b WebhookBackoff) (delivered bool,
+	failure string, err error) {
+	t, err := a.Store.DeliveryTarget(ctx, deliveryUUID)
+	if err != nil {
+		return false, "", err
+	}
 	if t.Delivery.State == store.DeliveryDelivered {
-		return nil
+		return true, "", nil
 	}
 	code, sendErr := a.postWebhook(ctx, t)
 	rec := store.DeliveryAttempt{Delivered: sendErr == nil, StatusCode: code}
 	if sendErr != nil {
 		rec.Error = sendErr.Error()
-		next := time.Now().Add(in.Backoff.OrDefault().After(activity.GetInfo(ctx).Attempt)).UTC()
+		next := time.Now().Add(b.OrDefault().After(max(n, 1))).UTC()
 		rec.Next = &next
 	}
-	if err := a.Store.RecordDeliveryAttempt(ctx, in.DeliveryUUID, rec); err != nil {
-		return err
+	if err := a.Store.RecordDeliveryAttempt(ctx, deliveryUUID, rec); err != nil {
+		return false, "", err
 	}
-	if sendErr != nil {
-		return temporal.NewApplicationError(rec.Error, ErrWebhookAttempt)
-	}
-	return nil
+	return sendErr == nil, rec.Error, nil
 }
 
 // postWebhook sends one attempt and returns the status code (0 without an answer) and nil for a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
@@ -44,7 +45,7 @@ func TestDeliveryErrorLeavesTheURLOut(t *testing.T) {
 			require.NoError(t, err)
 			_, err = st.DispatchWebhookEvents(ctx, 10)
 			require.NoError(t, err)
-			ds, err := st.UndispatchedDeliveries(ctx, 10)
+			ds, err := st.UndispatchedDeliveries(ctx, 10, time.Now())
 			require.NoError(t, err)
 			require.Len(t, ds, 1)
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -176,7 +177,7 @@ func TestWebhookDispatch(t *testing.T) {
 			assert.Equal(t, []string{"mentioned", "task_verified", "comment_added"}, kinds(all),
 				"newest first; not the event before it, nor the other project's")
 			assert.Equal(t, []string{"task_verified"}, kinds(only))
-			undispatched, err := e.st.UndispatchedDeliveries(ctx, 100)
+			undispatched, err := e.st.UndispatchedDeliveries(ctx, 100, time.Now())
 			require.NoError(t, err)
 			assert.Len(t, undispatched, 4)
 
@@ -422,6 +423,91 @@ func TestWebhooksPerProjectAreCapped(t *testing.T) {
 			require.NoError(t, err)
 			_, _, err = e.app.AddWebhook(ctx, e.admin, NewWebhook{ProjectUUID: e.proj.UUID, URL: "http://127.0.0.1:9/room"})
 			require.NoError(t, err, "removing one makes room")
+		})
+	}
+}
+
+// A delivery's first attempt is the dispatcher's own: one that succeeds costs no workflow; one
+// that fails goes to its workflow, which retries after the backoff's pause; and a first attempt
+// whose dispatcher stopped half way (its claim left behind) is taken over by a workflow once stale.
+func TestWebhookFirstAttemptNeedsNoWorkflow(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFlowHookEnv(t, dialect, activities.WebhookBackoff{Initial: time.Second, Max: 2 * time.Second, Total: 5 * time.Minute})
+			sender := activities.New(f.st, f.tc)
+			sender.WebhookPolicy = f.allowLoopack
+			f.disp.Sender = sender
+			rcv := newReceiver(t, 0)
+			w, secret, err := f.app.AddWebhook(ctx, f.admin, NewWebhook{ProjectUUID: f.proj.UUID, URL: rcv.URL})
+			require.NoError(t, err)
+			rcv.secret = secret
+			row := func(id string) *store.WebhookDelivery {
+				d, err := f.st.WebhookDeliveryByUUID(ctx, id)
+				require.NoError(t, err)
+				return d
+			}
+			only := func(kind string) string {
+				_, ds, err := f.app.ListDeliveries(ctx, f.admin, w.UUID, "")
+				require.NoError(t, err)
+				for _, d := range ds {
+					if d.Kind == kind {
+						return d.UUID
+					}
+				}
+				t.Fatalf("no delivery of %s", kind)
+				return ""
+			}
+
+			// Delivered at the first attempt: no workflow at all.
+			f.event(t, f.proj.UUID, "task_assigned")
+			require.NoError(t, f.disp.Pass(ctx))
+			got := rcv.next(t)
+			assert.True(t, got.signed)
+			id := only("task_assigned")
+			assert.Equal(t, id, got.id)
+			require.Eventually(t, func() bool { return row(id).State == store.DeliveryDelivered }, time.Minute, 20*time.Millisecond)
+			assert.Equal(t, 1, row(id).Attempts)
+			_, err = f.tc.DescribeWorkflowExecution(ctx, workflows.WebhookDeliveryID(id), "")
+			var nf *serviceerror.NotFound
+			assert.ErrorAs(t, err, &nf, "a delivery delivered at once has no workflow")
+
+			// Failed at the first attempt: its workflow retries it after the pause.
+			rcv.mu.Lock()
+			rcv.fail = 1
+			rcv.mu.Unlock()
+			wk := f.worker(t)
+			defer wk.Stop()
+			f.event(t, f.proj.UUID, "task_verified")
+			require.NoError(t, f.disp.Pass(ctx))
+			first, second := rcv.next(t), rcv.next(t)
+			assert.Equal(t, []int{500, 204}, []int{first.status, second.status})
+			id = only("task_verified")
+			assert.Equal(t, id, second.id, "the same idempotency id")
+			require.Eventually(t, func() bool { return row(id).WorkflowID == workflows.WebhookDeliveryID(id) }, time.Minute,
+				20*time.Millisecond)
+			d := f.wait(t, id)
+			assert.Equal(t, store.DeliveryDelivered, d.State)
+			assert.Equal(t, 2, d.Attempts)
+
+			// A dispatcher claimed a first attempt and stopped: once stale, a workflow takes it.
+			f.event(t, f.proj.UUID, "mentioned")
+			_, err = f.st.DispatchWebhookEvents(ctx, 10)
+			require.NoError(t, err)
+			id = only("mentioned")
+			claimed, err := f.st.ClaimFirstAttempt(ctx, id)
+			require.NoError(t, err)
+			require.True(t, claimed)
+			require.NoError(t, f.disp.Pass(ctx))
+			assert.Equal(t, store.InlineAttempt, row(id).WorkflowID, "a fresh claim is left to its dispatcher")
+			_, err = f.st.DB.NewUpdate().Table("webhook_deliveries").Set("updated_at = ?", time.Now().Add(-time.Hour)).
+				Where("uuid = ?", id).Exec(ctx)
+			require.NoError(t, err)
+			require.NoError(t, f.disp.Pass(ctx))
+			assert.Equal(t, id, rcv.next(t).id)
+			d = f.wait(t, id)
+			assert.Equal(t, store.DeliveryDelivered, d.State)
+			assert.Equal(t, workflows.WebhookDeliveryID(id), d.WorkflowID)
 		})
 	}
 }

@@ -294,31 +294,61 @@ func (s *Store) DispatchWebhookEvents(ctx context.Context, limit int) (int, erro
 	return read, err
 }
 
-// Undispatched is a delivery waiting for its workflow: new (Attempts 0), or queued again by a
-// redelivery.
+// InlineAttempt is the workflow_id of a delivery whose first attempt a dispatcher is making
+// itself (ClaimFirstAttempt), before any workflow: one that fails it then starts its workflow.
+const InlineAttempt = "inline"
+
+// Undispatched is a delivery waiting for its workflow: new (Attempts 0), queued again by a
+// redelivery, or one whose dispatcher's own first attempt was cut short (Inline).
 type Undispatched struct {
-	UUID     string `bun:"uuid"`
-	Attempts int    `bun:"attempts"`
+	UUID       string `bun:"uuid"`
+	Attempts   int    `bun:"attempts"`
+	WorkflowID string `bun:"workflow_id"`
 }
 
-// UndispatchedDeliveries lists up to limit deliveries whose workflow is not started yet, oldest
-// first.
-func (s *Store) UndispatchedDeliveries(ctx context.Context, limit int) ([]Undispatched, error) {
+// Inline reports whether a dispatcher claimed the delivery's first attempt.
+func (u Undispatched) Inline() bool { return u.WorkflowID == InlineAttempt }
+
+// UndispatchedDeliveries lists up to limit deliveries that need a workflow, oldest first: pending
+// ones without one, and those a dispatcher claimed for its first attempt (ClaimFirstAttempt)
+// that have not moved since staleBefore (the dispatcher stopped during the attempt, or before
+// it could start the workflow).
+func (s *Store) UndispatchedDeliveries(ctx context.Context, limit int, staleBefore time.Time) ([]Undispatched, error) {
 	var out []Undispatched
-	err := s.DB.NewSelect().Model((*WebhookDelivery)(nil)).Column("uuid", "attempts").Where("workflow_id = ''").
-		Where("state = ?", DeliveryPending).Order("created_at", "uuid").Limit(int64(limit)).Scan(ctx, &out)
+	err := s.DB.NewSelect().Model((*WebhookDelivery)(nil)).Column("uuid", "attempts", "workflow_id").
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.WhereGroup(" OR ", func(q *bun.SelectQuery) *bun.SelectQuery {
+				return q.Where("workflow_id = ''").Where("state = ?", DeliveryPending)
+			}).WhereGroup(" OR ", func(q *bun.SelectQuery) *bun.SelectQuery {
+				return q.Where("workflow_id = ?", InlineAttempt).Where("state = ?", DeliveryDelivering).
+					Where("updated_at < ?", staleBefore)
+			})
+		}).Order("created_at", "uuid").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("read undispatched webhook deliveries: %w", err)
 	}
 	return out, nil
 }
 
-// MarkDeliveryDispatched records the workflow of a delivery that was waiting for one, and makes
-// it delivering unless its workflow already finished it.
+// ClaimFirstAttempt takes a new delivery (pending, no attempt, no workflow) for its dispatcher
+// to make the first attempt itself, and reports whether it got it (another dispatcher may have).
+func (s *Store) ClaimFirstAttempt(ctx context.Context, deliveryUUID string) (bool, error) {
+	res, err := s.DB.NewUpdate().Model((*WebhookDelivery)(nil)).Set("workflow_id = ?", InlineAttempt).
+		Set("state = ?", DeliveryDelivering).Set("updated_at = ?", Now()).Where("uuid = ?", deliveryUUID).
+		Where("workflow_id = ''").Where("state = ?", DeliveryPending).Where("attempts = 0").Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("claim the webhook delivery's first attempt: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// MarkDeliveryDispatched records the workflow of a delivery that was waiting for one (or whose
+// first attempt its dispatcher made), and makes it delivering unless it is finished already.
 func (s *Store) MarkDeliveryDispatched(ctx context.Context, deliveryUUID, workflowID string) error {
 	_, err := s.DB.NewUpdate().Model((*WebhookDelivery)(nil)).Set("workflow_id = ?", workflowID).
 		Set("state = CASE WHEN state = ? THEN ? ELSE state END", DeliveryPending, DeliveryDelivering).
-		Set("updated_at = ?", Now()).Where("uuid = ?", deliveryUUID).Where("workflow_id = ''").Exec(ctx)
+		Set("updated_at = ?", Now()).Where("uuid = ?", deliveryUUID).Where("workflow_id IN ('', ?)", InlineAttempt).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("record the webhook delivery's workflow: %w", err)
 	}

@@ -45,8 +45,10 @@ func startWebhookDispatcher(ctx context.Context, log *slog.Logger, st *store.Sto
 		return func() {}
 	}
 	sub := hub.SubscribeAll()
+	sender := activities.New(st, tc)
+	sender.WebhookPolicy = cfg.webhooks.policy
 	d := &workflows.WebhookDispatcher{Store: st, Temporal: tc, TaskQueue: queueOrDefault(cfg.taskQueue), Log: log,
-		Backoff: cfg.webhooks.backoff, Wake: sub.C}
+		Backoff: cfg.webhooks.backoff, Wake: sub.C, Sender: sender}
 	go d.Run(ctx)
 	return sub.Close
 }
