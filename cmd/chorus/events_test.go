@@ -168,6 +168,9 @@ func TestEventStreamThroughTheAPI(t *testing.T) {
 			require.Equal(t, created.Tasks[0].UUID, ev.Data["entityUuid"])
 			require.Equal(t, project.UUID, ev.Data["projectUuid"])
 			require.LessOrEqual(t, ev.At.Sub(done), time.Second, "the assignment reached the stream within a second")
+			code, metrics := get(t, "http://"+a.addr+"/metrics", nil)
+			require.Equal(t, http.StatusOK, code)
+			require.Contains(t, metrics, "chorus_event_subscribers 2", "the stream and the webhook dispatcher")
 
 			// The client drops; a task is assigned meanwhile through the other process.
 			hangUp()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.temporal.io/api/serviceerror"
@@ -204,6 +205,9 @@ func runServer(ctx context.Context, log *slog.Logger, st *store.Store, cfg serve
 	// One hub a process tails the events table for its event streams (docs/rules.md §7.4).
 	hub := st.NewEventHub(log)
 	go hub.Run(ctx)
+	metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_event_subscribers",
+		Help: "Readers of the event stream open in this process: GET /api/events streams, console pages following a " +
+			"project, and the webhook dispatcher of a worker."}, func() float64 { return float64(hub.Subscribers()) }))
 	defer startWebhookDispatcher(ctx, log, st, tc, hub, cfg, w != nil)()
 	e, err := newServerEcho(log, st, tc, cfg, metrics, tr, health, seal, hub)
 	if err != nil {
