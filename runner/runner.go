@@ -160,10 +160,13 @@ type agentRunner struct {
 	unlock func()
 	start  resumeState
 
-	mu          sync.Mutex
-	groups      map[string]*group
-	ready       []*group // groups with pending events and no running turn, waiting for a slot, oldest first
-	running     int
+	mu      sync.Mutex
+	groups  map[string]*group
+	ready   []*group // groups with pending events and no running turn, waiting for a slot, oldest first
+	running int
+	// catchingUp: a catch-up turn runs; no other turn starts until it ends, so it and an event
+	// turn cannot take up the same work at once.
+	catchingUp  bool
 	outstanding map[int64]bool // seqs taken and not finished (pending or running)
 	finished    map[int64]bool // seqs of finished turns above the cursor: skipped when replayed
 	highest     int64          // the highest seq seen
@@ -386,11 +389,12 @@ func (r *agentRunner) cursor() *int64 {
 
 // schedule starts the turns of waiting groups while slots are free (r.mu held).
 func (r *agentRunner) schedule() {
-	for !r.stopping && r.failed == nil && r.running < r.a.MaxConcurrent && len(r.ready) > 0 {
+	for !r.stopping && r.failed == nil && !r.catchingUp && r.running < r.a.MaxConcurrent && len(r.ready) > 0 {
 		g := r.ready[0]
 		r.ready = r.ready[1:]
 		g.queued = false
 		events := g.pending
+		r.catchingUp = slices.ContainsFunc(events, func(e Event) bool { return e.Kind == GapKind })
 		g.pending = nil
 		r.lastTurn++
 		t := &turn{id: fmt.Sprintf("%06d", r.lastTurn), group: g.key, events: events}
@@ -424,6 +428,9 @@ func (r *agentRunner) runTurn(t *turn, g *group) {
 	defer r.mu.Unlock()
 	g.running = false
 	r.running--
+	if slices.ContainsFunc(t.events, func(e Event) bool { return e.Kind == GapKind }) {
+		r.catchingUp = false
+	}
 	if res.outcome != OutcomeInterrupted {
 		for _, e := range t.events {
 			if e.Kind != GapKind {

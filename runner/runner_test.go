@@ -406,7 +406,8 @@ func (h *harness) turnStarts() []string {
 
 // On a state directory with no journal, the runner first runs one catch-up turn (the work
 // given to the agent before it connected is in no event it reads), then follows the stream
-// from the newest event; started again with the journal, it runs no catch-up turn.
+// from the newest event, starting no other turn until the catch-up ends; started again with the
+// journal, it runs no catch-up turn.
 func TestFirstStartRunsOneCatchUpTurn(t *testing.T) {
 	f, url := newFakeEvents(t)
 	f.publish("task_assigned", "task", "old", "idea-old") // before the runner: not replayed
@@ -417,10 +418,13 @@ func TestFirstStartRunsOneCatchUpTurn(t *testing.T) {
 	waitConnected(t, f, 1)
 	require.Equal(t, []string{"-"}, f.connections(), "after the catch-up, the stream starts at the newest event")
 	f.publish("task_assigned", "task", "t-2", "idea-a") // 2
-	h.waitStamp("start", "000002")
+	// The event's turn waits while the catch-up runs, so both cannot take up the same work.
+	time.Sleep(300 * time.Millisecond) // a chance for a wrong start, not a wait for a right one
+	require.Equal(t, []string{"000001::gap"}, h.turnStarts(), "no turn starts while the catch-up runs")
 	h.release("all")
-	h.waitStamp("end", "000002")
 	h.waitStamp("end", "000001")
+	h.waitStamp("start", "000002")
+	h.waitStamp("end", "000002")
 	require.Eventually(t, func() bool { return len(h.journal()) == 4 }, time.Minute, 10*time.Millisecond)
 	require.NoError(t, h.stop())
 
