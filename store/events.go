@@ -252,26 +252,10 @@ func (s *Store) EventsAfter(ctx context.Context, companyUUID string, after int64
 // over, sent or not, so the reader moves past hidden events.
 func (s *Store) RecipientEventsAfter(ctx context.Context, c Caller, r Recipient, after int64, limit int,
 	f EventFilter) ([]Event, int64, error) {
-	var seqs []int64
 	q := s.DB.NewSelect().TableExpr("events AS e").Column("e.seq").
 		Join("JOIN event_recipients AS er ON er.event_id = e.id").
-		Where("er.recipient_type = ?", r.Type).Where("er.recipient_uuid = ?", r.UUID).
-		Where("e.seq > ?", after).Order("e.seq").Limit(int64(limit))
-	if err := f.apply(q).Scan(ctx, &seqs); err != nil {
-		return nil, after, fmt.Errorf("read events: %w", err)
-	}
-	if len(seqs) == 0 {
-		return nil, after, nil
-	}
-	var out []Event
-	err := s.DB.NewSelect().Model(&out).Where("e.seq IN (?)", bun.List(seqs)).
-		Where("e.company_uuid = ?", c.CompanyUUID).
-		Where("(e.project_uuid = '' OR e.project_uuid IN (?))", s.visibleProjectIDs(c)).
-		Order("e.seq").Scan(ctx)
-	if err != nil {
-		return nil, after, fmt.Errorf("read events: %w", err)
-	}
-	return out, seqs[len(seqs)-1], nil
+		Where("er.recipient_type = ?", r.Type).Where("er.recipient_uuid = ?", r.UUID)
+	return s.visibleEventsAfter(ctx, c, q, after, limit, f)
 }
 
 // ProjectEventsAfter reads the numbered events of one project with seq > after, whoever they were
@@ -279,23 +263,31 @@ func (s *Store) RecipientEventsAfter(ctx context.Context, c Caller, r Recipient,
 // the highest seq it passed over, like RecipientEventsAfter.
 func (s *Store) ProjectEventsAfter(ctx context.Context, c Caller, projectUUID string, after int64, limit int,
 	f EventFilter) ([]Event, int64, error) {
-	var seqs []int64
-	q := s.DB.NewSelect().TableExpr("events AS e").Column("e.seq").Where("e.project_uuid = ?", projectUUID).
-		Where("e.seq > ?", after).Order("e.seq").Limit(int64(limit))
-	if err := f.apply(q).Scan(ctx, &seqs); err != nil {
+	q := s.DB.NewSelect().TableExpr("events AS e").Column("e.seq").Where("e.project_uuid = ?", projectUUID)
+	return s.visibleEventsAfter(ctx, c, q, after, limit, f)
+}
+
+// visibleEventsAfter takes the seqs > after that seqs (a query of e.seq over "events AS e")
+// selects, at most limit, and reads those events of c's company whose project c can see now
+// (company-wide events, of no project, too). It returns them and the highest seq it passed over.
+func (s *Store) visibleEventsAfter(ctx context.Context, c Caller, seqs *bun.SelectQuery, after int64, limit int,
+	f EventFilter) ([]Event, int64, error) {
+	var passed []int64
+	if err := f.apply(seqs.Where("e.seq > ?", after).Order("e.seq").Limit(int64(limit))).Scan(ctx, &passed); err != nil {
 		return nil, after, fmt.Errorf("read events: %w", err)
 	}
-	if len(seqs) == 0 {
+	if len(passed) == 0 {
 		return nil, after, nil
 	}
 	var out []Event
-	err := s.DB.NewSelect().Model(&out).Where("e.seq IN (?)", bun.List(seqs)).
-		Where("e.company_uuid = ?", c.CompanyUUID).Where("e.project_uuid IN (?)", s.visibleProjectIDs(c)).
+	err := s.DB.NewSelect().Model(&out).Where("e.seq IN (?)", bun.List(passed)).
+		Where("e.company_uuid = ?", c.CompanyUUID).
+		Where("(e.project_uuid = '' OR e.project_uuid IN (?))", s.visibleProjectIDs(c)).
 		Order("e.seq").Scan(ctx)
 	if err != nil {
 		return nil, after, fmt.Errorf("read events: %w", err)
 	}
-	return out, seqs[len(seqs)-1], nil
+	return out, passed[len(passed)-1], nil
 }
 
 // NewEventRecipients reads who the numbered events with seq in (after, upTo] are for, for waking
